@@ -1,0 +1,39 @@
+// Subcommands of the `farmem` tool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "farmem/client/cluster_config.h"
+#include "local_node.h"
+
+namespace farmem::apps {
+
+struct ClusterFlags {
+  std::string servers;  // host:port,...
+  std::string config;   // TOML file
+  uint64_t local_capacity_bytes = 1ull << 30;
+};
+
+// The cluster named by --servers / --config; with neither, starts a local memory node
+// (kept alive by *local) and returns a config pointing at it.
+Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
+                                              std::unique_ptr<LocalNode>* local);
+
+struct BenchOpsFlags {
+  ClusterFlags cluster;
+  uint32_t threads = 1;
+  uint32_t depth = 16;
+  uint64_t block_bytes = 8;
+  std::string op = "read";
+  double duration_s = 5;
+  std::string out;
+  std::string throttle;  // "", off, fixed, adaptive
+  uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
+};
+int run_bench_ops(const BenchOpsFlags& flags);
+
+int run_status(const ClusterFlags& flags);
+
+}  // namespace farmem::apps

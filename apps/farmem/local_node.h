@@ -1,0 +1,33 @@
+// LocalNode: a farmem-server child process started for one command run (the embedded default
+// cluster) and stopped with SIGTERM when the object dies. The child inherits the environment,
+// so UCX_TLS and UCX_NET_DEVICES apply to it as to the client.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "farmem/common/result.h"
+
+namespace farmem::apps {
+
+class LocalNode {
+ public:
+  static Result<std::unique_ptr<LocalNode>> start(uint64_t capacity_bytes, uint32_t workers);
+  ~LocalNode();
+  uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  LocalNode() = default;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  std::string dir_;
+};
+
+// Path of the farmem-server binary: $FARMEM_SERVER, else next to this executable, else PATH.
+std::string server_binary();
+
+}  // namespace farmem::apps

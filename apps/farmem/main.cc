@@ -1,0 +1,71 @@
+// farmem: the compute-side command-line tool.
+//
+//   farmem bench ops [--op read|write|cas|faa] [--threads N] [--depth N] [--block-bytes N]
+//                    [--duration S] [--servers h:p,...|--config FILE] [--out FILE.json|.csv]
+//   farmem status    [--servers h:p,...|--config FILE]
+//
+// Without --servers or --config, a local memory node is started for the run and stopped after.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <signal.h>
+
+#include "commands.h"
+#include "farmem/common/log.h"
+
+namespace farmem::apps {
+
+Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
+                                              std::unique_ptr<LocalNode>* local) {
+  if (!flags.servers.empty() && !flags.config.empty()) {
+    return InvalidArgument("give either --servers or --config, not both");
+  }
+  if (!flags.config.empty()) return client::ClusterConfig::from_toml_file(flags.config);
+  if (!flags.servers.empty()) return client::ClusterConfig::from_server_list(flags.servers);
+  auto node = LocalNode::start(flags.local_capacity_bytes, 1);
+  if (!node.ok()) return node.status();
+  *local = std::move(*node);
+  return client::ClusterConfig::from_server_list((*local)->address());
+}
+
+}  // namespace farmem::apps
+
+int main(int argc, char** argv) {
+  farmem::log::init_from_env();
+  signal(SIGPIPE, SIG_IGN);
+  CLI::App app{"farmem: far memory over UCX"};
+  app.require_subcommand(1);
+
+  auto add_cluster = [](CLI::App* sub, farmem::apps::ClusterFlags& f) {
+    sub->add_option("--servers", f.servers, "memory nodes, host:port[,host:port...]");
+    sub->add_option("--config", f.config, "cluster TOML file ([[memnode]] address = ...)");
+  };
+
+  farmem::apps::BenchOpsFlags ops;
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
+  add_cluster(bench_ops, ops.cluster);
+  bench_ops->add_option("--op", ops.op, "read|write|cas|faa")
+      ->check(CLI::IsMember({"read", "write", "cas", "faa"}));
+  bench_ops->add_option("--threads", ops.threads, "client threads")->check(CLI::Range(1, 256));
+  bench_ops->add_option("--depth", ops.depth, "operations in flight per thread")
+      ->check(CLI::Range(1, 4096));
+  bench_ops->add_option("--block-bytes", ops.block_bytes, "bytes per read/write")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
+  bench_ops->add_option("--duration", ops.duration_s, "seconds")->check(CLI::Range(0.1, 86400.0));
+  bench_ops->add_option("--span-bytes", ops.span_bytes,
+                        "per-thread working set; offsets are random in it (default 64MiB)")
+      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
+  bench_ops->add_option("--out", ops.out, "append results to FILE.json or FILE.csv");
+  bench_ops->add_option("--throttle", ops.throttle, "off|fixed|adaptive (default: client config)")
+      ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
+
+  farmem::apps::ClusterFlags status_flags;
+  CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
+  add_cluster(status, status_flags);
+
+  CLI11_PARSE(app, argc, argv);
+  if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
+  if (status->parsed()) return farmem::apps::run_status(status_flags);
+  return 2;
+}

@@ -1,0 +1,70 @@
+// Cluster: a compute process's connection to a set of memory nodes.
+//
+// connect() creates the UCX context, connects the calling thread to every memory node, runs
+// the versioned handshake (node id, exported region, remote key) and checks that node ids are
+// unique. thread_client() gives each thread its own ThreadClient (own worker and endpoints),
+// created and connected on first use from that thread.
+//
+// Named roots live on the node chosen by hashing the name (XXH3) over the sorted node ids, so
+// every client that lists the same nodes finds the same root.
+// Thread safety: thread_client() and the const accessors are callable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "farmem/client/cluster_config.h"
+#include "farmem/client/thread_client.h"
+#include "farmem/common/result.h"
+#include "farmem/fabric/context.h"
+
+namespace farmem::client {
+
+struct NodeInfo {
+  uint16_t node_id = 0;
+  HostPort address;
+  uint64_t region_bytes = 0;
+  std::vector<uint16_t> worker_ports;
+};
+
+class Cluster {
+ public:
+  static Result<std::unique_ptr<Cluster>> connect(const ClusterConfig& config);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // The calling thread's client, connecting it on first use.
+  Result<ThreadClient*> thread_client();
+  const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  const ClusterConfig& config() const { return config_; }
+  fabric::Context& context() { return *context_; }
+  // Node that stores the root `name`.
+  uint16_t root_node(std::string_view name) const;
+  // Milliseconds connect() took (context, endpoints, handshakes).
+  double connect_ms() const { return connect_ms_; }
+  // Transports UCX chose for the first thread's endpoints, e.g. "posix/memory,cma/memory".
+  std::string transports() const { return transports_; }
+
+ private:
+  explicit Cluster(const ClusterConfig& config) : config_(config) {}
+  friend class ThreadClient;
+
+  ClusterConfig config_;
+  std::unique_ptr<fabric::Context> context_;
+  std::vector<NodeInfo> nodes_;  // in config order
+  std::vector<uint16_t> sorted_ids_;
+  std::mutex mu_;
+  std::map<std::thread::id, std::unique_ptr<ThreadClient>> clients_;
+  uint32_t next_index_ = 0;
+  double connect_ms_ = 0;
+  std::string transports_;
+};
+
+}  // namespace farmem::client

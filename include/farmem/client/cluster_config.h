@@ -1,0 +1,53 @@
+// ClusterConfig: which memory nodes a compute process uses and how its client behaves.
+//
+//   [[memnode]]
+//   address = "127.0.0.1:7000"     # host:port of the node's worker 0 (one table per node)
+//
+//   [client]                        # every key optional
+//   op_timeout_ms = 5000            # deadline of every one-sided operation and RPC
+//   connect_timeout_ms = 5000       # deadline of connection + handshake
+//   max_coroutines = 4096           # per thread
+//   max_inflight = 16384            # operations in flight per thread
+//   throttle = "off"                # off | fixed | adaptive (work-request throttling)
+//   throttle_cap = 16               # cap for "fixed"
+//   backoff = true                  # conflict-avoidance backoff in CAS retry loops
+//   chunk_bytes = "1MiB"            # chunk taken from a node to carve small objects
+//   tls = ""                        # overrides UCX_TLS for this client when set
+//
+// Unknown keys are errors. Thread safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "farmem/common/result.h"
+#include "farmem/common/units.h"
+#include "farmem/runtime/throttle.h"
+
+namespace farmem::client {
+
+struct ClientOptions {
+  uint32_t op_timeout_ms = 5000;
+  uint32_t connect_timeout_ms = 5000;
+  uint32_t max_coroutines = 4096;
+  uint32_t max_inflight = 16384;
+  runtime::ThrottleMode throttle = runtime::ThrottleMode::kOff;
+  uint32_t throttle_cap = 16;
+  bool backoff = true;
+  uint64_t chunk_bytes = 1ull << 20;
+  std::string tls;
+};
+
+struct ClusterConfig {
+  std::vector<HostPort> memnodes;
+  ClientOptions options;
+
+  Status validate() const;
+  static Result<ClusterConfig> from_toml_file(const std::string& path);
+  static Result<ClusterConfig> from_toml_string(const std::string& text);
+  // "host:port,host:port"
+  static Result<ClusterConfig> from_server_list(const std::string& list);
+};
+
+}  // namespace farmem::client

@@ -1,0 +1,231 @@
+// ThreadClient: one thread's access to the cluster (SMART's per-thread resources).
+//
+// It owns a UCX worker, one endpoint per memory node, the thread's throttle, backoff policy and
+// small-object allocator, and runs on the thread's Scheduler. Obtain it with
+// Cluster::thread_client() on the thread that will use it; never share it between threads.
+//
+// One-sided operations return awaitables: `Status s = co_await c.read(addr, buf, n);`.
+// Before posting, each checks that the node exists and [offset, offset + bytes) lies in its
+// region (kNotFound / kOutOfRange), and that atomics are 8-byte aligned (kInvalidArgument).
+// Every operation carries the client's op deadline: past it the result is kTimedOut, and the
+// connection to that node is abandoned (later operations get kPeerFailed). A dead node gives
+// kPeerFailed. A completed write is visible at the memory node (the client flushes).
+//
+// Batch posts several operations and waits for all of them (doorbell batching).
+// Thread safety: the owning thread only.
+#pragma once
+
+#include <array>
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "farmem/client/chunk_allocator.h"
+#include "farmem/client/cluster_config.h"
+#include "farmem/client/global_address.h"
+#include "farmem/common/result.h"
+#include "farmem/fabric/completion.h"
+#include "farmem/fabric/endpoint.h"
+#include "farmem/fabric/worker.h"
+#include "farmem/runtime/backoff.h"
+#include "farmem/runtime/scheduler.h"
+#include "farmem/runtime/task.h"
+#include "farmem/runtime/throttle.h"
+
+namespace farmem::client {
+
+class Cluster;
+class ThreadClient;
+
+struct NodeStats {
+  uint16_t node_id = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t rpcs_served = 0;
+  uint64_t connections = 0;
+  uint64_t roots = 0;
+  uint64_t allocations = 0;
+  uint16_t worker_count = 0;
+  uint64_t uptime_ms = 0;
+};
+
+// Per-thread counters, readable at any time by the owning thread.
+struct ClientCounters {
+  uint64_t reads = 0, writes = 0, cas = 0, faa = 0, rpcs = 0;
+  uint64_t throttled = 0;  // operations that waited for a throttle credit
+};
+
+enum class OpKind : uint8_t { kRead, kWrite, kCas, kFaa };
+
+// One one-sided operation. Created by ThreadClient; co_await it once, right away.
+class [[nodiscard]] OpAwaitable {
+ public:
+  OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf, size_t bytes,
+              uint64_t expected, uint64_t desired, uint64_t* result);
+  OpAwaitable(const OpAwaitable&) = delete;
+  OpAwaitable& operator=(const OpAwaitable&) = delete;
+
+  bool await_ready();
+  void await_suspend(std::coroutine_handle<> h);
+  Status await_resume();
+
+ private:
+  static void on_complete(fabric::Completion* c);
+  static void on_credit(runtime::Throttle::Waiter* w);
+  void post();
+
+  ThreadClient* client_;
+  OpKind kind_;
+  bool posted_ = false;
+  bool credit_ = false;
+  GlobalAddress addr_;
+  void* buf_;
+  size_t bytes_;
+  uint64_t expected_;
+  uint64_t* result_;
+  fabric::Completion completion_;
+  runtime::Throttle::Waiter waiter_;
+  std::coroutine_handle<> handle_;
+};
+
+// Several operations posted together, completed together.
+class Batch {
+ public:
+  static constexpr size_t kMaxOps = 64;
+  explicit Batch(ThreadClient& client);
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+
+  // Each posts at once. A posting error is returned and also reported by wait().
+  Status read(GlobalAddress addr, void* dst, size_t bytes);
+  Status write(GlobalAddress addr, const void* src, size_t bytes);
+  Status cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value);
+  Status faa(GlobalAddress addr, uint64_t add, uint64_t* old_value);
+  // Operations posted after the fence are ordered after those before it (write-then-unlock).
+  Status fence();
+  size_t size() const { return ops_; }
+
+  struct WaitAwaitable {
+    Batch* b;
+    bool await_ready();
+    void await_suspend(std::coroutine_handle<> h);
+    Status await_resume();
+  };
+  // Completes when every posted operation is complete at its memory node.
+  WaitAwaitable wait() { return WaitAwaitable{this}; }
+
+ private:
+  friend struct WaitAwaitable;
+  Status admit(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
+               uint64_t* raddr);
+  static void on_complete(fabric::Completion* c);
+  ThreadClient* client_;
+  fabric::Completion completion_;
+  std::coroutine_handle<> handle_;
+  Status first_error_;
+  size_t ops_ = 0;
+  std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
+  std::array<uint64_t, kMaxOps> operands_{};  // CAS/FAA operands UCX reads until completion
+  bool waited_ = false;
+};
+
+class ThreadClient {
+ public:
+  ~ThreadClient();
+  ThreadClient(const ThreadClient&) = delete;
+  ThreadClient& operator=(const ThreadClient&) = delete;
+
+  // ---- one-sided operations (awaitables) ----
+  OpAwaitable read(GlobalAddress addr, void* dst, size_t bytes) {
+    return OpAwaitable(this, OpKind::kRead, addr, dst, bytes, 0, 0, nullptr);
+  }
+  OpAwaitable write(GlobalAddress addr, const void* src, size_t bytes) {
+    return OpAwaitable(this, OpKind::kWrite, addr, const_cast<void*>(src), bytes, 0, 0, nullptr);
+  }
+  // *old_value receives the value found; the swap happened iff it equals `expected`.
+  OpAwaitable cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value) {
+    return OpAwaitable(this, OpKind::kCas, addr, nullptr, 8, expected, desired, old_value);
+  }
+  OpAwaitable faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
+    return OpAwaitable(this, OpKind::kFaa, addr, nullptr, 8, 0, add, old_value);
+  }
+  // Reads the 8-byte word, applies fn, CASes it in; retries with backoff. Returns the new value.
+  runtime::Task<Result<uint64_t>> atomic_update(GlobalAddress addr,
+                                                std::function<uint64_t(uint64_t)> fn);
+
+  // ---- control plane (RPC) ----
+  // Small sizes come from locally carved chunks; large ones from a node's allocator directly.
+  runtime::Task<Result<GlobalAddress>> allocate(uint64_t bytes);
+  // bytes must be the size passed to allocate().
+  runtime::Task<Status> free(GlobalAddress addr, uint64_t bytes);
+  // Allocation straight from one node's allocator (alignment: power of two <= 4096).
+  runtime::Task<Result<GlobalAddress>> allocate_on(uint16_t node, uint64_t bytes,
+                                                   uint64_t alignment = 64);
+  runtime::Task<Status> free_on(GlobalAddress addr);
+  runtime::Task<Status> publish_root(std::string name, GlobalAddress addr, bool replace = false);
+  runtime::Task<Result<GlobalAddress>> lookup_root(std::string name);
+  runtime::Task<Status> remove_root(std::string name);
+  runtime::Task<Result<NodeStats>> stats(uint16_t node);
+  // A raw RPC to one node (for extensions and tests).
+  runtime::Task<Status> rpc(uint16_t node, uint16_t opcode, const void* request,
+                            size_t request_bytes, void* reply, uint32_t reply_capacity,
+                            uint32_t* reply_bytes);
+
+  // ---- plain blocking wrappers ----
+  Status read_sync(GlobalAddress addr, void* dst, size_t bytes);
+  Status write_sync(GlobalAddress addr, const void* src, size_t bytes);
+  Status cas_sync(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value);
+  Status faa_sync(GlobalAddress addr, uint64_t add, uint64_t* old_value);
+  template <typename T>
+  T run(runtime::Task<T> task) {
+    return scheduler_->block_on(std::move(task));
+  }
+
+  // ---- plumbing ----
+  runtime::Scheduler& scheduler() { return *scheduler_; }
+  fabric::Worker& worker() { return *worker_; }
+  runtime::Throttle& throttle() { return throttle_; }
+  runtime::BackoffPolicy& backoff_policy() { return backoff_; }
+  const ClientCounters& counters() const { return counters_; }
+  ClientCounters& mutable_counters() { return counters_; }
+  Cluster& cluster() { return *cluster_; }
+  // Endpoint for a node id, or null.
+  fabric::Endpoint* endpoint(uint16_t node) const {
+    return node < by_node_.size() ? by_node_[node] : nullptr;
+  }
+  // Bounds/alignment check and translation to a remote virtual address.
+  Status resolve(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
+                 uint64_t* raddr) const;
+  // Deadline passed to the fabric: 0 = the worker's default (op_timeout_ms), computed lazily.
+  uint64_t deadline() const { return 0; }
+  std::string transports() const;
+  uint32_t index() const { return index_; }
+
+ private:
+  friend class Cluster;
+  friend class OpAwaitable;
+  ThreadClient(Cluster& cluster, uint32_t index);
+  Status connect_all();
+
+  Cluster* cluster_;
+  uint32_t index_;
+  uint64_t op_timeout_ns_;
+  std::unique_ptr<fabric::Worker> worker_;
+  std::unique_ptr<runtime::Scheduler> own_scheduler_;
+  runtime::Scheduler* scheduler_ = nullptr;
+  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
+  std::vector<fabric::Endpoint*> by_node_;
+  runtime::Throttle throttle_;
+  bool throttle_on_;
+  size_t ticker_id_ = SIZE_MAX;
+  runtime::BackoffPolicy backoff_;
+  ChunkAllocator allocator_;
+  ClientCounters counters_;
+};
+
+}  // namespace farmem::client

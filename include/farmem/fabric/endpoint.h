@@ -1,0 +1,106 @@
+// Endpoint: one UCX endpoint from a worker to a peer, with the peer's exported region.
+//
+// Client side: connect() opens a client-server endpoint to host:port (UCX listener) with
+// peer-failure error handling; attach_region() unpacks the peer's remote key for one-sided
+// operations. Server side: accept() answers a connection request.
+//
+// post_*(): each posts one operation. If it completed at once it returns OK and leaves
+// `completion` untouched; if it is in flight it adds 1 to completion->remaining and returns OK
+// (the worker later calls completion->complete_one); on failure to post it returns the error
+// and adds nothing. Buffers passed in must stay valid until the completion fires.
+// deadline_ns is absolute (now_ns() clock); 0 means the worker's default timeout from the
+// moment the operation is found to be in flight (so immediate completions never read the clock).
+// An endpoint whose peer failed, or whose operation timed out, is closed: every later post
+// returns kPeerFailed with the reason.
+//
+// Thread safety: all methods on the owning worker's thread only.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "farmem/common/result.h"
+#include "farmem/fabric/completion.h"
+#include "farmem/fabric/worker.h"
+
+namespace farmem::fabric {
+
+class Endpoint {
+ public:
+  // Starts connecting; operations posted before the handshake finishes are queued by UCX.
+  static Result<std::unique_ptr<Endpoint>> connect(Worker& worker, const std::string& host,
+                                                   uint16_t port);
+  static Result<std::unique_ptr<Endpoint>> accept(Worker& worker, ucp_conn_request_h request);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  Status attach_region(uint64_t base, uint64_t bytes, const void* packed_rkey, size_t rkey_bytes);
+  uint64_t region_base() const { return region_base_; }
+  uint64_t region_bytes() const { return region_bytes_; }
+
+  Status post_get(void* dst, uint64_t remote_addr, size_t bytes, Completion* c,
+                  uint64_t deadline_ns);
+  Status post_put(const void* src, uint64_t remote_addr, size_t bytes, Completion* c,
+                  uint64_t deadline_ns);
+  // *inout holds the desired value; on completion it holds the value found remotely
+  // (the swap happened iff *inout == *expected). Operands are read by UCX until completion.
+  Status post_cas(uint64_t remote_addr, const uint64_t* expected, uint64_t* inout, Completion* c,
+                  uint64_t deadline_ns);
+  Status post_faa(uint64_t remote_addr, const uint64_t* add, uint64_t* old_out, Completion* c,
+                  uint64_t deadline_ns);
+  // Completes when every operation posted earlier on this endpoint is complete at the peer.
+  Status post_flush(Completion* c, uint64_t deadline_ns);
+  // Sends a request; the reply payload lands in reply (at most reply_capacity bytes) and its
+  // length in *reply_bytes. The completion counts both the send and the reply; an error status
+  // sent by the peer becomes the completion's status (with the peer's message).
+  Status post_rpc(uint16_t opcode, const void* payload, size_t payload_bytes, void* reply,
+                  uint32_t reply_capacity, uint32_t* reply_bytes, Completion* c,
+                  uint64_t deadline_ns);
+  // Sends a reply (server side). The payload is copied; the send is fire-and-forget.
+  Status send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
+                    size_t payload_bytes);
+  // Test hook: sends an arbitrary header + payload as an RPC request, unvalidated.
+  // The reply is awaited like post_rpc's (header.request_id is replaced by a fresh id).
+  Status post_raw_request(const wire::RpcHeader& header, const void* payload,
+                          size_t payload_bytes, void* reply, uint32_t reply_capacity,
+                          uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns);
+
+  bool failed() const { return failed_; }
+  bool closed() const { return closed_; }
+  const Status& failure() const { return failure_; }
+  // Marks the endpoint failed with `why` and force-closes it (idempotent).
+  void fail(Status why);
+  // The UCX transports this endpoint uses, e.g. "posix/memory,cma/memory" or "tcp/eth0".
+  std::string transports() const;
+  const std::string& peer() const { return peer_; }
+  ucp_ep_h handle() const { return ep_; }
+  Worker& worker() const { return *worker_; }
+
+  // Internal: called by the worker to close a failed endpoint outside UCX callbacks.
+  void close_now();
+
+ private:
+  Endpoint(Worker& worker, std::string peer) : worker_(&worker), peer_(std::move(peer)) {}
+  static void on_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  Status check_usable() const;
+  Status check_rma() const;
+  Status finish_rma(ucs_status_ptr_t r, Completion* c, uint64_t deadline_ns, const char* what);
+  Status finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c, uint64_t deadline_ns,
+                     const char* what);
+
+  Worker* worker_;
+  std::string peer_;
+  ucp_ep_h ep_ = nullptr;
+  ucp_rkey_h rkey_ = nullptr;
+  uint64_t region_base_ = 0;
+  uint64_t region_bytes_ = 0;
+  bool failed_ = false;
+  bool closed_ = false;
+  Status failure_;
+};
+
+}  // namespace farmem::fabric

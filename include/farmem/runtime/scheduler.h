@@ -1,0 +1,124 @@
+// Scheduler: the per-thread coroutine scheduler.
+//
+// One per thread (install() makes it the thread's current one). It owns a ready queue of
+// coroutine handles, a timer heap for sleeps, and the list of fabric workers it drives: each
+// poll_once() resumes ready coroutines, then progresses every attached worker, and from time
+// to time fails operations past their deadline and fires due timers and tickers. Spawned
+// (detached) coroutines are bounded by SchedulerOptions::max_coroutines.
+//
+// Thread safety: everything on the owning thread only.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <vector>
+
+#include "farmem/common/clock.h"
+#include "farmem/common/status.h"
+#include "farmem/fabric/worker.h"
+#include "farmem/runtime/task.h"
+
+namespace farmem::runtime {
+
+struct SchedulerOptions {
+  uint32_t max_coroutines = 4096;   // bound on spawned coroutines alive at once
+  uint32_t time_check_interval = 16;  // poll_once calls between clock reads when busy
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerOptions& options = {});
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // The scheduler installed on this thread (null if none).
+  static Scheduler* current();
+  void install();
+
+  void attach(fabric::Worker* worker);
+  void detach(fabric::Worker* worker);
+  // Called with now_ns at every clock check (for tuners); returns an id for remove_ticker.
+  size_t add_ticker(std::function<void(uint64_t)> fn);
+  void remove_ticker(size_t id);
+
+  // Makes h runnable; it resumes from a later poll_once().
+  void post(std::coroutine_handle<> h) { ready_.push_back(h); }
+  // Starts a detached coroutine. kResourceExhausted when max_coroutines are alive.
+  Status spawn(Task<void> task);
+  size_t live_coroutines() const { return live_; }
+
+  // One round: resume ready coroutines, progress workers, check deadlines and timers.
+  // Returns true if anything happened.
+  bool poll_once();
+  // Runs until every spawned coroutine has finished.
+  void run_until_idle();
+
+  // Drives `task` to completion on this thread (for plain code and tests).
+  template <typename T>
+  T block_on(Task<T> task) {
+    task.handle().promise().continuation = std::noop_coroutine();
+    post(task.handle());
+    while (!task.done()) poll_once();
+    return task.take_result();
+  }
+
+  struct SleepAwaiter {
+    Scheduler* s;
+    uint64_t until_ns;
+    bool await_ready() const noexcept { return now_ns() >= until_ns; }
+    void await_suspend(std::coroutine_handle<> h) { s->add_timer(until_ns, h); }
+    void await_resume() const noexcept {}
+  };
+  SleepAwaiter sleep_for_ns(uint64_t ns) { return SleepAwaiter{this, now_ns() + ns}; }
+  SleepAwaiter sleep_until_ns(uint64_t t) { return SleepAwaiter{this, t}; }
+
+  struct YieldAwaiter {
+    Scheduler* s;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) { s->post(h); }
+    void await_resume() const noexcept {}
+  };
+  YieldAwaiter yield() { return YieldAwaiter{this}; }
+
+  void add_timer(uint64_t when_ns, std::coroutine_handle<> h);
+  void on_detached_done() { --live_; }
+
+ private:
+  void check_time();
+
+  struct Timer {
+    uint64_t when_ns;
+    uint64_t seq;
+    std::coroutine_handle<> h;
+    bool operator>(const Timer& o) const {
+      return when_ns != o.when_ns ? when_ns > o.when_ns : seq > o.seq;
+    }
+  };
+
+  SchedulerOptions options_;
+  std::vector<std::coroutine_handle<>> ready_;
+  std::vector<std::coroutine_handle<>> running_;
+  std::vector<fabric::Worker*> workers_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  std::vector<std::function<void(uint64_t)>> tickers_;
+  uint64_t timer_seq_ = 0;
+  uint32_t polls_since_check_ = 0;
+  size_t live_ = 0;
+  Scheduler* previous_ = nullptr;
+  bool installed_ = false;
+};
+
+// Runs `task` on the calling thread's installed scheduler (or a temporary one).
+template <typename T>
+T sync_wait(Task<T> task) {
+  Scheduler* s = Scheduler::current();
+  if (s != nullptr) return s->block_on(std::move(task));
+  Scheduler temp;
+  temp.install();
+  return temp.block_on(std::move(task));
+}
+
+}  // namespace farmem::runtime

@@ -1,0 +1,44 @@
+#include "farmem/client/chunk_allocator.h"
+
+#include <bit>
+
+namespace farmem::client {
+
+int ChunkAllocator::class_of(uint64_t bytes) {
+  if (bytes == 0 || bytes > kMaxSmallBytes) return -1;
+  if (bytes <= kMinClassBytes) return 0;
+  return static_cast<int>(std::bit_width(bytes - 1)) - 6;
+}
+
+GlobalAddress ChunkAllocator::take(int cls) {
+  auto& fl = free_[cls];
+  if (!fl.empty()) {
+    GlobalAddress a = fl.back();
+    fl.pop_back();
+    return a;
+  }
+  uint64_t need = class_bytes(cls);
+  if (left_ < need) return GlobalAddress{};
+  GlobalAddress a = cursor_;
+  cursor_ = cursor_ + need;
+  left_ -= need;
+  return a;
+}
+
+void ChunkAllocator::give_back(int cls, GlobalAddress addr) { free_[cls].push_back(addr); }
+
+void ChunkAllocator::add_chunk(GlobalAddress chunk, uint64_t bytes) {
+  // The tail of the previous chunk is carved into the smallest classes it fits.
+  while (left_ >= kMinClassBytes) {
+    int cls = 0;
+    while (cls + 1 < kClasses && class_bytes(cls + 1) <= left_) ++cls;
+    free_[cls].push_back(cursor_);
+    cursor_ = cursor_ + class_bytes(cls);
+    left_ -= class_bytes(cls);
+  }
+  cursor_ = chunk;
+  left_ = bytes;
+  ++chunks_;
+}
+
+}  // namespace farmem::client

@@ -1,0 +1,60 @@
+#include "farmem/client/cluster.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include "farmem/common/clock.h"
+
+namespace farmem::client {
+
+Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
+  FARMEM_RETURN_IF_ERROR(config.validate());
+  uint64_t t0 = now_ns();
+  std::unique_ptr<Cluster> c(new Cluster(config));
+  fabric::ContextOptions co;
+  co.tls = config.options.tls;
+  auto ctx = fabric::Context::create(co);
+  if (!ctx.ok()) return ctx.status();
+  c->context_ = std::move(*ctx);
+  for (const HostPort& hp : config.memnodes) {
+    NodeInfo n;
+    n.address = hp;
+    c->nodes_.push_back(n);
+  }
+  auto first = c->thread_client();
+  if (!first.ok()) return first.status();
+  for (const NodeInfo& n : c->nodes_) c->sorted_ids_.push_back(n.node_id);
+  std::sort(c->sorted_ids_.begin(), c->sorted_ids_.end());
+  c->transports_ = (*first)->transports();
+  c->connect_ms_ = static_cast<double>(now_ns() - t0) / 1e6;
+  return c;
+}
+
+Cluster::~Cluster() {
+  std::lock_guard<std::mutex> lock(mu_);
+  clients_.clear();
+  context_.reset();
+}
+
+Result<ThreadClient*> Cluster::thread_client() {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto id = std::this_thread::get_id();
+  auto it = clients_.find(id);
+  if (it != clients_.end()) return it->second.get();
+  std::unique_ptr<ThreadClient> tc(new ThreadClient(*this, next_index_++));
+  // The first connection fills nodes_; later ones only read it (under mu_).
+  Status s = tc->connect_all();
+  if (!s.ok()) return s;
+  ThreadClient* raw = tc.get();
+  clients_.emplace(id, std::move(tc));
+  return raw;
+}
+
+uint16_t Cluster::root_node(std::string_view name) const {
+  uint64_t h = XXH3_64bits(name.data(), name.size());
+  return sorted_ids_[h % sorted_ids_.size()];
+}
+
+}  // namespace farmem::client

@@ -1,0 +1,147 @@
+#include "farmem/client/cluster_config.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <toml++/toml.h>
+
+namespace farmem::client {
+namespace {
+
+Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int64_t lo,
+                        int64_t hi) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return dflt;
+  auto v = n->value<int64_t>();
+  if (!v) return InvalidArgument(fmt::format("client.{} must be an integer", key));
+  if (*v < lo || *v > hi) {
+    return InvalidArgument(fmt::format("client.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
+  }
+  return *v;
+}
+
+#define FARMEM_ASSIGN_INT(field, key, dflt, lo, hi)      \
+  do {                                                   \
+    auto _v = get_int(*t, key, dflt, lo, hi);            \
+    if (!_v.ok()) return _v.status();                    \
+    c.options.field = static_cast<decltype(c.options.field)>(*_v); \
+  } while (0)
+
+Result<ClusterConfig> parse(const toml::table& root) {
+  ClusterConfig c;
+  for (auto&& [k, v] : root) {
+    if (k.str() != "memnode" && k.str() != "client") {
+      return InvalidArgument(
+          fmt::format("unknown config section '{}' (expected [[memnode]] and [client])", k.str()));
+    }
+  }
+  const toml::array* nodes = root["memnode"].as_array();
+  if (nodes == nullptr) return InvalidArgument("config lists no [[memnode]] entries");
+  for (const toml::node& n : *nodes) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) return InvalidArgument("each [[memnode]] must be a table");
+    for (auto&& [k, v] : *t) {
+      if (k.str() != "address") {
+        return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
+      }
+    }
+    auto addr = (*t)["address"].value<std::string>();
+    if (!addr) return InvalidArgument("[[memnode]] needs address = \"host:port\"");
+    auto hp = parse_host_port(*addr);
+    if (!hp.ok()) return hp.status();
+    c.memnodes.push_back(*hp);
+  }
+  if (const toml::table* t = root["client"].as_table()) {
+    static const std::set<std::string> known = {
+        "op_timeout_ms", "connect_timeout_ms", "max_coroutines", "max_inflight", "throttle",
+        "throttle_cap", "backoff", "chunk_bytes", "tls"};
+    for (auto&& [k, v] : *t) {
+      if (!known.count(std::string(k.str()))) {
+        return InvalidArgument(fmt::format("unknown key client.{}", k.str()));
+      }
+    }
+    FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
+    FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
+    FARMEM_ASSIGN_INT(max_coroutines, "max_coroutines", 4096, 1, 1'000'000);
+    FARMEM_ASSIGN_INT(max_inflight, "max_inflight", 16384, 16, 1'000'000);
+    FARMEM_ASSIGN_INT(throttle_cap, "throttle_cap", 16, 1, 1'000'000);
+    if (const toml::node* n = t->get("throttle")) {
+      auto s = n->value<std::string>();
+      if (!s) return InvalidArgument("client.throttle must be a string");
+      auto m = runtime::parse_throttle_mode(*s);
+      if (!m.ok()) return m.status();
+      c.options.throttle = *m;
+    }
+    if (const toml::node* n = t->get("backoff")) {
+      auto b = n->value<bool>();
+      if (!b) return InvalidArgument("client.backoff must be true or false");
+      c.options.backoff = *b;
+    }
+    if (const toml::node* n = t->get("tls")) {
+      auto s = n->value<std::string>();
+      if (!s) return InvalidArgument("client.tls must be a string");
+      c.options.tls = *s;
+    }
+    if (const toml::node* n = t->get("chunk_bytes")) {
+      if (auto i = n->value<int64_t>()) {
+        c.options.chunk_bytes = static_cast<uint64_t>(*i);
+      } else if (auto s = n->value<std::string>()) {
+        auto b = parse_bytes(*s);
+        if (!b.ok()) return b.status();
+        c.options.chunk_bytes = *b;
+      } else {
+        return InvalidArgument("client.chunk_bytes must be a size");
+      }
+    }
+  }
+  FARMEM_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace
+
+Status ClusterConfig::validate() const {
+  if (memnodes.empty()) return InvalidArgument("a cluster needs at least one memory node");
+  if (options.chunk_bytes < 4096 || options.chunk_bytes > (1ull << 30)) {
+    return InvalidArgument("client.chunk_bytes must be 4KiB..1GiB");
+  }
+  return OkStatus();
+}
+
+Result<ClusterConfig> ClusterConfig::from_toml_string(const std::string& text) {
+  try {
+    return parse(toml::parse(text));
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(fmt::format("config is not valid TOML: {} (line {})", e.description(),
+                                       e.source().begin.line));
+  }
+}
+
+Result<ClusterConfig> ClusterConfig::from_toml_file(const std::string& path) {
+  try {
+    return parse(toml::parse_file(path));
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(
+        fmt::format("{}: {} (line {})", path, e.description(), e.source().begin.line));
+  }
+}
+
+Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {
+  ClusterConfig c;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) {
+      auto hp = parse_host_port(item);
+      if (!hp.ok()) return hp.status();
+      c.memnodes.push_back(*hp);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  FARMEM_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace farmem::client

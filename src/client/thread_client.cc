@@ -1,0 +1,563 @@
+#include "farmem/client/thread_client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "farmem/client/cluster.h"
+#include "farmem/common/clock.h"
+#include "farmem/fabric/wire.h"
+
+namespace farmem::client {
+
+namespace w = farmem::wire;
+using runtime::Task;
+
+// ---------------------------------------------------------------------------------------------
+// OpAwaitable
+
+OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf,
+                         size_t bytes, uint64_t expected, uint64_t desired, uint64_t* result)
+    : client_(c),
+      kind_(kind),
+      addr_(addr),
+      buf_(buf),
+      bytes_(bytes),
+      expected_(expected),
+      result_(result) {
+  completion_.notify = &OpAwaitable::on_complete;
+  completion_.owner = this;
+  waiter_.resume = &OpAwaitable::on_credit;
+  waiter_.owner = this;
+  // CAS and FAA carry their operand in buf_'s place; the result pointer doubles as the UCX
+  // reply buffer, so it must exist.
+  if (kind == OpKind::kCas || kind == OpKind::kFaa) {
+    if (result_ == nullptr) result_ = reinterpret_cast<uint64_t*>(&buf_);
+    if (kind == OpKind::kCas) *result_ = desired;
+    else expected_ = desired;  // FAA: expected_ holds the addend
+  }
+}
+
+bool OpAwaitable::await_ready() {
+  if (client_->throttle_on_) {
+    if (!client_->throttle_.try_acquire()) {
+      ++client_->counters_.throttled;
+      return false;
+    }
+    credit_ = true;
+  }
+  post();
+  return completion_.remaining == 0;
+}
+
+void OpAwaitable::await_suspend(std::coroutine_handle<> h) {
+  handle_ = h;
+  if (!posted_) client_->throttle_.enqueue(&waiter_);
+}
+
+Status OpAwaitable::await_resume() {
+  if (credit_) client_->throttle_.release();
+  ClientCounters& k = client_->counters_;
+  switch (kind_) {
+    case OpKind::kRead: ++k.reads; break;
+    case OpKind::kWrite: ++k.writes; break;
+    case OpKind::kCas: ++k.cas; break;
+    case OpKind::kFaa: ++k.faa; break;
+  }
+  return std::move(completion_.status);
+}
+
+void OpAwaitable::on_complete(fabric::Completion* c) {
+  auto* self = static_cast<OpAwaitable*>(c->owner);
+  if (self->handle_) self->client_->scheduler_->post(self->handle_);
+}
+
+void OpAwaitable::on_credit(runtime::Throttle::Waiter* wt) {
+  auto* self = static_cast<OpAwaitable*>(wt->owner);
+  self->credit_ = true;
+  self->post();
+  if (self->completion_.remaining == 0) self->client_->scheduler_->post(self->handle_);
+}
+
+void OpAwaitable::post() {
+  posted_ = true;
+  fabric::Endpoint* ep = nullptr;
+  uint64_t raddr = 0;
+  bool atomic = kind_ == OpKind::kCas || kind_ == OpKind::kFaa;
+  Status st = client_->resolve(addr_, bytes_, atomic, &ep, &raddr);
+  if (!st.ok()) {
+    completion_.fail(std::move(st));
+    return;
+  }
+  uint64_t deadline = client_->deadline();
+  switch (kind_) {
+    case OpKind::kRead:
+      st = ep->post_get(buf_, raddr, bytes_, &completion_, deadline);
+      break;
+    case OpKind::kWrite:
+      st = ep->post_put(buf_, raddr, bytes_, &completion_, deadline);
+      if (st.ok()) st = ep->post_flush(&completion_, deadline);
+      break;
+    case OpKind::kCas:
+      st = ep->post_cas(raddr, &expected_, result_, &completion_, deadline);
+      break;
+    case OpKind::kFaa:
+      st = ep->post_faa(raddr, &expected_, result_, &completion_, deadline);
+      break;
+  }
+  if (!st.ok()) completion_.fail(std::move(st));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch
+
+Batch::Batch(ThreadClient& client) : client_(&client) {
+  completion_.notify = &Batch::on_complete;
+  completion_.owner = this;
+}
+
+Batch::~Batch() {
+  // Never leave UCX holding a pointer into a dead batch.
+  if (!waited_) {
+    for (fabric::Endpoint* ep : written_) (void)ep->post_flush(&completion_, client_->deadline());
+  }
+  while (completion_.remaining > 0) {
+    client_->worker().progress();
+    client_->worker().expire(now_ns());
+  }
+}
+
+void Batch::on_complete(fabric::Completion* c) {
+  auto* self = static_cast<Batch*>(c->owner);
+  if (self->handle_) self->client_->scheduler().post(self->handle_);
+}
+
+Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
+                    uint64_t* raddr) {
+  Status s;
+  if (waited_) {
+    s = InvalidArgument("operation added to a batch that was already waited on");
+  } else if (ops_ >= kMaxOps) {
+    s = ResourceExhausted(fmt::format("a batch holds at most {} operations", kMaxOps));
+  } else {
+    s = client_->resolve(addr, bytes, atomic, ep, raddr);
+  }
+  if (!s.ok() && first_error_.ok()) first_error_ = s;
+  if (s.ok()) ++ops_;
+  return s;
+}
+
+#define FARMEM_BATCH_POST(call)                        \
+  do {                                                 \
+    Status _s = (call);                                \
+    if (!_s.ok() && first_error_.ok()) first_error_ = _s; \
+    return _s;                                         \
+  } while (0)
+
+Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, &ep, &raddr));
+  ++client_->mutable_counters().reads;
+  FARMEM_BATCH_POST(ep->post_get(dst, raddr, bytes, &completion_, client_->deadline()));
+}
+
+Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, &ep, &raddr));
+  ++client_->mutable_counters().writes;
+  if (std::find(written_.begin(), written_.end(), ep) == written_.end()) written_.push_back(ep);
+  FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, client_->deadline()));
+}
+
+Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  if (old_value == nullptr) return InvalidArgument("Batch::cas needs a result pointer");
+  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, &ep, &raddr));
+  ++client_->mutable_counters().cas;
+  *old_value = desired;
+  uint64_t* operand = &operands_[ops_ - 1];
+  *operand = expected;
+  FARMEM_BATCH_POST(ep->post_cas(raddr, operand, old_value, &completion_, client_->deadline()));
+}
+
+Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  if (old_value == nullptr) return InvalidArgument("Batch::faa needs a result pointer");
+  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, &ep, &raddr));
+  ++client_->mutable_counters().faa;
+  uint64_t* operand = &operands_[ops_ - 1];
+  *operand = add;
+  FARMEM_BATCH_POST(ep->post_faa(raddr, operand, old_value, &completion_, client_->deadline()));
+}
+
+Status Batch::fence() { FARMEM_BATCH_POST(client_->worker().fence()); }
+
+bool Batch::WaitAwaitable::await_ready() {
+  b->waited_ = true;
+  for (fabric::Endpoint* ep : b->written_) {
+    Status s = ep->post_flush(&b->completion_, b->client_->deadline());
+    if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
+  }
+  return b->completion_.remaining == 0;
+}
+
+void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) { b->handle_ = h; }
+
+Status Batch::WaitAwaitable::await_resume() {
+  b->handle_ = nullptr;
+  if (!b->first_error_.ok()) return b->first_error_;
+  return b->completion_.status;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RPC awaitable
+
+namespace {
+
+class RpcAwaitable {
+ public:
+  RpcAwaitable(ThreadClient* c, fabric::Endpoint* ep, uint16_t opcode, const void* req,
+               size_t req_bytes, void* reply, uint32_t cap, uint32_t* reply_bytes)
+      : client_(c) {
+    completion_.notify = &RpcAwaitable::on_complete;
+    completion_.owner = this;
+    Status s = ep->post_rpc(opcode, req, req_bytes, reply, cap, reply_bytes, &completion_,
+                            c->deadline());
+    if (!s.ok()) completion_.fail(std::move(s));
+  }
+  RpcAwaitable(const RpcAwaitable&) = delete;
+  bool await_ready() const { return completion_.remaining == 0; }
+  void await_suspend(std::coroutine_handle<> h) { handle_ = h; }
+  Status await_resume() {
+    ++client_->mutable_counters().rpcs;
+    return std::move(completion_.status);
+  }
+
+ private:
+  static void on_complete(fabric::Completion* c) {
+    auto* self = static_cast<RpcAwaitable*>(c->owner);
+    if (self->handle_) self->client_->scheduler().post(self->handle_);
+  }
+  ThreadClient* client_;
+  fabric::Completion completion_;
+  std::coroutine_handle<> handle_;
+};
+
+Task<Status> do_op(OpAwaitable* op) { co_return co_await *op; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ThreadClient
+
+ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
+    : cluster_(&cluster),
+      index_(index),
+      op_timeout_ns_(static_cast<uint64_t>(cluster.config().options.op_timeout_ms) * 1'000'000),
+      throttle_([&] {
+        runtime::ThrottleOptions t;
+        t.mode = cluster.config().options.throttle;
+        t.fixed_cap = cluster.config().options.throttle_cap;
+        return t;
+      }()),
+      throttle_on_(cluster.config().options.throttle != runtime::ThrottleMode::kOff),
+      backoff_([&] {
+        runtime::BackoffOptions b;
+        b.enabled = cluster.config().options.backoff;
+        return b;
+      }()) {}
+
+ThreadClient::~ThreadClient() {
+  if (ticker_id_ != SIZE_MAX && scheduler_ != nullptr && own_scheduler_) {
+    scheduler_->remove_ticker(ticker_id_);
+  }
+  endpoints_.clear();
+  by_node_.clear();
+  if (own_scheduler_) own_scheduler_->detach(worker_.get());
+  worker_.reset();
+}
+
+Status ThreadClient::connect_all() {
+  const ClientOptions& o = cluster_->config().options;
+  fabric::WorkerOptions wo;
+  wo.max_pending_ops = o.max_inflight;
+  wo.default_timeout_ns = op_timeout_ns_;
+  auto worker = fabric::Worker::create(*cluster_->context_, wo);
+  if (!worker.ok()) return worker.status();
+  worker_ = std::move(*worker);
+  scheduler_ = runtime::Scheduler::current();
+  if (scheduler_ == nullptr) {
+    runtime::SchedulerOptions so;
+    so.max_coroutines = o.max_coroutines;
+    own_scheduler_ = std::make_unique<runtime::Scheduler>(so);
+    own_scheduler_->install();
+    scheduler_ = own_scheduler_.get();
+  }
+  scheduler_->attach(worker_.get());
+  if (o.throttle == runtime::ThrottleMode::kAdaptive) {
+    ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { throttle_.tick(now); });
+  }
+
+  auto& nodes = cluster_->nodes_;
+  std::vector<uint8_t> reply(w::kMaxRpcPayloadBytes);
+  const uint64_t connect_timeout_ns = static_cast<uint64_t>(o.connect_timeout_ms) * 1'000'000;
+  for (NodeInfo& node : nodes) {
+    uint16_t port = node.worker_ports.empty()
+                        ? node.address.port
+                        : node.worker_ports[index_ % node.worker_ports.size()];
+    auto ep = fabric::Endpoint::connect(*worker_, node.address.host, port);
+    if (!ep.ok()) return ep.status();
+    w::HelloRequest hello{w::kRpcMagic, w::kProtocolVersion, 0, index_};
+    fabric::Completion c;
+    uint32_t reply_bytes = 0;
+    Status s = (*ep)->post_rpc(static_cast<uint16_t>(w::Opcode::kHello), &hello, sizeof(hello),
+                               reply.data(), static_cast<uint32_t>(reply.size()), &reply_bytes,
+                               &c, now_ns() + connect_timeout_ns);
+    if (!s.ok()) return s;
+    while (c.remaining > 0) scheduler_->poll_once();
+    std::string where = fmt::format("{}:{}", node.address.host, port);
+    if (!c.status.ok()) {
+      return Status(c.status.code(),
+                    fmt::format("handshake with memory node {} failed: {}", where,
+                                c.status.message()));
+    }
+    w::HelloResponse hr;
+    if (reply_bytes < sizeof(hr)) {
+      return ProtocolError(fmt::format("memory node {} sent a {}-byte hello reply", where,
+                                       reply_bytes));
+    }
+    std::memcpy(&hr, reply.data(), sizeof(hr));
+    if (hr.magic != w::kRpcMagic || hr.version != w::kProtocolVersion) {
+      return VersionMismatch(fmt::format("memory node {} speaks protocol v{}, this client v{}",
+                                         where, hr.version, w::kProtocolVersion));
+    }
+    if (hr.worker_count == 0 || hr.worker_count > w::kMaxServerWorkers ||
+        sizeof(hr) + hr.rkey_bytes > reply_bytes) {
+      return ProtocolError(fmt::format("memory node {} sent a malformed hello reply", where));
+    }
+    FARMEM_RETURN_IF_ERROR((*ep)->attach_region(hr.region_base, hr.region_bytes,
+                                                reply.data() + sizeof(hr), hr.rkey_bytes));
+    if (node.worker_ports.empty()) {
+      node.node_id = hr.node_id;
+      node.region_bytes = hr.region_bytes;
+      node.worker_ports.assign(hr.worker_ports, hr.worker_ports + hr.worker_count);
+    } else if (node.node_id != hr.node_id) {
+      return InvalidArgument(fmt::format("memory node {} changed its node id from {} to {}", where,
+                                         node.node_id, hr.node_id));
+    }
+    if (by_node_.size() <= hr.node_id) by_node_.resize(hr.node_id + 1, nullptr);
+    if (by_node_[hr.node_id] != nullptr) {
+      return InvalidArgument(fmt::format(
+          "two memory nodes report node id {} ({} and {}); node ids must be unique", hr.node_id,
+          by_node_[hr.node_id]->peer(), where));
+    }
+    by_node_[hr.node_id] = ep->get();
+    endpoints_.push_back(std::move(*ep));
+  }
+  return OkStatus();
+}
+
+Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
+                             uint64_t* raddr) const {
+  fabric::Endpoint* e = endpoint(addr.node());
+  if (e == nullptr) {
+    return NotFound(fmt::format("no memory node with id {} in this cluster", addr.node()));
+  }
+  if (bytes == 0) return InvalidArgument("operation of 0 bytes");
+  if (addr.offset() > e->region_bytes() || bytes > e->region_bytes() - addr.offset()) {
+    return OutOfRange(fmt::format("{} bytes at node {} offset {} exceed the node's {}-byte region",
+                                  bytes, addr.node(), addr.offset(), e->region_bytes()));
+  }
+  if (atomic && (addr.offset() % 8) != 0) {
+    return InvalidArgument(fmt::format("atomic operation at unaligned offset {}", addr.offset()));
+  }
+  *ep = e;
+  *raddr = e->region_base() + addr.offset();
+  return OkStatus();
+}
+
+std::string ThreadClient::transports() const {
+  return endpoints_.empty() ? "none" : endpoints_.front()->transports();
+}
+
+Task<Result<uint64_t>> ThreadClient::atomic_update(GlobalAddress addr,
+                                                   std::function<uint64_t(uint64_t)> fn) {
+  uint64_t current = 0;
+  Status s = co_await read(addr, &current, 8);
+  if (!s.ok()) co_return s;
+  runtime::Backoff backoff(backoff_, *scheduler_);
+  for (;;) {
+    uint64_t desired = fn(current);
+    uint64_t found = 0;
+    Status cs = co_await cas(addr, current, desired, &found);
+    if (!cs.ok()) co_return cs;
+    if (found == current) {
+      backoff.succeeded();
+      co_return desired;
+    }
+    current = found;
+    if (backoff.exhausted()) {
+      co_return ResourceExhausted(
+          fmt::format("atomic update gave up after {} contended attempts", backoff.attempts()));
+    }
+    co_await backoff.retry();
+  }
+}
+
+Task<Status> ThreadClient::rpc(uint16_t node, uint16_t opcode, const void* request,
+                               size_t request_bytes, void* reply, uint32_t reply_capacity,
+                               uint32_t* reply_bytes) {
+  fabric::Endpoint* ep = endpoint(node);
+  if (ep == nullptr) co_return NotFound(fmt::format("no memory node with id {}", node));
+  uint32_t got = 0;
+  Status s = co_await RpcAwaitable(this, ep, opcode, request, request_bytes, reply,
+                                   reply_capacity, reply_bytes ? reply_bytes : &got);
+  co_return s;
+}
+
+Task<Result<GlobalAddress>> ThreadClient::allocate_on(uint16_t node, uint64_t bytes,
+                                                      uint64_t alignment) {
+  w::AllocRequest req{bytes, alignment};
+  w::AllocResponse resp{};
+  uint32_t got = 0;
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kAlloc), &req, sizeof(req),
+                          &resp, sizeof(resp), &got);
+  if (!s.ok()) co_return s;
+  if (got != sizeof(resp)) co_return ProtocolError("malformed alloc reply");
+  co_return GlobalAddress{node, resp.offset};
+}
+
+Task<Status> ThreadClient::free_on(GlobalAddress addr) {
+  w::FreeRequest req{addr.offset()};
+  Status s = co_await rpc(addr.node(), static_cast<uint16_t>(w::Opcode::kFree), &req, sizeof(req),
+                          nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes) {
+  if (bytes == 0) co_return InvalidArgument("cannot allocate 0 bytes");
+  const auto& nodes = cluster_->nodes();
+  static thread_local uint32_t rr = 0;
+  int cls = ChunkAllocator::class_of(bytes);
+  if (cls < 0) {
+    uint16_t node = nodes[rr++ % nodes.size()].node_id;
+    auto r = co_await allocate_on(node, bytes, 64);
+    co_return r;
+  }
+  GlobalAddress a = allocator_.take(cls);
+  if (!a.is_null()) co_return a;
+  uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
+  uint16_t node = nodes[rr++ % nodes.size()].node_id;
+  auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
+  if (!chunk.ok()) co_return chunk.status();
+  allocator_.add_chunk(*chunk, chunk_bytes);
+  co_return allocator_.take(cls);
+}
+
+Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
+  if (endpoint(addr.node()) == nullptr) {
+    co_return NotFound(fmt::format("no memory node with id {}", addr.node()));
+  }
+  int cls = ChunkAllocator::class_of(bytes);
+  if (cls >= 0) {
+    allocator_.give_back(cls, addr);
+    co_return OkStatus();
+  }
+  Status s = co_await free_on(addr);
+  co_return s;
+}
+
+namespace {
+
+Status check_root_name(const std::string& name) {
+  if (name.empty() || name.size() > w::kMaxRootNameBytes) {
+    return InvalidArgument(fmt::format("root name must be 1..{} bytes, got {}",
+                                       w::kMaxRootNameBytes, name.size()));
+  }
+  return OkStatus();
+}
+
+std::string root_request(const std::string& name, uint64_t address, uint32_t flags) {
+  w::RootRequest r{address, static_cast<uint32_t>(name.size()), flags};
+  std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
+  out += name;
+  return out;
+}
+
+}  // namespace
+
+Task<Status> ThreadClient::publish_root(std::string name, GlobalAddress addr, bool replace) {
+  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  std::string req = root_request(name, addr.pack(), replace ? 1u : 0u);
+  Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootPublish),
+                          req.data(), req.size(), nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Result<GlobalAddress>> ThreadClient::lookup_root(std::string name) {
+  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  std::string req = root_request(name, 0, 0);
+  w::RootResponse resp{};
+  uint32_t got = 0;
+  Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootLookup),
+                          req.data(), req.size(), &resp, sizeof(resp), &got);
+  if (!s.ok()) co_return s;
+  if (got != sizeof(resp)) co_return ProtocolError("malformed root lookup reply");
+  co_return GlobalAddress::unpack(resp.address);
+}
+
+Task<Status> ThreadClient::remove_root(std::string name) {
+  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  std::string req = root_request(name, 0, 0);
+  Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootRemove),
+                          req.data(), req.size(), nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
+  w::StatsResponse r{};
+  uint32_t got = 0;
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kStats), nullptr, 0, &r,
+                          sizeof(r), &got);
+  if (!s.ok()) co_return s;
+  if (got != sizeof(r)) co_return ProtocolError("malformed stats reply");
+  NodeStats n;
+  n.node_id = r.node_id;
+  n.capacity_bytes = r.capacity_bytes;
+  n.used_bytes = r.used_bytes;
+  n.rpcs_served = r.rpcs_served;
+  n.connections = r.connections;
+  n.roots = r.roots;
+  n.allocations = r.allocations;
+  n.worker_count = r.worker_count;
+  n.uptime_ms = r.uptime_ms;
+  co_return n;
+}
+
+Status ThreadClient::read_sync(GlobalAddress addr, void* dst, size_t bytes) {
+  OpAwaitable op = read(addr, dst, bytes);
+  return run(do_op(&op));
+}
+
+Status ThreadClient::write_sync(GlobalAddress addr, const void* src, size_t bytes) {
+  OpAwaitable op = write(addr, src, bytes);
+  return run(do_op(&op));
+}
+
+Status ThreadClient::cas_sync(GlobalAddress addr, uint64_t expected, uint64_t desired,
+                              uint64_t* old_value) {
+  OpAwaitable op = cas(addr, expected, desired, old_value);
+  return run(do_op(&op));
+}
+
+Status ThreadClient::faa_sync(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
+  OpAwaitable op = faa(addr, add, old_value);
+  return run(do_op(&op));
+}
+
+}  // namespace farmem::client

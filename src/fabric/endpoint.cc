@@ -1,0 +1,424 @@
+#include "farmem/fabric/endpoint.h"
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "farmem/common/clock.h"
+#include "farmem/common/log.h"
+#include "farmem/fabric/status_map.h"
+
+namespace farmem::fabric {
+namespace {
+
+// Shared end of every in-flight operation (pooled or in a UCX request).
+void finish_op(PendingOp* op, ucs_status_t status) {
+  Worker* w = op->owner;
+  Completion* c = op->completion;
+  op->completion = nullptr;
+  Status s;
+  if (status != UCS_OK) {
+    Endpoint* ep = op->endpoint;
+    if (ep != nullptr && ep->failed()) {
+      s = ep->failure();
+    } else {
+      s = from_ucs(status, fmt::format("operation to {}", ep ? ep->peer() : "?"));
+    }
+    // A request that never left: its reply will not come either.
+    PendingOp* reply = op->partner;
+    if (op->kind == PendingOp::Kind::kRpcSend && reply != nullptr) {
+      w->unregister_reply(reply);
+      Completion* rc = reply->completion;
+      w->release_op(reply);
+      if (rc) rc->complete_one(s);
+    }
+  }
+  w->release_op(op);
+  if (c) c->complete_one(std::move(s));
+}
+
+// One-sided operations: the record lives in the request itself.
+void on_request_done(void* request, ucs_status_t status, void* /*user_data*/) {
+  finish_op(static_cast<PendingOp*>(request), status);
+  ucp_request_free(request);
+}
+
+// RPC sends: the record comes from the pool (it holds the header UCX reads).
+void on_op_done(void* request, ucs_status_t status, void* user_data) {
+  ucp_request_free(request);
+  finish_op(static_cast<PendingOp*>(user_data), status);
+}
+
+void on_reply_sent(void* request, ucs_status_t, void* user_data) {
+  ucp_request_free(request);
+  std::free(user_data);
+}
+
+ucp_request_param_t op_param(PendingOp* op) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = &on_op_done;
+  p.user_data = op;
+  return p;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Endpoint>> Endpoint::connect(Worker& worker, const std::string& host,
+                                                    uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port_s = std::to_string(port);
+  int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return InvalidArgument(fmt::format("cannot resolve '{}': {}", host, gai_strerror(rc)));
+  }
+  std::unique_ptr<Endpoint> ep(new Endpoint(worker, fmt::format("{}:{}", host, port)));
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  p.sockaddr.addr = res->ai_addr;
+  p.sockaddr.addrlen = res->ai_addrlen;
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = &Endpoint::on_error;
+  p.err_handler.arg = ep.get();
+  ucs_status_t st = ucp_ep_create(worker.handle(), &p, &ep->ep_);
+  freeaddrinfo(res);
+  if (st != UCS_OK) return from_ucs(st, fmt::format("connect to {}", ep->peer_));
+  return ep;
+}
+
+Result<std::unique_ptr<Endpoint>> Endpoint::accept(Worker& worker, ucp_conn_request_h request) {
+  std::string peer = "client";
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  if (ucp_conn_request_query(request, &attr) == UCS_OK) {
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (getnameinfo(reinterpret_cast<sockaddr*>(&attr.client_address), sizeof(attr.client_address),
+                    host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+      peer = fmt::format("{}:{}", host, serv);
+    }
+  }
+  std::unique_ptr<Endpoint> ep(new Endpoint(worker, peer));
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.conn_request = request;
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = &Endpoint::on_error;
+  p.err_handler.arg = ep.get();
+  ucs_status_t st = ucp_ep_create(worker.handle(), &p, &ep->ep_);
+  if (st != UCS_OK) return from_ucs(st, fmt::format("accept from {}", peer));
+  return ep;
+}
+
+Endpoint::~Endpoint() {
+  worker_->forget_endpoint(this);
+  worker_->fail_replies_of(this, Unavailable(fmt::format("connection to {} closed", peer_)));
+  if (closed_ || ep_ == nullptr) {
+    if (rkey_) ucp_rkey_destroy(rkey_);
+    return;
+  }
+  if (rkey_) {
+    ucp_rkey_destroy(rkey_);
+    rkey_ = nullptr;
+  }
+  // Graceful close with a bounded wait; force when the peer does not answer.
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = failed_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &p);
+  if (UCS_PTR_IS_PTR(r)) {
+    uint64_t deadline = now_ns() + 500'000'000ull;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && now_ns() < deadline) {
+      ucp_worker_progress(worker_->handle());
+    }
+    if (ucp_request_check_status(r) == UCS_INPROGRESS) {
+      ucp_request_free(r);
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      // The graceful close is still pending inside UCX; it is released with the worker.
+    } else {
+      ucp_request_free(r);
+    }
+  }
+  ep_ = nullptr;
+  closed_ = true;
+}
+
+void Endpoint::on_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* self = static_cast<Endpoint*>(arg);
+  if (!self->failed_) {
+    self->failed_ = true;
+    self->failure_ = PeerFailed(
+        fmt::format("connection to {} failed: {}", self->peer_, ucs_status_string(status)));
+  }
+  self->worker_->schedule_close(self);
+}
+
+void Endpoint::fail(Status why) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = std::move(why);
+  worker_->schedule_close(this);
+}
+
+void Endpoint::close_now() {
+  if (closed_) return;
+  closed_ = true;
+  failed_ = true;
+  if (failure_.ok()) failure_ = Unavailable(fmt::format("connection to {} closed", peer_));
+  worker_->forget_endpoint(this);
+  if (rkey_) {
+    ucp_rkey_destroy(rkey_);
+    rkey_ = nullptr;
+  }
+  if (ep_ != nullptr) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &p);
+    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+    ep_ = nullptr;
+  }
+}
+
+Status Endpoint::attach_region(uint64_t base, uint64_t bytes, const void* packed_rkey,
+                               size_t rkey_bytes) {
+  FARMEM_RETURN_IF_ERROR(check_usable());
+  if (rkey_) ucp_rkey_destroy(rkey_);
+  rkey_ = nullptr;
+  ucs_status_t st = ucp_ep_rkey_unpack(ep_, packed_rkey, &rkey_);
+  if (st != UCS_OK) return from_ucs(st, fmt::format("unpack remote key of {}", peer_));
+  region_base_ = base;
+  region_bytes_ = bytes;
+  return OkStatus();
+}
+
+Status Endpoint::check_usable() const {
+  if (failed_ || closed_) {
+    return failure_.ok() ? PeerFailed(fmt::format("connection to {} is closed", peer_)) : failure_;
+  }
+  return OkStatus();
+}
+
+Status Endpoint::finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c,
+                             uint64_t deadline_ns, const char* what) {
+  if (r == nullptr) {
+    worker_->release_op(op);
+    return OkStatus();
+  }
+  if (UCS_PTR_IS_ERR(r)) {
+    worker_->release_op(op);
+    return from_ucs(UCS_PTR_STATUS(r), fmt::format("{} to {}", what, peer_));
+  }
+  op->completion = c;
+  // The clock is read only for operations that did not complete at once.
+  op->deadline_ns = deadline_ns != 0 ? deadline_ns : worker_->deadline_after_default();
+  ++c->remaining;
+  worker_->track(op);
+  return OkStatus();
+}
+
+#define FARMEM_ACQUIRE_OP(op, kind_value)                                               \
+  PendingOp* op = worker_->acquire_op();                                                \
+  if (op == nullptr) return ResourceExhausted("too many operations in flight on worker"); \
+  op->kind = (kind_value);                                                              \
+  op->endpoint = this
+
+namespace {
+inline ucp_request_param_t rma_param() {
+  ucp_request_param_t p;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  p.cb.send = &on_request_done;
+  return p;
+}
+}  // namespace
+
+Status Endpoint::finish_rma(ucs_status_ptr_t r, Completion* c, uint64_t deadline_ns,
+                            const char* what) {
+  if (r == nullptr) return OkStatus();
+  if (UCS_PTR_IS_ERR(r)) return from_ucs(UCS_PTR_STATUS(r), fmt::format("{} to {}", what, peer_));
+  PendingOp* op = worker_->adopt_request(r);
+  op->kind = PendingOp::Kind::kRma;
+  op->endpoint = this;
+  op->completion = c;
+  op->deadline_ns = deadline_ns != 0 ? deadline_ns : worker_->deadline_after_default();
+  ++c->remaining;
+  worker_->track(op);
+  return OkStatus();
+}
+
+Status Endpoint::check_rma() const {
+  if (failed_ || closed_) return check_usable();
+  if (!worker_->can_post()) return ResourceExhausted("too many operations in flight on worker");
+  return OkStatus();
+}
+
+Status Endpoint::post_get(void* dst, uint64_t remote_addr, size_t bytes, Completion* c,
+                          uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_rma());
+  ucp_request_param_t p = rma_param();
+  return finish_rma(ucp_get_nbx(ep_, dst, bytes, remote_addr, rkey_, &p), c, deadline_ns, "read");
+}
+
+Status Endpoint::post_put(const void* src, uint64_t remote_addr, size_t bytes, Completion* c,
+                          uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_rma());
+  ucp_request_param_t p = rma_param();
+  return finish_rma(ucp_put_nbx(ep_, src, bytes, remote_addr, rkey_, &p), c, deadline_ns,
+                    "write");
+}
+
+Status Endpoint::post_cas(uint64_t remote_addr, const uint64_t* expected, uint64_t* inout,
+                          Completion* c, uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_rma());
+  ucp_request_param_t p = rma_param();
+  p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  p.datatype = ucp_dt_make_contig(8);
+  p.reply_buffer = inout;
+  return finish_rma(
+      ucp_atomic_op_nbx(ep_, UCP_ATOMIC_OP_CSWAP, expected, 1, remote_addr, rkey_, &p), c,
+      deadline_ns, "compare-and-swap");
+}
+
+Status Endpoint::post_faa(uint64_t remote_addr, const uint64_t* add, uint64_t* old_out,
+                          Completion* c, uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_rma());
+  ucp_request_param_t p = rma_param();
+  p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  p.datatype = ucp_dt_make_contig(8);
+  p.reply_buffer = old_out;
+  return finish_rma(ucp_atomic_op_nbx(ep_, UCP_ATOMIC_OP_ADD, add, 1, remote_addr, rkey_, &p), c,
+                    deadline_ns, "fetch-and-add");
+}
+
+Status Endpoint::post_flush(Completion* c, uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_rma());
+  ucp_request_param_t p = rma_param();
+  return finish_rma(ucp_ep_flush_nbx(ep_, &p), c, deadline_ns, "flush");
+}
+
+Status Endpoint::post_rpc(uint16_t opcode, const void* payload, size_t payload_bytes, void* reply,
+                          uint32_t reply_capacity, uint32_t* reply_bytes, Completion* c,
+                          uint64_t deadline_ns) {
+  if (payload_bytes > wire::kMaxRpcPayloadBytes) {
+    return InvalidArgument(fmt::format("RPC payload of {} bytes exceeds the {}-byte maximum",
+                                       payload_bytes, wire::kMaxRpcPayloadBytes));
+  }
+  wire::RpcHeader h{};
+  h.magic = wire::kRpcMagic;
+  h.version = wire::kProtocolVersion;
+  h.opcode = opcode;
+  h.payload_bytes = static_cast<uint32_t>(payload_bytes);
+  return post_raw_request(h, payload, payload_bytes, reply, reply_capacity, reply_bytes, c,
+                          deadline_ns);
+}
+
+Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* payload,
+                                  size_t payload_bytes, void* reply, uint32_t reply_capacity,
+                                  uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns) {
+  FARMEM_RETURN_IF_ERROR(check_usable());
+  FARMEM_ACQUIRE_OP(send, PendingOp::Kind::kRpcSend);
+  PendingOp* wait = worker_->acquire_op();
+  if (wait == nullptr) {
+    worker_->release_op(send);
+    return ResourceExhausted("too many operations in flight on worker");
+  }
+  send->header = header;
+  send->header.request_id = worker_->next_request_id();
+  wait->kind = PendingOp::Kind::kRpcReply;
+  wait->endpoint = this;
+  wait->request_id = send->header.request_id;
+  wait->reply_buffer = reply;
+  wait->reply_capacity = reply_capacity;
+  wait->reply_bytes = reply_bytes;
+  wait->completion = c;
+  wait->deadline_ns = deadline_ns != 0 ? deadline_ns : worker_->deadline_after_default();
+  send->partner = wait;
+  wait->partner = send;
+  ++c->remaining;
+  worker_->register_reply(wait);
+
+  ucp_request_param_t p = op_param(send);
+  p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcRequest, &send->header,
+                                       sizeof(send->header), payload, payload_bytes, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    worker_->unregister_reply(wait);
+    worker_->release_op(wait);
+    --c->remaining;
+  }
+  return finish_post(r, send, c, deadline_ns, "RPC request");
+}
+
+Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
+                            size_t payload_bytes) {
+  FARMEM_RETURN_IF_ERROR(check_usable());
+  if (payload_bytes > wire::kMaxRpcPayloadBytes) payload_bytes = wire::kMaxRpcPayloadBytes;
+  auto* buf = static_cast<uint8_t*>(std::malloc(sizeof(wire::RpcHeader) + payload_bytes + 1));
+  if (buf == nullptr) return ResourceExhausted("out of memory for a reply");
+  wire::RpcHeader h = request;
+  h.magic = wire::kRpcMagic;
+  h.version = wire::kProtocolVersion;
+  h.payload_bytes = static_cast<uint32_t>(payload_bytes);
+  h.status = static_cast<int32_t>(code);
+  h.reserved = 0;
+  std::memcpy(buf, &h, sizeof(h));
+  if (payload_bytes > 0) std::memcpy(buf + sizeof(h), payload, payload_bytes);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = &on_reply_sent;
+  p.user_data = buf;
+  p.flags = UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcResponse, buf, sizeof(h),
+                                       buf + sizeof(h), payload_bytes, &p);
+  if (UCS_PTR_IS_PTR(r)) return OkStatus();  // freed by on_reply_sent
+  std::free(buf);
+  if (UCS_PTR_IS_ERR(r)) return from_ucs(UCS_PTR_STATUS(r), fmt::format("reply to {}", peer_));
+  return OkStatus();
+}
+
+std::string Endpoint::transports() const {
+  if (ep_ == nullptr) return "closed";
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (f == nullptr) return "unknown";
+  ucp_ep_print_info(ep_, f);
+  std::fclose(f);
+  // Lines look like "#   lane[0]:  3:posix/memory.0 md[3] ... am am_bw#0".
+  std::set<std::string> seen;
+  std::string out;
+  std::string_view all(text, size);
+  size_t pos = 0;
+  while ((pos = all.find("lane[", pos)) != std::string_view::npos) {
+    size_t colon = all.find(':', all.find(']', pos));
+    size_t eol = all.find('\n', pos);
+    size_t start = all.find(':', colon + 1);
+    if (start == std::string_view::npos) break;
+    if (start > eol) {  // "lane[0]: cm rdmacm": a connection manager, not a data lane
+      pos = eol;
+      continue;
+    }
+    ++start;
+    size_t end = all.find_first_of(" \n", start);
+    std::string tl(all.substr(start, end - start));
+    if (auto dot = tl.rfind('.'); dot != std::string::npos && tl.find('/') < dot) tl.resize(dot);
+    if (seen.insert(tl).second) out += (out.empty() ? "" : ",") + tl;
+    pos = end;
+  }
+  std::free(text);
+  return out.empty() ? "unknown" : out;
+}
+
+}  // namespace farmem::fabric

@@ -1,0 +1,118 @@
+#include "farmem/memnode/config.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <toml++/toml.h>
+
+#include "farmem/common/units.h"
+#include "farmem/fabric/wire.h"
+
+namespace farmem::memnode {
+namespace {
+
+Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int64_t lo,
+                        int64_t hi) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return dflt;
+  auto v = n->value<int64_t>();
+  if (!v) return InvalidArgument(fmt::format("memnode.{} must be an integer", key));
+  if (*v < lo || *v > hi) {
+    return InvalidArgument(fmt::format("memnode.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
+  }
+  return *v;
+}
+
+Result<ServerConfig> parse(const toml::table& root) {
+  ServerConfig c;
+  for (auto&& [k, v] : root) {
+    if (k.str() != "memnode") {
+      return InvalidArgument(fmt::format("unknown config section '{}' (expected [memnode])", k.str()));
+    }
+  }
+  const toml::table* t = root["memnode"].as_table();
+  if (t == nullptr) return InvalidArgument("config has no [memnode] table");
+  static const std::set<std::string> known = {"node_id", "listen", "port", "capacity",
+                                              "workers", "idle_spin_us", "tls"};
+  for (auto&& [k, v] : *t) {
+    if (!known.count(std::string(k.str()))) {
+      return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
+    }
+  }
+  auto node_id = get_int(*t, "node_id", 0, 0, 65535);
+  if (!node_id.ok()) return node_id.status();
+  c.node_id = static_cast<uint16_t>(*node_id);
+  auto port = get_int(*t, "port", 7000, 0, 65535);
+  if (!port.ok()) return port.status();
+  c.port = static_cast<uint16_t>(*port);
+  auto workers = get_int(*t, "workers", 1, 1, wire::kMaxServerWorkers);
+  if (!workers.ok()) return workers.status();
+  c.workers = static_cast<uint32_t>(*workers);
+  auto spin = get_int(*t, "idle_spin_us", 200, 0, 10'000'000);
+  if (!spin.ok()) return spin.status();
+  c.idle_spin_us = static_cast<uint32_t>(*spin);
+  if (const toml::node* n = t->get("listen")) {
+    auto s = n->value<std::string>();
+    if (!s) return InvalidArgument("memnode.listen must be a string");
+    c.listen = *s;
+  }
+  if (const toml::node* n = t->get("tls")) {
+    auto s = n->value<std::string>();
+    if (!s) return InvalidArgument("memnode.tls must be a string");
+    c.tls = *s;
+  }
+  if (const toml::node* n = t->get("capacity")) {
+    if (auto i = n->value<int64_t>()) {
+      if (*i <= 0) return InvalidArgument("memnode.capacity must be positive");
+      c.capacity_bytes = static_cast<uint64_t>(*i);
+    } else if (auto s = n->value<std::string>()) {
+      auto b = parse_bytes(*s);
+      if (!b.ok()) return InvalidArgument(fmt::format("memnode.capacity: {}", b.status().message()));
+      c.capacity_bytes = *b;
+    } else {
+      return InvalidArgument("memnode.capacity must be a size like \"1GiB\" or an integer");
+    }
+  }
+  FARMEM_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace
+
+Status ServerConfig::validate() const {
+  if (capacity_bytes < (64ull << 10)) {
+    return InvalidArgument(fmt::format("capacity {} bytes is below the 64 KiB minimum", capacity_bytes));
+  }
+  if (capacity_bytes > (1ull << 48)) {
+    return InvalidArgument("capacity exceeds 256 TiB (48-bit offsets)");
+  }
+  if (workers < 1 || workers > wire::kMaxServerWorkers) {
+    return InvalidArgument(fmt::format("workers must be 1..{}", wire::kMaxServerWorkers));
+  }
+  if (port != 0 && static_cast<uint32_t>(port) + workers - 1 > 65535) {
+    return InvalidArgument("port + workers - 1 exceeds 65535");
+  }
+  return OkStatus();
+}
+
+Result<ServerConfig> ServerConfig::from_toml_string(const std::string& text) {
+  try {
+    toml::table root = toml::parse(text);
+    return parse(root);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(fmt::format("config is not valid TOML: {} (line {})", e.description(),
+                                       e.source().begin.line));
+  }
+}
+
+Result<ServerConfig> ServerConfig::from_toml_file(const std::string& path) {
+  try {
+    toml::table root = toml::parse_file(path);
+    return parse(root);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(fmt::format("{}: {} (line {})", path, e.description(),
+                                       e.source().begin.line));
+  }
+}
+
+}  // namespace farmem::memnode

@@ -1,0 +1,47 @@
+#include "farmem/memnode/root_table.h"
+
+#include <fmt/format.h>
+
+#include "farmem/fabric/wire.h"
+
+namespace farmem::memnode {
+
+Status RootTable::check_name(std::string_view name) {
+  if (name.empty() || name.size() > wire::kMaxRootNameBytes) {
+    return InvalidArgument(fmt::format("root name must be 1..{} bytes, got {}",
+                                       wire::kMaxRootNameBytes, name.size()));
+  }
+  return OkStatus();
+}
+
+Status RootTable::publish(std::string_view name, uint64_t address, bool replace) {
+  FARMEM_RETURN_IF_ERROR(check_name(name));
+  auto it = roots_.find(name);
+  if (it != roots_.end()) {
+    if (!replace) return AlreadyExists(fmt::format("root '{}' already exists", name));
+    it->second = address;
+    return OkStatus();
+  }
+  if (roots_.size() >= kMaxRoots) {
+    return ResourceExhausted(fmt::format("root table is full ({} names)", kMaxRoots));
+  }
+  roots_.emplace(std::string(name), address);
+  return OkStatus();
+}
+
+Result<uint64_t> RootTable::lookup(std::string_view name) const {
+  FARMEM_RETURN_IF_ERROR(check_name(name));
+  auto it = roots_.find(name);
+  if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
+  return it->second;
+}
+
+Status RootTable::remove(std::string_view name) {
+  FARMEM_RETURN_IF_ERROR(check_name(name));
+  auto it = roots_.find(name);
+  if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
+  roots_.erase(it);
+  return OkStatus();
+}
+
+}  // namespace farmem::memnode

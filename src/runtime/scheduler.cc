@@ -1,0 +1,130 @@
+#include "farmem/runtime/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace farmem::runtime {
+namespace {
+
+thread_local Scheduler* tls_current = nullptr;
+
+// A self-destroying coroutine that owns a spawned task.
+struct Detached {
+  struct promise_type {
+    static void* operator new(size_t bytes) { return frame_alloc(bytes); }
+    static void operator delete(void* p, size_t bytes) { frame_free(p, bytes); }
+    Detached get_return_object() noexcept {
+      return Detached{std::coroutine_handle<promise_type>::from_promise(*this)};
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+  std::coroutine_handle<promise_type> h;
+};
+
+Detached run_detached(Scheduler* s, Task<void> task) {
+  co_await std::move(task);
+  s->on_detached_done();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options) : options_(options) {
+  ready_.reserve(256);
+  running_.reserve(256);
+}
+
+Scheduler::~Scheduler() {
+  if (installed_ && tls_current == this) tls_current = previous_;
+}
+
+Scheduler* Scheduler::current() { return tls_current; }
+
+void Scheduler::install() {
+  if (tls_current == this) return;
+  previous_ = tls_current;
+  tls_current = this;
+  installed_ = true;
+}
+
+void Scheduler::attach(fabric::Worker* worker) {
+  if (std::find(workers_.begin(), workers_.end(), worker) == workers_.end()) {
+    workers_.push_back(worker);
+  }
+}
+
+void Scheduler::detach(fabric::Worker* worker) {
+  workers_.erase(std::remove(workers_.begin(), workers_.end(), worker), workers_.end());
+}
+
+size_t Scheduler::add_ticker(std::function<void(uint64_t)> fn) {
+  for (size_t i = 0; i < tickers_.size(); ++i) {
+    if (!tickers_[i]) {
+      tickers_[i] = std::move(fn);
+      return i;
+    }
+  }
+  tickers_.push_back(std::move(fn));
+  return tickers_.size() - 1;
+}
+
+void Scheduler::remove_ticker(size_t id) {
+  if (id < tickers_.size()) tickers_[id] = nullptr;
+}
+
+Status Scheduler::spawn(Task<void> task) {
+  if (live_ >= options_.max_coroutines) {
+    return ResourceExhausted(
+        fmt::format("scheduler already runs {} coroutines (max_coroutines)", live_));
+  }
+  ++live_;
+  Detached d = run_detached(this, std::move(task));
+  post(d.h);
+  return OkStatus();
+}
+
+void Scheduler::add_timer(uint64_t when_ns, std::coroutine_handle<> h) {
+  timers_.push(Timer{when_ns, ++timer_seq_, h});
+}
+
+void Scheduler::check_time() {
+  uint64_t now = now_ns();
+  for (fabric::Worker* w : workers_) {
+    if (w->next_deadline_ns() <= now) w->expire(now);
+  }
+  while (!timers_.empty() && timers_.top().when_ns <= now) {
+    post(timers_.top().h);
+    timers_.pop();
+  }
+  for (auto& t : tickers_) {
+    if (t) t(now);
+  }
+}
+
+bool Scheduler::poll_once() {
+  bool busy = false;
+  if (!ready_.empty()) {
+    busy = true;
+    running_.swap(ready_);
+    for (auto h : running_) h.resume();
+    running_.clear();
+  }
+  for (fabric::Worker* w : workers_) {
+    if (w->progress() > 0) busy = true;
+  }
+  if (!busy || ++polls_since_check_ >= options_.time_check_interval) {
+    polls_since_check_ = 0;
+    check_time();
+  }
+  return busy;
+}
+
+void Scheduler::run_until_idle() {
+  while (live_ > 0) poll_once();
+}
+
+}  // namespace farmem::runtime
