@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "progress threads (1..16)");
   app.add_option("--idle-spin-us", idle_spin_us, "busy-poll time before sleeping");
   app.add_option("--port-file", port_file, "write the bound port here when ready");
+  std::string tls, net_devices;
+  app.add_option("--tls", tls, "UCX transports for this node (overrides UCX_TLS)");
+  app.add_option("--net-devices", net_devices, "UCX network devices (overrides UCX_NET_DEVICES)");
   CLI11_PARSE(app, argc, argv);
 
   farmem::memnode::ServerConfig config;
@@ -58,6 +61,8 @@ int main(int argc, char** argv) {
     config.node_id = static_cast<uint16_t>(node_id);
   }
   if (!listen.empty()) config.listen = listen;
+  if (!tls.empty()) config.tls = tls;
+  if (!net_devices.empty()) config.net_devices = net_devices;
   if (port >= 0) {
     if (port > 65535) return fail("--port must be 0..65535");
     config.port = static_cast<uint16_t>(port);

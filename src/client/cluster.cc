@@ -15,6 +15,7 @@ Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
   std::unique_ptr<Cluster> c(new Cluster(config));
   fabric::ContextOptions co;
   co.tls = config.options.tls;
+  co.net_devices = config.options.net_devices;
   auto ctx = fabric::Context::create(co);
   if (!ctx.ok()) return ctx.status();
   c->context_ = std::move(*ctx);

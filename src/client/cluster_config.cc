@@ -54,7 +54,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
   if (const toml::table* t = root["client"].as_table()) {
     static const std::set<std::string> known = {
         "op_timeout_ms", "connect_timeout_ms", "max_coroutines", "max_inflight", "throttle",
-        "throttle_cap", "backoff", "chunk_bytes", "tls"};
+        "throttle_cap", "backoff", "chunk_bytes", "tls", "net_devices"};
     for (auto&& [k, v] : *t) {
       if (!known.count(std::string(k.str()))) {
         return InvalidArgument(fmt::format("unknown key client.{}", k.str()));
@@ -81,6 +81,11 @@ Result<ClusterConfig> parse(const toml::table& root) {
       auto s = n->value<std::string>();
       if (!s) return InvalidArgument("client.tls must be a string");
       c.options.tls = *s;
+    }
+    if (const toml::node* n = t->get("net_devices")) {
+      auto s = n->value<std::string>();
+      if (!s) return InvalidArgument("client.net_devices must be a string");
+      c.options.net_devices = *s;
     }
     if (const toml::node* n = t->get("chunk_bytes")) {
       if (auto i = n->value<int64_t>()) {

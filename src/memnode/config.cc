@@ -33,7 +33,7 @@ Result<ServerConfig> parse(const toml::table& root) {
   const toml::table* t = root["memnode"].as_table();
   if (t == nullptr) return InvalidArgument("config has no [memnode] table");
   static const std::set<std::string> known = {"node_id", "listen", "port", "capacity",
-                                              "workers", "idle_spin_us", "tls"};
+                                              "workers", "idle_spin_us", "tls", "net_devices"};
   for (auto&& [k, v] : *t) {
     if (!known.count(std::string(k.str()))) {
       return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
@@ -60,6 +60,11 @@ Result<ServerConfig> parse(const toml::table& root) {
     auto s = n->value<std::string>();
     if (!s) return InvalidArgument("memnode.tls must be a string");
     c.tls = *s;
+  }
+  if (const toml::node* n = t->get("net_devices")) {
+    auto s = n->value<std::string>();
+    if (!s) return InvalidArgument("memnode.net_devices must be a string");
+    c.net_devices = *s;
   }
   if (const toml::node* n = t->get("capacity")) {
     if (auto i = n->value<int64_t>()) {

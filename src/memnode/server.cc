@@ -313,6 +313,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config) {
   if (s->stop_fd_ < 0) return Internal(fmt::format("eventfd: {}", std::strerror(errno)));
   fabric::ContextOptions co;
   co.tls = config.tls;
+  co.net_devices = config.net_devices;
   auto ctx = fabric::Context::create(co);
   if (!ctx.ok()) return ctx.status();
   s->context_ = std::move(*ctx);

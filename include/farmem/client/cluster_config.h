@@ -13,6 +13,7 @@
 //   backoff = true                  # conflict-avoidance backoff in CAS retry loops
 //   chunk_bytes = "1MiB"            # chunk taken from a node to carve small objects
 //   tls = ""                        # overrides UCX_TLS for this client when set
+//   net_devices = ""                # overrides UCX_NET_DEVICES for this client when set
 //
 // Unknown keys are errors. Thread safety: a plain value.
 #pragma once
@@ -37,6 +38,7 @@ struct ClientOptions {
   bool backoff = true;
   uint64_t chunk_bytes = 1ull << 20;
   std::string tls;
+  std::string net_devices;
 };
 
 struct ClusterConfig {

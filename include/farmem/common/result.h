@@ -35,6 +35,8 @@ class [[nodiscard]] Result {
     return std::move(*value_);
   }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -18,6 +18,8 @@ namespace farmem::fabric {
 struct ContextOptions {
   // Overrides UCX_TLS for this context when non-empty (e.g. "tcp", "posix,sysv,cma,self").
   std::string tls;
+  // Overrides UCX_NET_DEVICES when non-empty (e.g. "veth0", "mlx5_0:1").
+  std::string net_devices;
   // UCX keepalive interval used to detect dead peers, unless UCX_KEEPALIVE_INTERVAL is set.
   uint32_t keepalive_interval_ms = 1000;
 };

@@ -7,6 +7,8 @@
 //   capacity = "1GiB"      # exported bytes (64KiB .. 256TiB)
 //   workers = 1            # progress threads, 1..16
 //   idle_spin_us = 200     # busy-poll this long after the last event before sleeping
+//   tls = ""               # overrides UCX_TLS for this node
+//   net_devices = ""       # overrides UCX_NET_DEVICES for this node
 //
 // Unknown keys are errors (a typo must not silently fall back to a default).
 // Thread safety: a plain value.
@@ -28,6 +30,8 @@ struct ServerConfig {
   uint32_t idle_spin_us = 200;
   // Transport override for this node (empty: UCX_TLS from the environment).
   std::string tls;
+  // Network device override for this node (empty: UCX_NET_DEVICES from the environment).
+  std::string net_devices;
 
   Status validate() const;
   static Result<ServerConfig> from_toml_file(const std::string& path);

@@ -1,0 +1,124 @@
+#include "harness.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace farmem::testing {
+
+std::vector<Transport> all_transports() { return {{"shm", "sm,tcp"}, {"tcp", "tcp"}}; }
+
+std::string transport_name(const ::testing::TestParamInfo<Transport>& info) {
+  return info.param.name;
+}
+
+std::unique_ptr<ServerProcess> ServerProcess::start(const ServerOptions& o) {
+  auto s = std::make_unique<ServerProcess>();
+  char tmpl[] = "/tmp/farmem-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return nullptr;
+  s->dir_ = tmpl;
+  s->host_ = o.listen;
+  std::string port_file = s->dir_ + "/port";
+  std::vector<std::string> args;
+  if (!o.netns.empty()) args = {"ip", "netns", "exec", o.netns};
+  args.insert(args.end(), {FARMEM_SERVER_BIN, "--port", "0", "--listen", o.listen, "--capacity",
+                           std::to_string(o.capacity_bytes), "--node-id",
+                           std::to_string(o.node_id), "--port-file", port_file});
+  if (!o.tls.empty()) args.insert(args.end(), {"--tls", o.tls});
+  if (!o.net_devices.empty()) args.insert(args.end(), {"--net-devices", o.net_devices});
+  args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+  pid_t pid = fork();
+  if (pid < 0) return nullptr;
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (!o.tls.empty()) setenv("UCX_TLS", o.tls.c_str(), 1);
+    FILE* devnull = std::fopen("/dev/null", "w");
+    if (devnull) dup2(fileno(devnull), STDOUT_FILENO);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  s->pid_ = pid;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      s->pid_ = -1;
+      ADD_FAILURE() << "farmem-server exited during start-up, status " << status;
+      return nullptr;
+    }
+    std::ifstream f(port_file);
+    unsigned port = 0;
+    if (f >> port && port > 0) {
+      s->port_ = static_cast<uint16_t>(port);
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ADD_FAILURE() << "farmem-server did not become ready";
+  return nullptr;
+}
+
+void ServerProcess::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int ServerProcess::stop() {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 500; ++i) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
+}
+
+ServerProcess::~ServerProcess() {
+  stop();
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+client::ClusterConfig config_for(const std::vector<const ServerProcess*>& servers,
+                                 const std::string& tls, uint32_t op_timeout_ms) {
+  client::ClusterConfig c;
+  for (const ServerProcess* s : servers) {
+    auto hp = parse_host_port(s->address());
+    c.memnodes.push_back(*hp);
+  }
+  c.options.tls = tls;
+  c.options.op_timeout_ms = op_timeout_ms;
+  c.options.connect_timeout_ms = 5000;
+  return c;
+}
+
+int run_command(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) {
+    if (out) out->append(buf, n);
+  }
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace farmem::testing
