@@ -28,7 +28,7 @@ GlobalAddress ChunkAllocator::take(int cls) {
 void ChunkAllocator::give_back(int cls, GlobalAddress addr) { free_[cls].push_back(addr); }
 
 void ChunkAllocator::add_chunk(GlobalAddress chunk, uint64_t bytes) {
-  // The tail of the previous chunk is carved into the smallest classes it fits.
+  // The tail of the previous chunk goes to the free lists, largest fitting class first.
   while (left_ >= kMinClassBytes) {
     int cls = 0;
     while (cls + 1 < kClasses && class_bytes(cls + 1) <= left_) ++cls;

@@ -53,6 +53,18 @@ Result<ThreadClient*> Cluster::thread_client() {
   return raw;
 }
 
+void Cluster::release_thread_client() {
+  std::unique_ptr<ThreadClient> victim;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = clients_.find(std::this_thread::get_id());
+    if (it == clients_.end()) return;
+    victim = std::move(it->second);
+    clients_.erase(it);
+  }
+  victim.reset();  // outside the lock: closing endpoints progresses the worker
+}
+
 uint16_t Cluster::root_node(std::string_view name) const {
   uint64_t h = XXH3_64bits(name.data(), name.size());
   return sorted_ids_[h % sorted_ids_.size()];

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <set>
 #include <toml++/toml.h>
 
@@ -12,7 +13,7 @@ Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int
                         int64_t hi) {
   const toml::node* n = t.get(key);
   if (n == nullptr) return dflt;
-  auto v = n->value<int64_t>();
+  auto v = n->value_exact<int64_t>();
   if (!v) return InvalidArgument(fmt::format("client.{} must be an integer", key));
   if (*v < lo || *v > hi) {
     return InvalidArgument(fmt::format("client.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
@@ -45,7 +46,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
         return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
       }
     }
-    auto addr = (*t)["address"].value<std::string>();
+    auto addr = (*t)["address"].value_exact<std::string>();
     if (!addr) return InvalidArgument("[[memnode]] needs address = \"host:port\"");
     auto hp = parse_host_port(*addr);
     if (!hp.ok()) return hp.status();
@@ -66,31 +67,31 @@ Result<ClusterConfig> parse(const toml::table& root) {
     FARMEM_ASSIGN_INT(max_inflight, "max_inflight", 16384, 16, 1'000'000);
     FARMEM_ASSIGN_INT(throttle_cap, "throttle_cap", 16, 1, 1'000'000);
     if (const toml::node* n = t->get("throttle")) {
-      auto s = n->value<std::string>();
+      auto s = n->value_exact<std::string>();
       if (!s) return InvalidArgument("client.throttle must be a string");
       auto m = runtime::parse_throttle_mode(*s);
       if (!m.ok()) return m.status();
       c.options.throttle = *m;
     }
     if (const toml::node* n = t->get("backoff")) {
-      auto b = n->value<bool>();
+      auto b = n->value_exact<bool>();
       if (!b) return InvalidArgument("client.backoff must be true or false");
       c.options.backoff = *b;
     }
     if (const toml::node* n = t->get("tls")) {
-      auto s = n->value<std::string>();
+      auto s = n->value_exact<std::string>();
       if (!s) return InvalidArgument("client.tls must be a string");
       c.options.tls = *s;
     }
     if (const toml::node* n = t->get("net_devices")) {
-      auto s = n->value<std::string>();
+      auto s = n->value_exact<std::string>();
       if (!s) return InvalidArgument("client.net_devices must be a string");
       c.options.net_devices = *s;
     }
     if (const toml::node* n = t->get("chunk_bytes")) {
-      if (auto i = n->value<int64_t>()) {
+      if (auto i = n->value_exact<int64_t>()) {
         c.options.chunk_bytes = static_cast<uint64_t>(*i);
-      } else if (auto s = n->value<std::string>()) {
+      } else if (auto s = n->value_exact<std::string>()) {
         auto b = parse_bytes(*s);
         if (!b.ok()) return b.status();
         c.options.chunk_bytes = *b;
@@ -137,6 +138,8 @@ Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.erase(0, 1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
     if (!item.empty()) {
       auto hp = parse_host_port(item);
       if (!hp.ok()) return hp.status();

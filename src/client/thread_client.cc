@@ -85,7 +85,7 @@ void OpAwaitable::post() {
   fabric::Endpoint* ep = nullptr;
   uint64_t raddr = 0;
   bool atomic = kind_ == OpKind::kCas || kind_ == OpKind::kFaa;
-  Status st = client_->resolve(addr_, bytes_, atomic, &ep, &raddr);
+  Status st = client_->resolve(addr_, bytes_, atomic, kind_ != OpKind::kRead, &ep, &raddr);
   if (!st.ok()) {
     completion_.fail(std::move(st));
     return;
@@ -133,15 +133,15 @@ void Batch::on_complete(fabric::Completion* c) {
   if (self->handle_) self->client_->scheduler().post(self->handle_);
 }
 
-Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
-                    uint64_t* raddr) {
+Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating,
+                    fabric::Endpoint** ep, uint64_t* raddr) {
   Status s;
   if (waited_) {
     s = InvalidArgument("operation added to a batch that was already waited on");
   } else if (ops_ >= kMaxOps) {
     s = ResourceExhausted(fmt::format("a batch holds at most {} operations", kMaxOps));
   } else {
-    s = client_->resolve(addr, bytes, atomic, ep, raddr);
+    s = client_->resolve(addr, bytes, atomic, mutating, ep, raddr);
   }
   if (!s.ok() && first_error_.ok()) first_error_ = s;
   if (s.ok()) ++ops_;
@@ -158,7 +158,7 @@ Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpo
 Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
   fabric::Endpoint* ep;
   uint64_t raddr;
-  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, &ep, &raddr));
+  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, false, &ep, &raddr));
   ++client_->mutable_counters().reads;
   FARMEM_BATCH_POST(ep->post_get(dst, raddr, bytes, &completion_, client_->deadline()));
 }
@@ -166,7 +166,7 @@ Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
 Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
   fabric::Endpoint* ep;
   uint64_t raddr;
-  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, &ep, &raddr));
+  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, true, &ep, &raddr));
   ++client_->mutable_counters().writes;
   if (std::find(written_.begin(), written_.end(), ep) == written_.end()) written_.push_back(ep);
   FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, client_->deadline()));
@@ -176,7 +176,7 @@ Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint6
   fabric::Endpoint* ep;
   uint64_t raddr;
   if (old_value == nullptr) return InvalidArgument("Batch::cas needs a result pointer");
-  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, &ep, &raddr));
+  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().cas;
   *old_value = desired;
   uint64_t* operand = &operands_[ops_ - 1];
@@ -188,7 +188,7 @@ Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
   fabric::Endpoint* ep;
   uint64_t raddr;
   if (old_value == nullptr) return InvalidArgument("Batch::faa needs a result pointer");
-  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, &ep, &raddr));
+  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().faa;
   uint64_t* operand = &operands_[ops_ - 1];
   *operand = add;
@@ -258,6 +258,7 @@ Task<Status> do_op(OpAwaitable* op) { co_return co_await *op; }
 ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
     : cluster_(&cluster),
       index_(index),
+      owner_thread_(std::this_thread::get_id()),
       op_timeout_ns_(static_cast<uint64_t>(cluster.config().options.op_timeout_ms) * 1'000'000),
       throttle_([&] {
         runtime::ThrottleOptions t;
@@ -273,12 +274,13 @@ ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
       }()) {}
 
 ThreadClient::~ThreadClient() {
-  if (ticker_id_ != SIZE_MAX && scheduler_ != nullptr && own_scheduler_) {
-    scheduler_->remove_ticker(ticker_id_);
-  }
+  // A scheduler installed by the caller belongs to the owning thread: touch it only there.
+  const bool may_touch = scheduler_ != nullptr &&
+                         (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
+  if (may_touch && ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(ticker_id_);
   endpoints_.clear();
   by_node_.clear();
-  if (own_scheduler_) own_scheduler_->detach(worker_.get());
+  if (may_touch) scheduler_->detach(worker_.get());
   worker_.reset();
 }
 
@@ -362,8 +364,8 @@ Status ThreadClient::connect_all() {
   return OkStatus();
 }
 
-Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
-                             uint64_t* raddr) const {
+Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool mutating,
+                             fabric::Endpoint** ep, uint64_t* raddr) const {
   fabric::Endpoint* e = endpoint(addr.node());
   if (e == nullptr) {
     return NotFound(fmt::format("no memory node with id {} in this cluster", addr.node()));
@@ -372,6 +374,10 @@ Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, fabr
   if (addr.offset() > e->region_bytes() || bytes > e->region_bytes() - addr.offset()) {
     return OutOfRange(fmt::format("{} bytes at node {} offset {} exceed the node's {}-byte region",
                                   bytes, addr.node(), addr.offset(), e->region_bytes()));
+  }
+  if (mutating && addr.offset() < w::kRegionHeaderBytes) {
+    return OutOfRange(fmt::format("offset {} at node {} lies in the node's reserved {}-byte header",
+                                  addr.offset(), addr.node(), w::kRegionHeaderBytes));
   }
   if (atomic && (addr.offset() % 8) != 0) {
     return InvalidArgument(fmt::format("atomic operation at unaligned offset {}", addr.offset()));

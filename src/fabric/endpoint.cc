@@ -141,13 +141,8 @@ Endpoint::~Endpoint() {
     while (ucp_request_check_status(r) == UCS_INPROGRESS && now_ns() < deadline) {
       ucp_worker_progress(worker_->handle());
     }
-    if (ucp_request_check_status(r) == UCS_INPROGRESS) {
-      ucp_request_free(r);
-      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      // The graceful close is still pending inside UCX; it is released with the worker.
-    } else {
-      ucp_request_free(r);
-    }
+    // Still pending after the wait: UCX releases it with the worker.
+    ucp_request_free(r);
   }
   ep_ = nullptr;
   closed_ = true;
@@ -234,6 +229,7 @@ Status Endpoint::finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c,
   op->endpoint = this
 
 namespace {
+// Not zero-filled on purpose (hot path): UCX reads only the fields op_attr_mask names.
 inline ucp_request_param_t rma_param() {
   ucp_request_param_t p;
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
@@ -325,7 +321,7 @@ Status Endpoint::post_rpc(uint16_t opcode, const void* payload, size_t payload_b
 Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* payload,
                                   size_t payload_bytes, void* reply, uint32_t reply_capacity,
                                   uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_usable());
+  FARMEM_RETURN_IF_ERROR(check_rma());
   FARMEM_ACQUIRE_OP(send, PendingOp::Kind::kRpcSend);
   PendingOp* wait = worker_->acquire_op();
   if (wait == nullptr) {

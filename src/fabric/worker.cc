@@ -163,6 +163,7 @@ void Worker::expire(uint64_t now) {
       ep->fail(PeerFailed(fmt::format("connection to {} abandoned after a timed-out operation",
                                       peer)));
       ep->close_now();
+      fail_replies_of(ep, ep->failure());
     }
     if (c) c->complete_one(why);
   }
@@ -206,6 +207,9 @@ ucs_status_t Worker::on_rpc_reply(void* arg, const void* header, size_t header_l
       std::string_view msg(static_cast<const char*>(data), std::min<size_t>(length, 1024));
       s = Status(static_cast<StatusCode>(h.status), msg);
     }
+  } else if (h.payload_bytes != length) {
+    s = ProtocolError(fmt::format("reply announces {} bytes but {} arrived", h.payload_bytes,
+                                  length));
   } else if (length > op->reply_capacity) {
     s = ProtocolError(fmt::format("reply of {} bytes exceeds the {}-byte buffer", length,
                                   op->reply_capacity));

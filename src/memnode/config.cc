@@ -15,7 +15,7 @@ Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int
                         int64_t hi) {
   const toml::node* n = t.get(key);
   if (n == nullptr) return dflt;
-  auto v = n->value<int64_t>();
+  auto v = n->value_exact<int64_t>();
   if (!v) return InvalidArgument(fmt::format("memnode.{} must be an integer", key));
   if (*v < lo || *v > hi) {
     return InvalidArgument(fmt::format("memnode.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
@@ -52,25 +52,25 @@ Result<ServerConfig> parse(const toml::table& root) {
   if (!spin.ok()) return spin.status();
   c.idle_spin_us = static_cast<uint32_t>(*spin);
   if (const toml::node* n = t->get("listen")) {
-    auto s = n->value<std::string>();
+    auto s = n->value_exact<std::string>();
     if (!s) return InvalidArgument("memnode.listen must be a string");
     c.listen = *s;
   }
   if (const toml::node* n = t->get("tls")) {
-    auto s = n->value<std::string>();
+    auto s = n->value_exact<std::string>();
     if (!s) return InvalidArgument("memnode.tls must be a string");
     c.tls = *s;
   }
   if (const toml::node* n = t->get("net_devices")) {
-    auto s = n->value<std::string>();
+    auto s = n->value_exact<std::string>();
     if (!s) return InvalidArgument("memnode.net_devices must be a string");
     c.net_devices = *s;
   }
   if (const toml::node* n = t->get("capacity")) {
-    if (auto i = n->value<int64_t>()) {
+    if (auto i = n->value_exact<int64_t>()) {
       if (*i <= 0) return InvalidArgument("memnode.capacity must be positive");
       c.capacity_bytes = static_cast<uint64_t>(*i);
-    } else if (auto s = n->value<std::string>()) {
+    } else if (auto s = n->value_exact<std::string>()) {
       auto b = parse_bytes(*s);
       if (!b.ok()) return InvalidArgument(fmt::format("memnode.capacity: {}", b.status().message()));
       c.capacity_bytes = *b;

@@ -82,8 +82,9 @@ class ServerWorker {
       if (reap_pending_) reap_endpoints();
       if (!worker_->arm()) continue;  // events arrived meanwhile
       epoll_event events[2];
-      epoll_wait(epoll_fd_, events, 2, 200);
-      last_active = now_ns();
+      // Woken by traffic (spin again) or by the timeout (sleep again at once).
+      int ready = epoll_wait(epoll_fd_, events, 2, 1000);
+      last_active = ready > 0 ? now_ns() : 0;
     }
   }
 
@@ -129,6 +130,7 @@ class ServerWorker {
         self->queued_bytes_ += length;
       }
     }
+    if (self->queue_.size() >= 2 * kMaxQueued) return UCS_OK;  // flooded: the sender times out
     self->queue_.push_back(std::move(in));
     // Data of a rendezvous message we do not receive is dropped by returning UCS_OK.
     return UCS_OK;
@@ -190,6 +192,7 @@ class ServerWorker {
   Status hello(const Incoming& in, std::string& out) {
     w::HelloRequest req;
     FARMEM_RETURN_IF_ERROR(parse(in, &req, "hello"));
+    log::debug("node {}: hello from client thread {}", server_.config_.node_id, req.client_tag);
     if (req.magic != w::kRpcMagic) return ProtocolError("hello carries a bad magic");
     if (req.version != w::kProtocolVersion) {
       return VersionMismatch(fmt::format(

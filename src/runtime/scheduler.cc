@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 namespace farmem::runtime {
 namespace {
@@ -105,13 +107,23 @@ void Scheduler::check_time() {
   }
 }
 
+void Scheduler::abort_nested_block_on() {
+  std::fputs(
+      "farmem: block_on/sync_wait/run/*_sync called from inside a coroutine on the same "
+      "thread's scheduler; co_await the task instead\n",
+      stderr);
+  std::abort();
+}
+
 bool Scheduler::poll_once() {
   bool busy = false;
   if (!ready_.empty()) {
     busy = true;
+    in_poll_ = true;
     running_.swap(ready_);
     for (auto h : running_) h.resume();
     running_.clear();
+    in_poll_ = false;
   }
   for (fabric::Worker* w : workers_) {
     if (w->progress() > 0) busy = true;

@@ -87,6 +87,17 @@ TEST(CliTest, StatusReportsAnUnreachableNodeAndFails) {
   EXPECT_NE(out.find("unreachable"), std::string::npos) << out;
 }
 
+TEST(CliTest, QuickstartExampleFromTheReadmeRuns) {
+  ServerOptions o;
+  auto server = ServerProcess::start(o);
+  ASSERT_NE(server, nullptr);
+  std::string out;
+  ASSERT_EQ(run_command(std::string(FARMEM_QUICKSTART_BIN) + " " + server->address(), &out), 0)
+      << out;
+  EXPECT_NE(out.find("read back: hello, far memory"), std::string::npos) << out;
+  EXPECT_NE(out.find("cas: found 0, swapped=yes"), std::string::npos) << out;
+}
+
 TEST(CliTest, BadFlagsAreRefused) {
   std::string out;
   EXPECT_NE(run_command(std::string(FARMEM_CLI_BIN) + " bench ops --op scan", &out), 0);

@@ -1,7 +1,9 @@
 // Control plane (allocation, named roots, stats) and bad input, against real memory nodes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <set>
 #include <vector>
 
@@ -257,6 +259,46 @@ TEST_P(ControlTest, RootsSpreadOverSeveralNodes) {
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(a->offset(), 4096u + 64 * i);
   }
+}
+
+TEST_P(ControlTest, NodeWithSeveralWorkersServesEveryClientThread) {
+  ServerOptions o;
+  o.tls = GetParam().tls;
+  o.capacity_bytes = 8 << 20;
+  o.node_id = 7;
+  o.extra_args = {"--workers", "3"};
+  auto multi = ServerProcess::start(o);
+  ASSERT_NE(multi, nullptr);
+  auto c = Cluster::connect(config_for({multi.get()}, GetParam().tls));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ASSERT_EQ((*c)->nodes()[0].worker_ports.size(), 3u);
+  ThreadClient* main_client = *(*c)->thread_client();
+  auto counter = main_client->run(main_client->allocate(64));
+  ASSERT_TRUE(counter.ok());
+  uint64_t zero = 0;
+  ASSERT_TRUE(main_client->write_sync(*counter, &zero, 8).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      ThreadClient* tc = *(*c)->thread_client();
+      for (int i = 0; i < 50; ++i) {
+        uint64_t old = 0;
+        if (!tc->faa_sync(*counter, 1, &old).ok()) failures.fetch_add(1);
+        // RPCs land on this thread's worker.
+        if (i % 10 == 0 && !tc->run(tc->stats(7)).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  uint64_t total = 0;
+  ASSERT_TRUE(main_client->read_sync(*counter, &total, 8).ok());
+  EXPECT_EQ(total, 200u);
+  auto st = main_client->run(main_client->stats(7));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->worker_count, 3);
+  EXPECT_EQ(st->connections, 5u);  // one endpoint per client thread
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ControlTest, ::testing::ValuesIn(all_transports()),

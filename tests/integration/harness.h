@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct Transport {
   std::string tls;
 };
 std::vector<Transport> all_transports();
+inline void PrintTo(const Transport& t, std::ostream* os) { *os << t.name << " (UCX_TLS=" << t.tls << ")"; }
 std::string transport_name(const ::testing::TestParamInfo<Transport>& info);
 
 struct ServerOptions {

@@ -186,7 +186,9 @@ TEST_P(OneSidedTest, CasRetryLoopWithBackoffLosesNoIncrement) {
   EXPECT_EQ(total, uint64_t{kThreads} * kCoroutines * kEach);
   // Over TCP contention is real: some CAS attempts failed and were retried after a backoff.
   // (Over shared memory a read-CAS pair completes inline and rarely interleaves.)
-  if (GetParam().name == "tcp") EXPECT_GT(retries.load(), 0u);
+  if (GetParam().name == "tcp") {
+    EXPECT_GT(retries.load(), 0u);
+  }
 }
 
 Task<Status> batch_round(ThreadClient* c, GlobalAddress data, GlobalAddress lock,
@@ -258,7 +260,9 @@ TEST_P(OneSidedTest, ThrottledClientStillCompletesEveryOperation) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(tc->throttle().in_flight(), 0u);
   // Over TCP operations stay in flight long enough for the cap to hold some back.
-  if (GetParam().name == "tcp") EXPECT_GT(tc->counters().throttled, 0u);
+  if (GetParam().name == "tcp") {
+    EXPECT_GT(tc->counters().throttled, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, OneSidedTest, ::testing::ValuesIn(all_transports()),

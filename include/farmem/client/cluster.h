@@ -7,7 +7,8 @@
 //
 // Named roots live on the node chosen by hashing the name (XXH3) over the sorted node ids, so
 // every client that lists the same nodes finds the same root.
-// Thread safety: thread_client() and the const accessors are callable from any thread.
+// Thread safety: thread_client(), release_thread_client() and the const accessors are callable
+// from any thread; destroy the Cluster after the threads that used it are done with it.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,11 @@ class Cluster {
 
   // The calling thread's client, connecting it on first use.
   Result<ThreadClient*> thread_client();
+  // Destroys the calling thread's client on this thread (closes its endpoints, detaches its
+  // worker from the thread's scheduler). Threads that outlive their use of the cluster call it;
+  // the Cluster destructor destroys the remaining clients, so it must run only once no other
+  // thread is using the cluster.
+  void release_thread_client();
   const std::vector<NodeInfo>& nodes() const { return nodes_; }
   const ClusterConfig& config() const { return config_; }
   fabric::Context& context() { return *context_; }

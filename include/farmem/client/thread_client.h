@@ -7,9 +7,11 @@
 // One-sided operations return awaitables: `Status s = co_await c.read(addr, buf, n);`.
 // Before posting, each checks that the node exists and [offset, offset + bytes) lies in its
 // region (kNotFound / kOutOfRange), and that atomics are 8-byte aligned (kInvalidArgument).
-// Every operation carries the client's op deadline: past it the result is kTimedOut, and the
-// connection to that node is abandoned (later operations get kPeerFailed). A dead node gives
-// kPeerFailed. A completed write is visible at the memory node (the client flushes).
+// Every operation carries the client's op deadline: past it the result is kTimedOut. A
+// one-sided operation (or RPC send) that times out also abandons the connection to that node
+// (later operations get kPeerFailed), since UCX may still touch its buffers; an RPC whose reply
+// is late only times out. A dead node gives kPeerFailed. A completed write is visible at the
+// memory node (the client flushes). Writes and atomics may not touch a node's reserved header.
 //
 // Batch posts several operations and waits for all of them (doorbell batching).
 // Thread safety: the owning thread only.
@@ -22,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "farmem/client/chunk_allocator.h"
@@ -121,7 +124,7 @@ class Batch {
 
  private:
   friend struct WaitAwaitable;
-  Status admit(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
+  Status admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating, fabric::Endpoint** ep,
                uint64_t* raddr);
   static void on_complete(fabric::Completion* c);
   ThreadClient* client_;
@@ -198,9 +201,10 @@ class ThreadClient {
   fabric::Endpoint* endpoint(uint16_t node) const {
     return node < by_node_.size() ? by_node_[node] : nullptr;
   }
-  // Bounds/alignment check and translation to a remote virtual address.
-  Status resolve(GlobalAddress addr, size_t bytes, bool atomic, fabric::Endpoint** ep,
-                 uint64_t* raddr) const;
+  // Bounds/alignment check and translation to a remote virtual address. Writes and atomics
+  // (mutating) may not touch the node's reserved region header.
+  Status resolve(GlobalAddress addr, size_t bytes, bool atomic, bool mutating,
+                 fabric::Endpoint** ep, uint64_t* raddr) const;
   // Deadline passed to the fabric: 0 = the worker's default (op_timeout_ms), computed lazily.
   uint64_t deadline() const { return 0; }
   std::string transports() const;
@@ -214,6 +218,7 @@ class ThreadClient {
 
   Cluster* cluster_;
   uint32_t index_;
+  std::thread::id owner_thread_;
   uint64_t op_timeout_ns_;
   std::unique_ptr<fabric::Worker> worker_;
   std::unique_ptr<runtime::Scheduler> own_scheduler_;

@@ -6,11 +6,30 @@
 // layout and the response payload (or, when status != 0, a UTF-8 error message).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 namespace farmem::wire {
+
+// Every layout here is little-endian and copied as raw bytes.
+static_assert(std::endian::native == std::endian::little, "farmem wire formats are little-endian");
+
+// The first kRegionHeaderBytes of every exported region are reserved (docs/formats/region.md):
+// readable, never allocated, and refused to one-sided writes and atomics.
+inline constexpr uint64_t kRegionHeaderBytes = 4096;
+inline constexpr uint64_t kRegionMagic = 0x444E4D454D524146ull;  // "FARMEMND"
+
+struct RegionHeader {
+  uint64_t magic;           // kRegionMagic
+  uint16_t version;         // kProtocolVersion
+  uint16_t node_id;
+  uint32_t reserved0;
+  uint64_t capacity_bytes;
+  uint64_t reserved[5];
+};
+static_assert(sizeof(RegionHeader) == 64);
 
 inline constexpr uint32_t kRpcMagic = 0x50524D46;  // "FMRP" little-endian
 inline constexpr uint16_t kProtocolVersion = 1;
@@ -50,7 +69,7 @@ struct HelloRequest {
   uint32_t magic;           // kRpcMagic
   uint16_t version;         // kProtocolVersion the client speaks
   uint16_t reserved;
-  uint64_t client_tag;      // free-form, logged by the server
+  uint64_t client_tag;      // free-form (the client thread's index), logged at debug level
 };
 static_assert(sizeof(HelloRequest) == 16);
 

@@ -1,4 +1,4 @@
-// ServerConfig: what a memory node needs to start, read from TOML (docs: README "Config").
+// ServerConfig: what a memory node needs to start, read from TOML (README "Configuration").
 //
 //   [memnode]
 //   node_id = 0            # unique in the cluster, 0..65535

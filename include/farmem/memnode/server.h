@@ -20,6 +20,7 @@
 
 #include "farmem/common/result.h"
 #include "farmem/fabric/context.h"
+#include "farmem/fabric/wire.h"
 #include "farmem/fabric/memory_region.h"
 #include "farmem/memnode/buddy_allocator.h"
 #include "farmem/memnode/config.h"
@@ -27,19 +28,10 @@
 
 namespace farmem::memnode {
 
-// The first kHeaderBytes of every region are reserved; see docs/formats/region.md.
-inline constexpr uint64_t kRegionHeaderBytes = 4096;
-inline constexpr uint64_t kRegionMagic = 0x444E4D454D524146ull;  // "FARMEMND"
-
-struct RegionHeader {
-  uint64_t magic;           // kRegionMagic
-  uint16_t version;         // wire::kProtocolVersion
-  uint16_t node_id;
-  uint32_t reserved0;
-  uint64_t capacity_bytes;
-  uint64_t reserved[5];
-};
-static_assert(sizeof(RegionHeader) == 64);
+// The region header layout and size live in the wire format (fabric/wire.h).
+using wire::kRegionHeaderBytes;
+using wire::kRegionMagic;
+using wire::RegionHeader;
 
 class ServerWorker;
 

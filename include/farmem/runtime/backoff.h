@@ -8,8 +8,12 @@
 //
 // Every CAS retry loop in farmem uses it:
 //   Backoff b(policy, scheduler);
-//   for (;;) { ...; if (cas succeeded) { b.succeeded(); break; } co_await b.retry(); }
-// The loop gives up with an error once exhausted() (max_retries attempts).
+//   for (;;) {
+//     ...;
+//     if (cas succeeded) { b.succeeded(); break; }
+//     if (b.exhausted()) return an error;   // max_retries attempts
+//     co_await b.retry();                   // records the retry and sleeps
+//   }
 // Thread safety: owning thread only.
 #pragma once
 
@@ -59,8 +63,8 @@ class Backoff {
  public:
   Backoff(BackoffPolicy& policy, Scheduler& scheduler)
       : policy_(&policy), scheduler_(&scheduler), current_ns_(policy.options().base_ns) {}
-  // Records a failed attempt and sleeps; returns false when max_retries is exhausted (the
-  // caller must then give up with an error).
+  // Records a failed attempt; the returned awaiter sleeps current + jitter. Check exhausted()
+  // before retrying.
   Scheduler::SleepAwaiter retry();
   bool exhausted() const { return attempts_ >= policy_->options().max_retries; }
   uint32_t attempts() const { return attempts_; }

@@ -57,8 +57,11 @@ class Scheduler {
   void run_until_idle();
 
   // Drives `task` to completion on this thread (for plain code and tests).
+  // Precondition: not called from a coroutine this scheduler is running (use co_await there);
+  // a nested call aborts with a message rather than corrupting the ready queue.
   template <typename T>
   T block_on(Task<T> task) {
+    if (in_poll_) abort_nested_block_on();
     task.handle().promise().continuation = std::noop_coroutine();
     post(task.handle());
     while (!task.done()) poll_once();
@@ -87,7 +90,9 @@ class Scheduler {
   void on_detached_done() { --live_; }
 
  private:
+  [[noreturn]] static void abort_nested_block_on();
   void check_time();
+  bool in_poll_ = false;
 
   struct Timer {
     uint64_t when_ns;
