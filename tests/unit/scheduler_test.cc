@@ -1,0 +1,355 @@
+// Unit tests for runtime::Scheduler: posting, spawning, bounds, timers, yielding, block_on and
+// sync_wait. Timer tests use real (short) sleeps of a few milliseconds.
+#include "farmem/runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "farmem/common/clock.h"
+
+namespace farmem::runtime {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+Task<void> SetFlag(bool* flag) {
+  *flag = true;
+  co_return;
+}
+
+Task<void> Increment(int* counter) {
+  ++*counter;
+  co_return;
+}
+
+Task<void> YieldThenIncrement(Scheduler* s, int* counter) {
+  co_await s->yield();
+  ++*counter;
+}
+
+Task<void> YieldForever(Scheduler* s, const bool* stop, int* spins) {
+  while (!*stop) {
+    co_await s->yield();
+    ++*spins;
+  }
+}
+
+Task<void> SleepThenRecord(Scheduler* s, uint64_t ns, int id, std::vector<int>* order) {
+  co_await s->sleep_for_ns(ns);
+  order->push_back(id);
+}
+
+Task<void> SleepUntilThenRecord(Scheduler* s, uint64_t when, int id, std::vector<int>* order) {
+  co_await s->sleep_until_ns(when);
+  order->push_back(id);
+}
+
+Task<void> SleepThenSet(Scheduler* s, uint64_t ns, bool* flag) {
+  co_await s->sleep_for_ns(ns);
+  *flag = true;
+}
+
+Task<void> YieldAndRecord(Scheduler* s, char id, int rounds, std::string* trace) {
+  for (int i = 0; i < rounds; ++i) {
+    trace->push_back(id);
+    co_await s->yield();
+  }
+}
+
+Task<uint64_t> SleepAndMeasure(Scheduler* s, uint64_t ns) {
+  uint64_t start = now_ns();
+  co_await s->sleep_for_ns(ns);
+  co_return now_ns() - start;
+}
+
+Task<int> AddAfterYield(Scheduler* s, int a, int b) {
+  co_await s->yield();
+  co_return a + b;
+}
+
+Task<Scheduler*> CurrentScheduler() { co_return Scheduler::current(); }
+
+Task<void> SpawnChild(Scheduler* s, int* counter, Status* spawn_status) {
+  *spawn_status = s->spawn(Increment(counter));
+  co_return;
+}
+
+TEST(SchedulerTest, PostedHandleResumesOnTheNextPoll) {
+  Scheduler s;
+  bool flag = false;
+  Task<void> t = SetFlag(&flag);
+  t.handle().promise().continuation = std::noop_coroutine();
+  s.post(t.handle());
+  EXPECT_FALSE(flag);  // post only queues
+  EXPECT_TRUE(s.poll_once());
+  EXPECT_TRUE(flag);
+  EXPECT_TRUE(t.done());
+}
+
+TEST(SchedulerTest, PollOnceReportsIdleWhenNothingIsReady) {
+  Scheduler s;
+  EXPECT_FALSE(s.poll_once());
+  EXPECT_FALSE(s.poll_once());
+}
+
+TEST(SchedulerTest, CoroutinePostedDuringAPollRunsInTheNextPoll) {
+  Scheduler s;
+  int counter = 0;
+  ASSERT_TRUE(s.spawn(YieldThenIncrement(&s, &counter)).ok());
+  EXPECT_TRUE(s.poll_once());  // runs until the yield
+  EXPECT_EQ(counter, 0);
+  EXPECT_EQ(s.live_coroutines(), 1u);
+  EXPECT_TRUE(s.poll_once());  // resumes after the yield
+  EXPECT_EQ(counter, 1);
+  EXPECT_EQ(s.live_coroutines(), 0u);
+}
+
+TEST(SchedulerTest, SpawnRunsDetachedCoroutinesAndTracksLiveCount) {
+  Scheduler s;
+  int counter = 0;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s.spawn(Increment(&counter)).ok());
+  EXPECT_EQ(s.live_coroutines(), 10u);
+  EXPECT_EQ(counter, 0);  // spawned, not yet run
+  s.run_until_idle();
+  EXPECT_EQ(counter, 10);
+  EXPECT_EQ(s.live_coroutines(), 0u);
+}
+
+TEST(SchedulerTest, SpawnBeyondMaxCoroutinesIsResourceExhausted) {
+  SchedulerOptions options;
+  options.max_coroutines = 3;
+  Scheduler s(options);
+  int counter = 0;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.spawn(YieldThenIncrement(&s, &counter)).ok());
+  Status st = s.spawn(Increment(&counter));
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("max_coroutines"), std::string_view::npos);
+  EXPECT_EQ(s.live_coroutines(), 3u);
+  s.run_until_idle();
+  EXPECT_EQ(counter, 3);  // the rejected task never ran
+  // Capacity frees up once coroutines finish.
+  EXPECT_TRUE(s.spawn(Increment(&counter)).ok());
+  s.run_until_idle();
+  EXPECT_EQ(counter, 4);
+}
+
+TEST(SchedulerTest, RejectedSpawnDestroysTheTaskFrame) {
+  SchedulerOptions options;
+  options.max_coroutines = 1;
+  Scheduler s(options);
+  int counter = 0;
+  ASSERT_TRUE(s.spawn(Increment(&counter)).ok());
+  size_t live_before = frame_pool_stats().live_frames;
+  EXPECT_FALSE(s.spawn(Increment(&counter)).ok());
+  EXPECT_EQ(frame_pool_stats().live_frames, live_before);
+  s.run_until_idle();
+  EXPECT_EQ(counter, 1);
+}
+
+TEST(SchedulerTest, CoroutinesCanSpawnMoreCoroutines) {
+  Scheduler s;
+  int counter = 0;
+  Status inner_status = Internal("not run");
+  ASSERT_TRUE(s.spawn(SpawnChild(&s, &counter, &inner_status)).ok());
+  s.run_until_idle();
+  EXPECT_TRUE(inner_status.ok());
+  EXPECT_EQ(counter, 1);
+  EXPECT_EQ(s.live_coroutines(), 0u);
+}
+
+TEST(SchedulerTest, RunUntilIdleReturnsImmediatelyWithNothingSpawned) {
+  Scheduler s;
+  s.run_until_idle();
+  EXPECT_EQ(s.live_coroutines(), 0u);
+}
+
+TEST(SchedulerTest, RunUntilIdleWaitsForSleepers) {
+  Scheduler s;
+  bool flag = false;
+  uint64_t start = now_ns();
+  ASSERT_TRUE(s.spawn(SleepThenSet(&s, 2 * kMs, &flag)).ok());
+  s.run_until_idle();
+  EXPECT_TRUE(flag);
+  EXPECT_GE(now_ns() - start, 2 * kMs);
+}
+
+TEST(SchedulerTest, TimersFireInDeadlineOrderNotSpawnOrder) {
+  Scheduler s;
+  std::vector<int> order;
+  uint64_t base = now_ns();
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 3 * kMs, 3, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 1 * kMs, 1, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 2 * kMs, 2, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base, 0, &order)).ok());
+  s.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(SchedulerTest, SleepForNsWakesShortestSleepFirst) {
+  Scheduler s;
+  std::vector<int> order;
+  // Gaps of 5 ms dwarf the time between the coroutines' first steps.
+  ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 15 * kMs, 3, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 5 * kMs, 1, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 10 * kMs, 2, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 0, 0, &order)).ok());
+  s.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(SchedulerTest, TimersWithEqualDeadlinesFireInArrivalOrder) {
+  Scheduler s;
+  std::vector<int> order;
+  uint64_t when = now_ns() + 2 * kMs;
+  for (int id = 0; id < 8; ++id) {
+    ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, when, id, &order)).ok());
+  }
+  s.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(SchedulerTest, SleepLastsAtLeastTheRequestedTime) {
+  Scheduler s;
+  uint64_t slept = s.block_on(SleepAndMeasure(&s, 3 * kMs));
+  EXPECT_GE(slept, 3 * kMs);
+  EXPECT_LT(slept, 1000 * kMs);  // and does not hang
+}
+
+TEST(SchedulerTest, SleepAwaiterInThePastIsReadyWithoutSuspending) {
+  Scheduler s;
+  EXPECT_TRUE(s.sleep_until_ns(0).await_ready());
+  EXPECT_TRUE(s.sleep_until_ns(now_ns()).await_ready());
+  EXPECT_FALSE(s.sleep_for_ns(1000 * kMs).await_ready());
+  EXPECT_FALSE(s.yield().await_ready());
+}
+
+TEST(SchedulerTest, TimersFireWhileOtherCoroutinesKeepTheSchedulerBusy) {
+  Scheduler s;
+  bool stop = false;
+  int spins = 0;
+  ASSERT_TRUE(s.spawn(YieldForever(&s, &stop, &spins)).ok());
+  ASSERT_TRUE(s.spawn(SleepThenSet(&s, 1 * kMs, &stop)).ok());
+  s.run_until_idle();  // terminates only if the timer fires despite the busy yielder
+  EXPECT_TRUE(stop);
+  EXPECT_GT(spins, 0);
+}
+
+TEST(SchedulerTest, YieldingCoroutinesTakeStrictTurns) {
+  Scheduler s;
+  std::string trace;
+  ASSERT_TRUE(s.spawn(YieldAndRecord(&s, 'a', 5, &trace)).ok());
+  ASSERT_TRUE(s.spawn(YieldAndRecord(&s, 'b', 5, &trace)).ok());
+  ASSERT_TRUE(s.spawn(YieldAndRecord(&s, 'c', 5, &trace)).ok());
+  s.run_until_idle();
+  EXPECT_EQ(trace, "abcabcabcabcabc");
+}
+
+TEST(SchedulerTest, YieldingCoroutineDoesNotStarveAShortOne) {
+  Scheduler s;
+  std::string trace;
+  ASSERT_TRUE(s.spawn(YieldAndRecord(&s, 'L', 6, &trace)).ok());
+  ASSERT_TRUE(s.spawn(YieldAndRecord(&s, 's', 2, &trace)).ok());
+  s.run_until_idle();
+  EXPECT_EQ(trace, "LsLsLLLL");
+}
+
+TEST(SchedulerTest, BlockOnReturnsTheTaskResult) {
+  Scheduler s;
+  EXPECT_EQ(s.block_on(AddAfterYield(&s, 2, 3)), 5);
+  bool flag = false;
+  s.block_on(SetFlag(&flag));
+  EXPECT_TRUE(flag);
+}
+
+TEST(SchedulerTest, BlockOnAlsoRunsSpawnedCoroutines) {
+  Scheduler s;
+  int counter = 0;
+  ASSERT_TRUE(s.spawn(YieldThenIncrement(&s, &counter)).ok());
+  EXPECT_EQ(s.block_on(AddAfterYield(&s, 1, 1)), 2);
+  EXPECT_EQ(counter, 1);
+}
+
+TEST(SchedulerTest, BlockOnReleasesTheTaskFrame) {
+  Scheduler s;
+  size_t live_before = frame_pool_stats().live_frames;
+  EXPECT_EQ(s.block_on(AddAfterYield(&s, 4, 5)), 9);
+  EXPECT_EQ(frame_pool_stats().live_frames, live_before);
+}
+
+TEST(SchedulerTest, NoSchedulerIsInstalledByDefault) { EXPECT_EQ(Scheduler::current(), nullptr); }
+
+TEST(SchedulerTest, InstallMakesTheSchedulerCurrentAndDestructionRestoresThePrevious) {
+  ASSERT_EQ(Scheduler::current(), nullptr);
+  {
+    Scheduler outer;
+    outer.install();
+    EXPECT_EQ(Scheduler::current(), &outer);
+    {
+      Scheduler inner;
+      inner.install();
+      EXPECT_EQ(Scheduler::current(), &inner);
+      inner.install();  // installing twice is harmless
+      EXPECT_EQ(Scheduler::current(), &inner);
+    }
+    EXPECT_EQ(Scheduler::current(), &outer);
+  }
+  EXPECT_EQ(Scheduler::current(), nullptr);
+}
+
+TEST(SchedulerTest, SyncWaitUsesTheInstalledScheduler) {
+  Scheduler s;
+  s.install();
+  EXPECT_EQ(sync_wait(CurrentScheduler()), &s);
+  EXPECT_EQ(sync_wait(AddAfterYield(&s, 20, 22)), 42);
+}
+
+TEST(SchedulerTest, SyncWaitWithoutASchedulerUsesATemporaryOne) {
+  ASSERT_EQ(Scheduler::current(), nullptr);
+  Scheduler* seen = sync_wait(CurrentScheduler());
+  EXPECT_NE(seen, nullptr);
+  EXPECT_EQ(Scheduler::current(), nullptr);  // the temporary is uninstalled afterwards
+}
+
+TEST(SchedulerTest, TickersRunAtClockChecksUntilRemoved) {
+  Scheduler s;
+  std::vector<uint64_t> ticks;
+  size_t id = s.add_ticker([&ticks](uint64_t now) { ticks.push_back(now); });
+  uint64_t before = now_ns();
+  s.poll_once();  // idle poll: checks the clock
+  s.poll_once();
+  ASSERT_EQ(ticks.size(), 2u);
+  EXPECT_GE(ticks[0], before);
+  EXPECT_LE(ticks[0], ticks[1]);
+  s.remove_ticker(id);
+  s.poll_once();
+  EXPECT_EQ(ticks.size(), 2u);
+  // A removed slot is reused.
+  int other = 0;
+  size_t id2 = s.add_ticker([&other](uint64_t) { ++other; });
+  EXPECT_EQ(id2, id);
+  s.poll_once();
+  EXPECT_EQ(other, 1);
+  s.remove_ticker(id2);
+  s.remove_ticker(12345);  // unknown ids are ignored
+}
+
+TEST(SchedulerTest, BusyPollsCheckTheClockEveryTimeCheckInterval) {
+  SchedulerOptions options;
+  options.time_check_interval = 4;
+  Scheduler s(options);
+  int ticks = 0;
+  s.add_ticker([&ticks](uint64_t) { ++ticks; });
+  bool stop = false;
+  int spins = 0;
+  ASSERT_TRUE(s.spawn(YieldForever(&s, &stop, &spins)).ok());
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(s.poll_once());
+  EXPECT_EQ(ticks, 10);
+  stop = true;
+  s.run_until_idle();
+}
+
+}  // namespace
+}  // namespace farmem::runtime
