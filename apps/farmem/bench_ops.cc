@@ -27,7 +27,7 @@ using farmem::GlobalAddress;
 using client::ThreadClient;
 using runtime::Task;
 
-enum class Op { kRead, kWrite, kCas, kFaa };
+enum class Op { kRead, kWrite, kCas, kFaa, kInc };
 constexpr uint64_t kSampleEvery = 32;
 
 struct Shared {
@@ -45,13 +45,14 @@ struct alignas(64) PerThread {
   Status error;
   GlobalAddress span{};
   uint64_t slots = 0;
+  uint64_t retries = 0;  // CAS retries in atomic_update loops (op inc)
 };
 
 Task<void> issue_loop(ThreadClient* c, Shared* sh, PerThread* pt, uint32_t coro) {
   std::vector<uint8_t> buf(sh->block_bytes, static_cast<uint8_t>(coro));
   uint64_t rng = 0x9E3779B97F4A7C15ull * (coro + 1) + pt->span.offset();
   uint64_t n = coro;
-  const uint64_t stride = sh->op == Op::kRead || sh->op == Op::kWrite ? sh->block_bytes : 8;
+  const uint64_t stride = sh->block_bytes;
   while (!sh->stop.load(std::memory_order_relaxed)) {
     rng ^= rng << 13;
     rng ^= rng >> 7;
@@ -70,6 +71,12 @@ Task<void> issue_loop(ThreadClient* c, Shared* sh, PerThread* pt, uint32_t coro)
       case Op::kWrite: s = co_await c->write(a, buf.data(), buf.size()); break;
       case Op::kCas: s = co_await c->cas(a, rng, rng + 1, &old); break;
       case Op::kFaa: s = co_await c->faa(a, 1, &old); break;
+      case Op::kInc: {
+        // A CAS retry loop (read, CAS, back off on conflict): the contended-update case.
+        auto r = co_await c->atomic_update(a, [](uint64_t v) { return v + 1; });
+        s = r.ok() ? OkStatus() : r.status();
+        break;
+      }
     }
     if (!s.ok()) {
       if (pt->error.ok()) pt->error = s;
@@ -103,7 +110,7 @@ void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t t
   const auto& nodes = cluster->nodes();
   uint16_t node = nodes[t % nodes.size()].node_id;
   c->run(setup_span(c, node, span_bytes, pt));
-  uint64_t stride = sh->op == Op::kRead || sh->op == Op::kWrite ? sh->block_bytes : 8;
+  uint64_t stride = sh->block_bytes;
   pt->slots = std::max<uint64_t>(1, span_bytes / stride);
   sh->ready.fetch_add(1);
   if (!pt->error.ok()) return;
@@ -117,7 +124,9 @@ void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t t
     }
   }
   c->scheduler().run_until_idle();
+  pt->retries = c->backoff_policy().retries();
   (void)c->run(c->free_on(pt->span));
+  cluster->release_thread_client();
 }
 
 const char* op_name(Op op) {
@@ -126,6 +135,7 @@ const char* op_name(Op op) {
     case Op::kWrite: return "write";
     case Op::kCas: return "cas";
     case Op::kFaa: return "faa";
+    case Op::kInc: return "inc";
   }
   return "?";
 }
@@ -134,9 +144,13 @@ const char* op_name(Op op) {
 
 int run_bench_ops(const BenchOpsFlags& f) {
   Shared sh;
-  sh.op = f.op == "read" ? Op::kRead : f.op == "write" ? Op::kWrite : f.op == "cas" ? Op::kCas
-                                                                                 : Op::kFaa;
-  sh.block_bytes = (sh.op == Op::kCas || sh.op == Op::kFaa) ? 8 : f.block_bytes;
+  sh.op = f.op == "read"    ? Op::kRead
+          : f.op == "write" ? Op::kWrite
+          : f.op == "cas"   ? Op::kCas
+          : f.op == "faa"   ? Op::kFaa
+                            : Op::kInc;
+  const bool word_op = sh.op != Op::kRead && sh.op != Op::kWrite;
+  sh.block_bytes = word_op ? 8 : f.block_bytes;
   sh.depth = f.depth;
   if (sh.block_bytes * f.depth > (1ull << 30)) {
     fmt::print(stderr, "farmem bench ops: --block-bytes x --depth exceeds 1 GiB of buffers\n");
@@ -152,6 +166,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
     return 2;
   }
   if (!f.throttle.empty()) config->options.throttle = runtime::parse_throttle_mode(f.throttle).value();
+  if (!f.backoff.empty()) config->options.backoff = f.backoff == "on";
   auto cluster = client::Cluster::connect(*config);
   if (!cluster.ok()) {
     fmt::print(stderr, "farmem bench ops: {}\n", cluster.status().to_string());
@@ -191,8 +206,9 @@ int run_bench_ops(const BenchOpsFlags& f) {
   double secs = (stop_t - start) / 1e9;
 
   Histogram hist;
-  uint64_t ops = 0;
+  uint64_t ops = 0, retries = 0;
   for (auto& p : per) {
+    retries += p.retries;
     if (!p.error.ok()) {
       fmt::print(stderr, "farmem bench ops: {}\n", p.error.to_string());
       return 1;
@@ -209,9 +225,10 @@ int run_bench_ops(const BenchOpsFlags& f) {
   std::string throttle = runtime::throttle_mode_name(config->options.throttle);
   fmt::print(
       "ops: op={} threads={} depth={} block={}B MB/s={:.2f} Mops/s={:.3f} p50={:.2f}us "
-      "p99={:.2f}us connect={:.1f}ms span={}B transport={} throttle={}{}\n",
+      "p99={:.2f}us connect={:.1f}ms span={}B transport={} throttle={} backoff={}{}\n",
       op_name(sh.op), f.threads, f.depth, sh.block_bytes, mbps, mops, p50, p99,
-      (*cluster)->connect_ms(), span, transport, throttle, local ? " cluster=local" : "");
+      (*cluster)->connect_ms(), span, transport, throttle, config->options.backoff ? "on" : "off",
+      local ? " cluster=local" : "");
   if (!f.out.empty()) {
     nlohmann::ordered_json r;
     r["bench"] = "ops";
@@ -231,6 +248,8 @@ int run_bench_ops(const BenchOpsFlags& f) {
     r["connect_ms"] = (*cluster)->connect_ms();
     r["transport"] = transport;
     r["throttle"] = throttle;
+    r["backoff"] = config->options.backoff;
+    r["cas_retries"] = retries;
     r["span_bytes"] = span;
     r["cluster"] = local ? "local" : "remote";
     r["unix_time"] = static_cast<int64_t>(std::time(nullptr));

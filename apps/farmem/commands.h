@@ -30,6 +30,7 @@ struct BenchOpsFlags {
   double duration_s = 5;
   std::string out;
   std::string throttle;  // "", off, fixed, adaptive
+  std::string backoff;   // "", on, off
   uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
 };
 int run_bench_ops(const BenchOpsFlags& flags);

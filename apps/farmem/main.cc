@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
   add_cluster(bench_ops, ops.cluster);
-  bench_ops->add_option("--op", ops.op, "read|write|cas|faa")
-      ->check(CLI::IsMember({"read", "write", "cas", "faa"}));
+  bench_ops->add_option("--op", ops.op, "read|write|cas|faa|inc (inc = CAS retry loop)")
+      ->check(CLI::IsMember({"read", "write", "cas", "faa", "inc"}));
   bench_ops->add_option("--threads", ops.threads, "client threads")->check(CLI::Range(1, 256));
   bench_ops->add_option("--depth", ops.depth, "operations in flight per thread")
       ->check(CLI::Range(1, 4096));
@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   bench_ops->add_option("--out", ops.out, "append results to FILE.json or FILE.csv");
   bench_ops->add_option("--throttle", ops.throttle, "off|fixed|adaptive (default: client config)")
       ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
+  bench_ops->add_option("--backoff", ops.backoff, "on|off: conflict-avoidance backoff (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");

@@ -1,0 +1,45 @@
+# farmem: the two commands of the README.
+#   make run   - install dependencies, build, run the op-rate benchmark on a local memory node
+#   make test  - install dependencies, build, run every test (release + ASan/UBSan builds)
+# Other targets: build, unit, integration, asan, bench-compare, clean.
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= 2
+CTEST_FLAGS ?= --output-on-failure --no-tests=error
+
+.PHONY: run test deps build unit integration asan bench-compare clean
+
+deps:
+	./scripts/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./scripts/run-local.sh
+
+unit: build
+	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
+
+integration: build
+	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
+
+# ASan + UBSan build of the whole suite.
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -j 1 $(CTEST_FLAGS)
+
+test: build
+	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
+	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
+	$(MAKE) asan
+
+bench-compare: build
+	./bench/compare_perftest.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
