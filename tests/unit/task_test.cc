@@ -219,6 +219,11 @@ void RunOnBigStack(StackProbe* probe) {
 constexpr size_t kMaxStackBytes = 64 * 1024;
 
 TEST(TaskTest, ChainOfHundredThousandAwaitedTasksKeepsTheStackFlat) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under AddressSanitizer GCC 12 does not emit the symmetric-transfer tail call, "
+                  "so a 100000-deep chain of nested awaits is plain recursion there; the release "
+                  "and debug builds check it (loops of synchronous awaits stay flat everywhere)";
+#endif
   StackProbe probe{ProbeKind::kChain, 100000};
   RunOnBigStack(&probe);
   EXPECT_EQ(probe.result, 100000);

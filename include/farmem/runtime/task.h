@@ -11,6 +11,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -26,7 +27,11 @@ class Task;
 namespace detail {
 
 struct PromiseBase {
+  // Used by Task::InlineAwaiter (sanitizer builds): a child that finishes while its parent is
+  // still inside await_suspend returns there instead of resuming the parent recursively.
+  enum class Inline : uint8_t { kNo, kParentWaiting, kCompletedInline };
   std::coroutine_handle<> continuation = std::noop_coroutine();
+  Inline inline_state = Inline::kNo;
 
   static void* operator new(size_t bytes) { return frame_alloc(bytes); }
   static void operator delete(void* p, size_t bytes) { frame_free(p, bytes); }
@@ -36,7 +41,12 @@ struct PromiseBase {
     bool await_ready() noexcept { return false; }
     template <typename P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
-      return h.promise().continuation;
+      PromiseBase& p = h.promise();
+      if (p.inline_state == Inline::kParentWaiting) {
+        p.inline_state = Inline::kCompletedInline;
+        return std::noop_coroutine();  // back into the parent's await_suspend
+      }
+      return p.continuation;
     }
     void await_resume() noexcept {}
   };
@@ -89,7 +99,9 @@ class [[nodiscard]] Task {
   Handle handle() const { return handle_; }
   Handle release() { return std::exchange(handle_, {}); }
 
-  struct Awaiter {
+  // Symmetric transfer: the child runs by a tail call and, when it finishes, resumes the
+  // parent by a tail call, so neither long loops nor deep chains grow the stack.
+  struct TransferAwaiter {
     Handle h;
     bool await_ready() const noexcept { return false; }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
@@ -100,6 +112,30 @@ class [[nodiscard]] Task {
       if constexpr (!std::is_void_v<T>) return std::move(*h.promise().value);
     }
   };
+  // For builds where the compiler does not emit those tail calls (AddressSanitizer): run the
+  // child now; if it finishes before suspending, the parent continues without suspending, so
+  // loops of synchronously completing awaits stay flat (deep chains still recurse).
+  struct InlineAwaiter {
+    Handle h;
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
+      auto& p = h.promise();
+      p.continuation = awaiting;
+      p.inline_state = detail::PromiseBase::Inline::kParentWaiting;
+      h.resume();
+      if (p.inline_state == detail::PromiseBase::Inline::kCompletedInline) return false;
+      p.inline_state = detail::PromiseBase::Inline::kNo;
+      return true;
+    }
+    T await_resume() {
+      if constexpr (!std::is_void_v<T>) return std::move(*h.promise().value);
+    }
+  };
+#if defined(__SANITIZE_ADDRESS__)
+  using Awaiter = InlineAwaiter;
+#else
+  using Awaiter = TransferAwaiter;
+#endif
   Awaiter operator co_await() && noexcept { return Awaiter{handle_}; }
   Awaiter operator co_await() & noexcept { return Awaiter{handle_}; }
 
