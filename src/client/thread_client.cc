@@ -446,23 +446,31 @@ Task<Status> ThreadClient::free_on(GlobalAddress addr) {
 }
 
 Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes) {
-  if (bytes == 0) co_return InvalidArgument("cannot allocate 0 bytes");
   const auto& nodes = cluster_->nodes();
-  static thread_local uint32_t rr = 0;
+  uint16_t node = nodes[next_node_++ % nodes.size()].node_id;
+  auto r = co_await allocate(bytes, node);
+  co_return r;
+}
+
+Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node) {
+  if (bytes == 0) co_return InvalidArgument("cannot allocate 0 bytes");
+  if (endpoint(node) == nullptr) {
+    co_return NotFound(fmt::format("no memory node with id {}", node));
+  }
   int cls = ChunkAllocator::class_of(bytes);
   if (cls < 0) {
-    uint16_t node = nodes[rr++ % nodes.size()].node_id;
     auto r = co_await allocate_on(node, bytes, 64);
     co_return r;
   }
-  GlobalAddress a = allocator_.take(cls);
+  if (allocators_.size() <= node) allocators_.resize(node + 1);
+  ChunkAllocator& alloc = allocators_[node];
+  GlobalAddress a = alloc.take(cls);
   if (!a.is_null()) co_return a;
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
-  uint16_t node = nodes[rr++ % nodes.size()].node_id;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
   if (!chunk.ok()) co_return chunk.status();
-  allocator_.add_chunk(*chunk, chunk_bytes);
-  co_return allocator_.take(cls);
+  alloc.add_chunk(*chunk, chunk_bytes);
+  co_return alloc.take(cls);
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
@@ -471,7 +479,8 @@ Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
   }
   int cls = ChunkAllocator::class_of(bytes);
   if (cls >= 0) {
-    allocator_.give_back(cls, addr);
+    if (allocators_.size() <= addr.node()) allocators_.resize(addr.node() + 1);
+    allocators_[addr.node()].give_back(cls, addr);
     co_return OkStatus();
   }
   Status s = co_await free_on(addr);

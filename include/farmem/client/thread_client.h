@@ -163,7 +163,9 @@ class ThreadClient {
 
   // ---- control plane (RPC) ----
   // Small sizes come from locally carved chunks; large ones from a node's allocator directly.
+  // Without a node, nodes are used round-robin.
   runtime::Task<Result<GlobalAddress>> allocate(uint64_t bytes);
+  runtime::Task<Result<GlobalAddress>> allocate(uint64_t bytes, uint16_t node);
   // bytes must be the size passed to allocate().
   runtime::Task<Status> free(GlobalAddress addr, uint64_t bytes);
   // Allocation straight from one node's allocator (alignment: power of two <= 4096).
@@ -229,7 +231,8 @@ class ThreadClient {
   bool throttle_on_;
   size_t ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;
-  ChunkAllocator allocator_;
+  std::vector<ChunkAllocator> allocators_;  // per node id
+  uint32_t next_node_ = 0;                  // round-robin for allocate(bytes)
   ClientCounters counters_;
 };
 

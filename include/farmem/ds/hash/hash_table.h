@@ -1,0 +1,168 @@
+// HashTable: a key-value hash table in far memory, read and written with one-sided operations
+// only (RACE hashing as adapted by SMART-HT). Memory nodes' CPUs do nothing on its data path.
+//
+// The table is split into one shard per memory node (shard = hash(key) mod shards); a shard is
+// an extendible-hashing directory of subtables of 64-byte buckets, with KV blocks stored out
+// of place on the shard's node. Layout: ds/hash/layout.h, docs/formats/hash_table.md.
+//
+// Operations are coroutines (and have blocking *_sync wrappers):
+//   get    - 1 round trip on a speculative-cache hit, otherwise 2 (buckets, then block)
+//   insert - fails with kAlreadyExists if the key is present
+//   update - fails with kNotFound if the key is absent
+//   put    - insert or update
+//   erase  - fails with kNotFound if the key is absent
+// Concurrency is lock-free: slots change only by CAS; an insert claims a slot as "pending",
+// resolves duplicates (the lowest slot address wins; a loser waits for the winner to commit,
+// then reports kAlreadyExists), then commits. Readers ignore pending slots. CAS retry loops use
+// the thread's backoff. Replaced blocks are retired and reused after a grace period longer than
+// any operation can hold a slot word it read (reads also validate checksum and key).
+//
+// A HashTable object is a per-thread handle: open one per thread with that thread's
+// ThreadClient. Keys and values passed to an operation must stay alive until it completes.
+// Growth: the table is created with 2^initial_depth subtables per shard; online splitting of
+// full subtables is not implemented yet (an insert into full buckets gets kResourceExhausted).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "farmem/client/thread_client.h"
+#include "farmem/ds/hash/layout.h"
+
+namespace farmem::ds::hash {
+
+struct HashTableOptions {
+  uint32_t main_buckets_log2 = 14;   // per subtable (create only): 16384 main buckets, 1.5 MiB
+  uint32_t initial_depth = 3;        // 2^depth subtables per shard (create only)
+  bool speculative_lookup = true;    // SMART's key -> slot cache
+  uint32_t spec_cache_log2 = 16;     // entries in the per-handle cache
+  // A retired block is reused only after this. 0 = auto: 2 x the client's op_timeout_ms + 1 s,
+  // longer than any operation can hold a slot word it read (each remote step has that deadline).
+  uint64_t retire_grace_ms = 0;
+  size_t max_retired = 1u << 22;     // bound on blocks waiting for their grace period
+  uint32_t max_attempts = 100000;    // bound on retries of one operation
+};
+
+struct HashStats {
+  uint64_t gets = 0;
+  uint64_t get_round_trips = 0;  // batches waited on by get
+  uint64_t spec_hits = 0;
+  uint64_t spec_misses = 0;
+  uint64_t inserts = 0, updates = 0, puts = 0, erases = 0;
+  uint64_t cas_failures = 0;     // lost slot CAS races (each retried with backoff)
+  uint64_t stale_reads = 0;      // torn or recycled blocks seen and retried
+  uint64_t retired = 0, reclaimed = 0;
+};
+
+class HashTable {
+ public:
+  // Creates the table across every memory node and publishes it under the root "hash/<name>".
+  static runtime::Task<Result<std::unique_ptr<HashTable>>> create(
+      client::ThreadClient* client, std::string name, HashTableOptions options = {});
+  // Opens a table another process created (kNotFound if none; kInvalidArgument if the root
+  // does not name a hash table).
+  static runtime::Task<Result<std::unique_ptr<HashTable>>> open(
+      client::ThreadClient* client, std::string name, HashTableOptions options = {});
+
+  // true and *value filled if present; false if absent.
+  runtime::Task<Result<bool>> get(std::string_view key, std::string* value);
+  runtime::Task<Status> insert(std::string_view key, std::string_view value);
+  runtime::Task<Status> update(std::string_view key, std::string_view value);
+  runtime::Task<Status> put(std::string_view key, std::string_view value);
+  runtime::Task<Status> erase(std::string_view key);
+
+  Result<bool> get_sync(std::string_view key, std::string* value);
+  Status insert_sync(std::string_view key, std::string_view value);
+  Status update_sync(std::string_view key, std::string_view value);
+  Status put_sync(std::string_view key, std::string_view value);
+  Status erase_sync(std::string_view key);
+
+  const HashStats& stats() const { return stats_; }
+  uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
+  client::ThreadClient& client() { return *client_; }
+  // Diagnostic: how many committed slots hold `key` (the invariant is at most one).
+  runtime::Task<Result<int>> committed_copies(std::string_view key);
+  // Returns every retired block whose grace period has passed to the allocator.
+  runtime::Task<void> reclaim(bool wait_for_all);
+
+ private:
+  struct Shard {
+    uint16_t node = 0;
+    GlobalAddress directory;
+    uint32_t global_depth = 0;
+    std::vector<uint64_t> entries;  // cached directory, 2^global_depth entries
+  };
+  struct Buckets {
+    Bucket bucket[4];
+    GlobalAddress addr[4];
+  };
+  struct Match {
+    int bucket = -1;
+    int slot = -1;
+    uint64_t word = 0;
+    uint64_t block_bytes = 0;  // size of the KV block the slot points to
+  };
+  struct SpecEntry {
+    uint64_t h1 = 0;
+    uint64_t slot_addr = 0;  // packed GlobalAddress
+    uint64_t slot_word = 0;
+  };
+  struct Retired {
+    GlobalAddress addr;
+    uint64_t bytes;
+    uint64_t when_ns;
+  };
+  enum class Scan { kOk, kStale, kTorn };
+
+  HashTable(client::ThreadClient* client, HashTableOptions options)
+      : client_(client), options_(options) {}
+  Status check_sizes(std::string_view key, std::string_view value) const;
+  Shard& shard_of(const KeyHash& kh) { return shards_[(kh.h2 >> 32) % shards_.size()]; }
+  void bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const;
+  runtime::Task<Status> refresh_directory(Shard& s);
+  // Reads both combined buckets (and writes `block` in the same batch when given).
+  runtime::Task<Status> read_buckets(const Shard& s, const KeyHash& kh, Buckets* b,
+                                     GlobalAddress block, const std::string* block_bytes);
+  bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
+  // Finds the committed (or, with pending_too, any) slot holding `key`, lowest address first.
+  runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
+                                   const Buckets& b, bool pending_too, std::vector<Match>* out,
+                                   std::string* value);
+  runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh,
+                                      Buckets* b, std::string* value, GlobalAddress block,
+                                      const std::string* block_bytes);
+  runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
+                                              const KeyHash& kh, std::string* value);
+  runtime::Task<Result<GlobalAddress>> write_block(const Shard& s, std::string_view key,
+                                                   std::string_view value, std::string* bytes);
+  // Claims a slot for an already written block and resolves duplicates. *published tells
+  // whether the block was ever visible (then it must be retired, not freed, if unused).
+  runtime::Task<Status> insert_block(Shard& s, std::string_view key, const KeyHash& kh,
+                                     GlobalAddress block, const std::string& bytes,
+                                     bool block_written, bool* published);
+  runtime::Task<Status> release_block(GlobalAddress block, uint64_t bytes, bool published);
+  runtime::Task<Status> replace(Shard& s, std::string_view key, const KeyHash& kh,
+                                std::string_view value, bool insert_if_absent);
+  void remember(const KeyHash& kh, GlobalAddress slot, uint64_t word);
+  void forget(const KeyHash& kh);
+  runtime::Task<Status> retire(GlobalAddress addr, uint64_t bytes);
+  uint64_t grace_ns() const;
+  static GlobalAddress slot_addr(const Buckets& b, const Match& m) {
+    return b.addr[m.bucket] + 8 + 8 * static_cast<uint64_t>(m.slot);
+  }
+
+  client::ThreadClient* client_;
+  HashTableOptions options_;
+  uint32_t main_buckets_log2_ = 0;
+  std::vector<Shard> shards_;
+  std::vector<SpecEntry> spec_;
+  std::deque<Retired> retired_;
+  HashStats stats_;
+  uint64_t batches_ = 0;  // round trips waited on (for stats)
+};
+
+}  // namespace farmem::ds::hash

@@ -1,0 +1,122 @@
+// Remote layout of the one-sided hash table (RACE design; SMART-HT). Byte-level spec:
+// docs/formats/hash_table.md. Everything is little-endian and lives in memory-node regions;
+// only the owning shard's node holds a shard's directory, subtables and KV blocks.
+//
+//   TableMeta      64 B + 8 B per shard (packed GlobalAddress of each shard's directory)
+//   Directory      64 B header + 8 B per entry, 2^kMaxDepth entries
+//   Subtable       64 B header + groups of 3 buckets [main even, shared overflow, main odd]
+//   Bucket         64 B: header {local_depth u32, suffix u32} + 7 slots
+//   Slot           8 B: fp:8 | pending:1 | len:7 | offset:48   (0 = empty)
+//   KV block       {checksum u64, key_bytes u32, value_bytes u32, key, value}, padded to 64 B
+//
+// Thread safety: constants and pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace farmem::ds::hash {
+
+inline constexpr uint64_t kTableMagic = 0x3154485341484D46ull;  // "FMHASHT1"
+inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kBucketBytes = 64;
+inline constexpr uint32_t kSlotsPerBucket = 7;
+inline constexpr uint32_t kMaxDepth = 12;            // at most 4096 subtables per shard
+inline constexpr uint32_t kBlockUnit = 64;           // KV blocks are multiples of 64 B
+inline constexpr uint32_t kMaxInlineUnits = 127;     // len field; 0 = "large, read header first"
+inline constexpr uint32_t kMaxKeyBytes = 64 * 1024;
+inline constexpr uint32_t kMaxValueBytes = 256 * 1024;
+
+struct TableMeta {
+  uint64_t magic;              // kTableMagic
+  uint32_t version;            // kLayoutVersion
+  uint32_t shards;             // one per memory node at creation
+  uint32_t main_buckets_log2;  // main buckets per subtable = 2^this
+  uint32_t initial_depth;      // subtables per shard at creation = 2^this
+  uint64_t reserved[5];
+  // followed by uint64_t directory[shards]: packed GlobalAddress of each shard's directory
+};
+static_assert(sizeof(TableMeta) == 64);
+static_assert(std::is_trivially_copyable_v<TableMeta>);
+
+struct DirectoryHeader {
+  uint64_t global_depth;  // bits 0..31 depth; bit 63 reserved for the resize lock
+  uint64_t reserved[7];
+  // followed by uint64_t entry[1 << kMaxDepth]
+};
+static_assert(sizeof(DirectoryHeader) == 64);
+
+// Directory entry: subtable offset (in the shard node's region) | local_depth << 48.
+inline constexpr uint64_t dir_entry(uint64_t subtable_offset, uint32_t local_depth) {
+  return (subtable_offset & ((1ull << 48) - 1)) | (static_cast<uint64_t>(local_depth & 0xFF) << 48);
+}
+inline constexpr uint64_t dir_entry_offset(uint64_t e) { return e & ((1ull << 48) - 1); }
+inline constexpr uint32_t dir_entry_depth(uint64_t e) { return static_cast<uint32_t>((e >> 48) & 0xFF); }
+
+struct SubtableHeader {
+  uint64_t lock;          // 0 = unlocked (reserved for splits)
+  uint32_t local_depth;
+  uint32_t suffix;
+  uint64_t reserved[6];
+};
+static_assert(sizeof(SubtableHeader) == 64);
+
+struct Bucket {
+  uint32_t local_depth;
+  uint32_t suffix;
+  uint64_t slots[kSlotsPerBucket];
+};
+static_assert(sizeof(Bucket) == kBucketBytes);
+static_assert(offsetof(Bucket, slots) == 8);
+
+// Slot word.
+inline constexpr uint64_t kSlotPendingBit = 1ull << 55;
+inline constexpr uint64_t make_slot(uint8_t fp, uint32_t len_units, uint64_t offset, bool pending) {
+  return (static_cast<uint64_t>(fp) << 56) | (pending ? kSlotPendingBit : 0) |
+         (static_cast<uint64_t>(len_units & 0x7F) << 48) | (offset & ((1ull << 48) - 1));
+}
+inline constexpr uint8_t slot_fp(uint64_t s) { return static_cast<uint8_t>(s >> 56); }
+inline constexpr bool slot_pending(uint64_t s) { return (s & kSlotPendingBit) != 0; }
+inline constexpr uint32_t slot_len_units(uint64_t s) { return static_cast<uint32_t>((s >> 48) & 0x7F); }
+inline constexpr uint64_t slot_offset(uint64_t s) { return s & ((1ull << 48) - 1); }
+static_assert(slot_offset(make_slot(0xAB, 3, 0x123456, true)) == 0x123456);
+static_assert(slot_len_units(make_slot(0xAB, 3, 0x123456, true)) == 3);
+static_assert(slot_fp(make_slot(0xAB, 3, 0x123456, true)) == 0xAB);
+static_assert(slot_pending(make_slot(0xAB, 3, 0x123456, true)));
+
+struct BlockHeader {
+  uint64_t checksum;     // XXH3-64 of everything after this field, up to the end of the value
+  uint32_t key_bytes;
+  uint32_t value_bytes;
+};
+static_assert(sizeof(BlockHeader) == 16);
+
+inline constexpr uint64_t block_bytes(uint64_t key_bytes, uint64_t value_bytes) {
+  return (sizeof(BlockHeader) + key_bytes + value_bytes + kBlockUnit - 1) / kBlockUnit * kBlockUnit;
+}
+
+// Geometry of a subtable with 2^main_log2 main buckets.
+inline constexpr uint64_t subtable_buckets(uint32_t main_log2) { return (1ull << main_log2) / 2 * 3; }
+inline constexpr uint64_t subtable_bytes(uint32_t main_log2) {
+  return sizeof(SubtableHeader) + subtable_buckets(main_log2) * kBucketBytes;
+}
+// Offset (from the subtable start) of the 128-byte combined bucket of main bucket `i`:
+// even i -> [main, overflow], odd i -> [overflow, main].
+inline constexpr uint64_t combined_bucket_offset(uint64_t i) {
+  return sizeof(SubtableHeader) + ((i >> 1) * 3 + (i & 1)) * kBucketBytes;
+}
+static_assert(combined_bucket_offset(0) == 64 && combined_bucket_offset(1) == 128);
+static_assert(combined_bucket_offset(2) == 64 + 3 * 64);
+
+// Hash of a key: two independent 64-bit halves of XXH3-128.
+struct KeyHash {
+  uint64_t h1;  // suffix bits (low), first bucket (bits 24..), fingerprint (top byte)
+  uint64_t h2;  // second bucket (low bits), shard (bits 32..)
+  uint8_t fp() const { return static_cast<uint8_t>(h1 >> 56); }
+};
+KeyHash hash_key(std::string_view key);
+uint64_t block_checksum(const void* after_checksum, size_t bytes);
+
+}  // namespace farmem::ds::hash

@@ -1,0 +1,731 @@
+#include "farmem/ds/hash/hash_table.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "farmem/client/cluster.h"
+#include "farmem/common/clock.h"
+
+namespace farmem::ds::hash {
+
+using client::Batch;
+using runtime::Task;
+
+KeyHash hash_key(std::string_view key) {
+  XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
+  return KeyHash{h.low64, h.high64};
+}
+
+uint64_t block_checksum(const void* p, size_t bytes) { return XXH3_64bits(p, bytes); }
+
+namespace {
+
+uint64_t mask(uint32_t depth) { return depth >= 64 ? ~0ull : (1ull << depth) - 1; }
+
+std::string root_name(const std::string& name) { return "hash/" + name; }
+
+uint32_t len_units(uint64_t bytes) {
+  uint64_t units = bytes / kBlockUnit;
+  return units <= kMaxInlineUnits ? static_cast<uint32_t>(units) : 0;
+}
+
+}  // namespace
+
+Status HashTable::check_sizes(std::string_view key, std::string_view value) const {
+  if (key.empty()) return InvalidArgument("empty key");
+  if (key.size() > kMaxKeyBytes) {
+    return InvalidArgument(fmt::format("key of {} bytes exceeds the {}-byte maximum", key.size(),
+                                       kMaxKeyBytes));
+  }
+  if (value.size() > kMaxValueBytes) {
+    return InvalidArgument(fmt::format("value of {} bytes exceeds the {}-byte maximum",
+                                       value.size(), kMaxValueBytes));
+  }
+  return OkStatus();
+}
+
+// ------------------------------------------------------------------------------------------
+// Creation and opening
+
+Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient* c,
+                                                           std::string name,
+                                                           HashTableOptions o) {
+  if (name.empty()) co_return InvalidArgument("a hash table needs a name");
+  if (o.main_buckets_log2 < 2 || o.main_buckets_log2 > 24) {
+    co_return InvalidArgument("main_buckets_log2 must be 2..24");
+  }
+  if (o.initial_depth > kMaxDepth) {
+    co_return InvalidArgument(fmt::format("initial_depth must be 0..{}", kMaxDepth));
+  }
+  std::unique_ptr<HashTable> t(new HashTable(c, o));
+  t->main_buckets_log2_ = o.main_buckets_log2;
+  std::vector<uint16_t> ids;
+  for (const auto& n : c->cluster().nodes()) ids.push_back(n.node_id);
+  std::sort(ids.begin(), ids.end());
+
+  const uint64_t sub_bytes = subtable_bytes(o.main_buckets_log2);
+  const uint64_t nsub = 1ull << o.initial_depth;
+  const uint64_t nbuckets = subtable_buckets(o.main_buckets_log2);
+  std::string image(sub_bytes, '\0');
+  for (uint16_t node : ids) {
+    Shard s;
+    s.node = node;
+    s.global_depth = o.initial_depth;
+    for (uint64_t i = 0; i < nsub; ++i) {
+      auto sub = co_await c->allocate_on(node, sub_bytes, 4096);
+      if (!sub.ok()) co_return sub.status();
+      std::fill(image.begin(), image.end(), '\0');
+      SubtableHeader sh{};
+      sh.local_depth = o.initial_depth;
+      sh.suffix = static_cast<uint32_t>(i);
+      std::memcpy(image.data(), &sh, sizeof(sh));
+      for (uint64_t b = 0; b < nbuckets; ++b) {
+        Bucket bk{};
+        bk.local_depth = o.initial_depth;
+        bk.suffix = static_cast<uint32_t>(i);
+        std::memcpy(image.data() + sizeof(SubtableHeader) + b * kBucketBytes, &bk, sizeof(bk));
+      }
+      Status ws = co_await c->write(*sub, image.data(), image.size());
+      if (!ws.ok()) co_return ws;
+      s.entries.push_back(dir_entry(sub->offset(), o.initial_depth));
+    }
+    std::string dir(sizeof(DirectoryHeader) + (8ull << kMaxDepth), '\0');
+    DirectoryHeader dh{};
+    dh.global_depth = o.initial_depth;
+    std::memcpy(dir.data(), &dh, sizeof(dh));
+    std::memcpy(dir.data() + sizeof(dh), s.entries.data(), 8 * s.entries.size());
+    auto d = co_await c->allocate_on(node, dir.size(), 4096);
+    if (!d.ok()) co_return d.status();
+    Status ds = co_await c->write(*d, dir.data(), dir.size());
+    if (!ds.ok()) co_return ds;
+    s.directory = *d;
+    t->shards_.push_back(std::move(s));
+  }
+  std::string meta(sizeof(TableMeta) + 8 * t->shards_.size(), '\0');
+  TableMeta m{};
+  m.magic = kTableMagic;
+  m.version = kLayoutVersion;
+  m.shards = static_cast<uint32_t>(t->shards_.size());
+  m.main_buckets_log2 = o.main_buckets_log2;
+  m.initial_depth = o.initial_depth;
+  std::memcpy(meta.data(), &m, sizeof(m));
+  for (size_t i = 0; i < t->shards_.size(); ++i) {
+    uint64_t a = t->shards_[i].directory.pack();
+    std::memcpy(meta.data() + sizeof(m) + 8 * i, &a, 8);
+  }
+  auto ma = co_await c->allocate(meta.size(), t->shards_.front().node);
+  if (!ma.ok()) co_return ma.status();
+  Status mw = co_await c->write(*ma, meta.data(), meta.size());
+  if (!mw.ok()) co_return mw;
+  Status pub = co_await c->publish_root(root_name(name), *ma);
+  if (!pub.ok()) {
+    if (pub.code() == StatusCode::kAlreadyExists) {
+      co_return AlreadyExists(fmt::format("a hash table named '{}' already exists", name));
+    }
+    co_return pub;
+  }
+  t->spec_.resize(o.speculative_lookup ? (size_t{1} << o.spec_cache_log2) : 0);
+  co_return t;
+}
+
+Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c, std::string name,
+                                                         HashTableOptions o) {
+  auto root = co_await c->lookup_root(root_name(name));
+  if (!root.ok()) {
+    if (root.status().code() == StatusCode::kNotFound) {
+      co_return NotFound(fmt::format("no hash table named '{}'", name));
+    }
+    co_return root.status();
+  }
+  TableMeta m{};
+  Status rs = co_await c->read(*root, &m, sizeof(m));
+  if (!rs.ok()) co_return rs;
+  if (m.magic != kTableMagic) {
+    co_return InvalidArgument(
+        fmt::format("root '{}' does not point to a hash table", root_name(name)));
+  }
+  if (m.version != kLayoutVersion || m.shards == 0 || m.shards > 65536 ||
+      m.main_buckets_log2 < 2 || m.main_buckets_log2 > 24) {
+    co_return InvalidArgument(fmt::format(
+        "hash table '{}' has layout version {} with {} shards; this client reads version {}", name,
+        m.version, m.shards, kLayoutVersion));
+  }
+  std::unique_ptr<HashTable> t(new HashTable(c, o));
+  t->main_buckets_log2_ = m.main_buckets_log2;
+  std::vector<uint64_t> dirs(m.shards);
+  rs = co_await c->read(*root + sizeof(m), dirs.data(), 8 * dirs.size());
+  if (!rs.ok()) co_return rs;
+  for (uint64_t d : dirs) {
+    Shard s;
+    s.directory = GlobalAddress::unpack(d);
+    s.node = s.directory.node();
+    Status fs = co_await t->refresh_directory(s);
+    if (!fs.ok()) co_return fs;
+    t->shards_.push_back(std::move(s));
+  }
+  t->spec_.resize(o.speculative_lookup ? (size_t{1} << o.spec_cache_log2) : 0);
+  co_return t;
+}
+
+Task<Status> HashTable::refresh_directory(Shard& s) {
+  DirectoryHeader h{};
+  Status st = co_await client_->read(s.directory, &h, sizeof(h));
+  ++batches_;
+  if (!st.ok()) co_return st;
+  uint32_t depth = static_cast<uint32_t>(h.global_depth & 0xFFFFFFFFu);
+  if (depth > kMaxDepth) co_return ProtocolError("hash table directory is corrupt (depth)");
+  std::vector<uint64_t> entries(size_t{1} << depth);
+  st = co_await client_->read(s.directory + sizeof(h), entries.data(), 8 * entries.size());
+  ++batches_;
+  if (!st.ok()) co_return st;
+  s.global_depth = depth;
+  s.entries = std::move(entries);
+  co_return OkStatus();
+}
+
+// ------------------------------------------------------------------------------------------
+// Reading buckets and blocks
+
+void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const {
+  uint64_t e = s.entries[kh.h1 & mask(s.global_depth)];
+  GlobalAddress base(s.node, dir_entry_offset(e));
+  const uint64_t main = 1ull << main_buckets_log2_;
+  uint64_t i1 = (kh.h1 >> 24) & (main - 1);
+  uint64_t i2 = kh.h2 & (main - 1);
+  if (i2 == i1) i2 = i1 ^ 1;
+  b->addr[0] = base + combined_bucket_offset(i1);
+  b->addr[1] = b->addr[0] + kBucketBytes;
+  b->addr[2] = base + combined_bucket_offset(i2);
+  b->addr[3] = b->addr[2] + kBucketBytes;
+}
+
+Task<Status> HashTable::read_buckets(const Shard& s, const KeyHash& kh, Buckets* b,
+                                     GlobalAddress block, const std::string* block_bytes) {
+  bucket_addrs(s, kh, b);
+  Batch batch(*client_);
+  if (!block.is_null()) (void)batch.write(block, block_bytes->data(), block_bytes->size());
+  (void)batch.read(b->addr[0], &b->bucket[0], 2 * kBucketBytes);
+  (void)batch.read(b->addr[2], &b->bucket[2], 2 * kBucketBytes);
+  Status st = co_await batch.wait();
+  ++batches_;
+  co_return st;
+}
+
+bool HashTable::buckets_fresh(const KeyHash& kh, const Buckets& b) const {
+  for (const Bucket& bk : b.bucket) {
+    if (bk.local_depth > 32 || (kh.h1 & mask(bk.local_depth)) != bk.suffix) return false;
+  }
+  return true;
+}
+
+Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view key,
+                                              const KeyHash& kh, const Buckets& b,
+                                              bool pending_too, std::vector<Match>* out,
+                                              std::string* value) {
+  out->clear();
+  std::vector<Match> cands;
+  for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) {
+      uint64_t w = b.bucket[j].slots[k];
+      if (w == 0 || slot_fp(w) != kh.fp()) continue;
+      if (slot_pending(w) && !pending_too) continue;
+      cands.push_back(Match{j, k, w, 0});
+    }
+  }
+  if (cands.empty()) co_return Scan::kOk;
+  std::vector<std::string> bufs(cands.size());
+  {
+    Batch batch(*client_);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      uint32_t units = slot_len_units(cands[i].word);
+      bufs[i].resize(units ? units * kBlockUnit : kBlockUnit);
+      (void)batch.read(GlobalAddress(s.node, slot_offset(cands[i].word)), bufs[i].data(),
+                       bufs[i].size());
+    }
+    Status st = co_await batch.wait();
+    ++batches_;
+    if (!st.ok()) co_return st;
+  }
+  // Large blocks: the first 64 bytes told their size; read the rest.
+  bool large = false;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (slot_len_units(cands[i].word) != 0) continue;
+    BlockHeader h;
+    std::memcpy(&h, bufs[i].data(), sizeof(h));
+    if (h.key_bytes != key.size() || h.value_bytes > kMaxValueBytes) {
+      bufs[i].clear();  // not our key (or torn): skip
+      continue;
+    }
+    bufs[i].resize(block_bytes(h.key_bytes, h.value_bytes));
+    large = true;
+  }
+  if (large) {
+    Batch batch(*client_);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (slot_len_units(cands[i].word) == 0 && bufs[i].size() > kBlockUnit) {
+        (void)batch.read(GlobalAddress(s.node, slot_offset(cands[i].word)), bufs[i].data(),
+                         bufs[i].size());
+      }
+    }
+    Status st = co_await batch.wait();
+    ++batches_;
+    if (!st.ok()) co_return st;
+  }
+  bool torn = false;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const std::string& buf = bufs[i];
+    if (buf.size() < sizeof(BlockHeader)) continue;
+    BlockHeader h;
+    std::memcpy(&h, buf.data(), sizeof(h));
+    uint64_t used = sizeof(BlockHeader) + uint64_t{h.key_bytes} + h.value_bytes;
+    if (used > buf.size() ||
+        block_checksum(buf.data() + 8, used - 8) != h.checksum) {
+      torn = true;
+      continue;
+    }
+    if (h.key_bytes != key.size() ||
+        std::memcmp(buf.data() + sizeof(BlockHeader), key.data(), key.size()) != 0) {
+      continue;
+    }
+    Match m = cands[i];
+    m.block_bytes = block_bytes(h.key_bytes, h.value_bytes);
+    out->push_back(m);
+  }
+  if (out->empty()) co_return torn ? Scan::kTorn : Scan::kOk;
+  std::sort(out->begin(), out->end(), [&b](const Match& x, const Match& y) {
+    return slot_addr(b, x).pack() < slot_addr(b, y).pack();
+  });
+  if (value != nullptr) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].bucket == (*out)[0].bucket && cands[i].slot == (*out)[0].slot) {
+        BlockHeader h;
+        std::memcpy(&h, bufs[i].data(), sizeof(h));
+        value->assign(bufs[i].data() + sizeof(BlockHeader) + h.key_bytes, h.value_bytes);
+      }
+    }
+  }
+  co_return Scan::kOk;
+}
+
+Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
+                                                 const KeyHash& kh, Buckets* b,
+                                                 std::string* value, GlobalAddress block,
+                                                 const std::string* block_bytes) {
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  std::vector<Match> matches;
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    Status st = co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(),
+                                      block_bytes);
+    if (!st.ok()) co_return st;
+    if (!buckets_fresh(kh, *b)) {
+      Status rs = co_await refresh_directory(s);
+      if (!rs.ok()) co_return rs;
+      continue;
+    }
+    auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value);
+    if (!scan.ok()) co_return scan.status();
+    if (*scan == Scan::kTorn) {
+      ++stats_.stale_reads;
+      co_await backoff.retry();
+      continue;
+    }
+    co_return matches.empty() ? Match{} : matches.front();
+  }
+  co_return Internal("hash table lookup kept reading inconsistent buckets");
+}
+
+Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view key,
+                                              const KeyHash& kh, std::string* value) {
+  // A snapshot: other coroutines of this handle may rewrite the entry while we wait, and the
+  // block we read must be the one the slot word we compare against points to.
+  const SpecEntry e = spec_[kh.h1 & (spec_.size() - 1)];
+  if (e.h1 != kh.h1 || e.slot_addr == 0) co_return false;
+  uint32_t units = slot_len_units(e.slot_word);
+  if (units == 0) co_return false;
+  uint64_t word = 0;
+  char small[1024];
+  std::string big;
+  char* buf = small;
+  size_t bytes = units * kBlockUnit;
+  if (bytes > sizeof(small)) {
+    big.resize(bytes);
+    buf = big.data();
+  }
+  Batch batch(*client_);
+  (void)batch.read(GlobalAddress::unpack(e.slot_addr), &word, 8);
+  (void)batch.read(GlobalAddress(s.node, slot_offset(e.slot_word)), buf, bytes);
+  Status st = co_await batch.wait();
+  ++batches_;
+  if (!st.ok()) co_return st;
+  BlockHeader h;
+  std::memcpy(&h, buf, sizeof(h));
+  uint64_t used = sizeof(BlockHeader) + uint64_t{h.key_bytes} + h.value_bytes;
+  if (word != e.slot_word || used > bytes || h.key_bytes != key.size() ||
+      std::memcmp(buf + sizeof(BlockHeader), key.data(), key.size()) != 0 ||
+      block_checksum(buf + 8, used - 8) != h.checksum) {
+    SpecEntry& live = spec_[kh.h1 & (spec_.size() - 1)];
+    if (live.h1 == e.h1 && live.slot_addr == e.slot_addr && live.slot_word == e.slot_word) {
+      live.slot_addr = 0;
+    }
+    ++stats_.spec_misses;
+    co_return false;
+  }
+  value->assign(buf + sizeof(BlockHeader) + h.key_bytes, h.value_bytes);
+  ++stats_.spec_hits;
+  co_return true;
+}
+
+void HashTable::remember(const KeyHash& kh, GlobalAddress slot, uint64_t word) {
+  if (spec_.empty() || slot_len_units(word) == 0) return;
+  spec_[kh.h1 & (spec_.size() - 1)] = SpecEntry{kh.h1, slot.pack(), word};
+}
+
+void HashTable::forget(const KeyHash& kh) {
+  if (spec_.empty()) return;
+  SpecEntry& e = spec_[kh.h1 & (spec_.size() - 1)];
+  if (e.h1 == kh.h1) e.slot_addr = 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// Operations
+
+Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  KeyHash kh = hash_key(key);
+  Shard& s = shard_of(kh);
+  ++stats_.gets;
+  uint64_t before = batches_;
+  if (!spec_.empty()) {
+    auto hit = co_await speculative_get(s, key, kh, value);
+    if (!hit.ok()) co_return hit.status();
+    if (*hit) {
+      stats_.get_round_trips += batches_ - before;
+      co_return true;
+    }
+  }
+  Buckets b;
+  auto m = co_await locate(s, key, kh, &b, value, GlobalAddress(), nullptr);
+  stats_.get_round_trips += batches_ - before;
+  if (!m.ok()) co_return m.status();
+  if (m->bucket < 0) co_return false;
+  remember(kh, slot_addr(b, *m), m->word);
+  co_return true;
+}
+
+Task<Result<GlobalAddress>> HashTable::write_block(const Shard& s, std::string_view key,
+                                                   std::string_view value, std::string* bytes) {
+  bytes->assign(block_bytes(key.size(), value.size()), '\0');
+  BlockHeader h{0, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())};
+  std::memcpy(bytes->data(), &h, sizeof(h));
+  std::memcpy(bytes->data() + sizeof(h), key.data(), key.size());
+  if (!value.empty()) std::memcpy(bytes->data() + sizeof(h) + key.size(), value.data(), value.size());
+  h.checksum = block_checksum(bytes->data() + 8, sizeof(h) - 8 + key.size() + value.size());
+  std::memcpy(bytes->data(), &h.checksum, 8);
+  auto a = co_await client_->allocate(bytes->size(), s.node);
+  co_return a;
+}
+
+Task<Status> HashTable::release_block(GlobalAddress block, uint64_t bytes, bool published) {
+  if (published) {
+    Status st = co_await retire(block, bytes);
+    co_return st;
+  }
+  Status st = co_await client_->free(block, bytes);
+  co_return st;
+}
+
+Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHash& kh,
+                                     GlobalAddress block, const std::string& bytes,
+                                     bool block_written, bool* published) {
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  const uint32_t units = len_units(bytes.size());
+  std::vector<Match> matches;
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    Buckets b;
+    Status st = co_await read_buckets(s, kh, &b, block_written ? GlobalAddress() : block, &bytes);
+    if (!st.ok()) co_return st;
+    block_written = true;
+    if (!buckets_fresh(kh, b)) {
+      FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
+      continue;
+    }
+    auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
+    if (!scan.ok()) co_return scan.status();
+    if (*scan == Scan::kTorn) {
+      ++stats_.stale_reads;
+      co_await backoff.retry();
+      continue;
+    }
+    if (!matches.empty()) co_return AlreadyExists("key already present");
+    if (attempt > 0) {
+      // After withdrawing or losing a race: wait while a rival's insert of this key is pending.
+      std::vector<Match> rivals;
+      auto p = co_await find(s, key, kh, b, /*pending_too=*/true, &rivals, nullptr);
+      if (!p.ok()) co_return p.status();
+      if (!rivals.empty()) {
+        co_await backoff.retry();
+        continue;
+      }
+    }
+    // Power of two choices: the combined bucket with more free slots.
+    int free_count[2] = {0, 0};
+    for (int j = 0; j < 4; ++j) {
+      for (uint64_t w : b.bucket[j].slots) free_count[j / 2] += (w == 0);
+    }
+    if (free_count[0] + free_count[1] == 0) {
+      co_return ResourceExhausted(
+          "hash table buckets for this key are full; online growth is not implemented yet, "
+          "create the table with a larger initial_depth");
+    }
+    int pick = free_count[1] > free_count[0] ? 1 : 0;
+    Match mine;
+    for (int j = 2 * pick; j < 2 * pick + 2 && mine.bucket < 0; ++j) {
+      for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) {
+        if (b.bucket[j].slots[k] == 0) {
+          mine = Match{j, k, 0, bytes.size()};
+          break;
+        }
+      }
+    }
+    GlobalAddress my_slot = slot_addr(b, mine);
+    uint64_t pending = make_slot(kh.fp(), units, block.offset(), true);
+    uint64_t found = 0;
+    st = co_await client_->cas(my_slot, 0, pending, &found);
+    if (!st.ok()) co_return st;
+    if (found != 0) {
+      ++stats_.cas_failures;
+      if (backoff.exhausted()) break;
+      co_await backoff.retry();
+      continue;
+    }
+    *published = true;
+    // Resolve duplicates. Commit only when ours is the only slot holding this key: then no
+    // other inserter can also see itself alone (it claimed its slot before or after our
+    // re-read, and either way one of us sees the other). With rival pending inserts, the
+    // lower slot waits and the higher one withdraws and starts over; a committed rival wins.
+    bool withdrawn = false;
+    for (uint32_t round = 0; round < options_.max_attempts && !withdrawn; ++round) {
+      Buckets again;
+      st = co_await read_buckets(s, kh, &again, GlobalAddress(), nullptr);
+      if (!st.ok()) co_return st;
+      auto all = co_await find(s, key, kh, again, /*pending_too=*/true, &matches, nullptr);
+      if (!all.ok()) co_return all.status();
+      if (*all == Scan::kTorn) {
+        ++stats_.stale_reads;
+        co_await backoff.retry();
+        continue;
+      }
+      bool committed_other = false, lower_pending = false, others = false;
+      for (const Match& m : matches) {
+        GlobalAddress a = slot_addr(again, m);
+        if (a == my_slot) continue;
+        others = true;
+        if (!slot_pending(m.word)) committed_other = true;
+        if (a.pack() < my_slot.pack()) lower_pending = true;
+      }
+      uint64_t old = 0;
+      if (committed_other) {
+        st = co_await client_->cas(my_slot, pending, 0, &old);
+        co_return st.ok() ? AlreadyExists("key already present") : st;
+      }
+      if (!others) {
+        uint64_t committed = pending & ~kSlotPendingBit;
+        st = co_await client_->cas(my_slot, pending, committed, &old);
+        if (!st.ok()) co_return st;
+        if (old != pending) co_return Internal("a pending slot changed under its owner");
+        remember(kh, my_slot, committed);
+        co_return OkStatus();
+      }
+      if (lower_pending) {
+        // A rival holds a lower slot: withdraw and start over (it will commit or withdraw).
+        st = co_await client_->cas(my_slot, pending, 0, &old);
+        if (!st.ok()) co_return st;
+        withdrawn = true;
+      }
+      // Otherwise ours is the lowest: wait for the higher rivals to withdraw.
+      ++stats_.cas_failures;
+      co_await backoff.retry();
+    }
+    if (withdrawn) continue;
+    uint64_t old = 0;
+    (void)co_await client_->cas(my_slot, pending, 0, &old);
+    co_return TimedOut("a concurrent insert of the same key did not finish");
+  }
+  co_return ResourceExhausted(
+      fmt::format("insert gave up after {} contended attempts", options_.max_attempts));
+}
+
+Task<Status> HashTable::insert(std::string_view key, std::string_view value) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  KeyHash kh = hash_key(key);
+  Shard& s = shard_of(kh);
+  ++stats_.inserts;
+  std::string bytes;
+  auto block = co_await write_block(s, key, value, &bytes);
+  if (!block.ok()) co_return block.status();
+  bool published = false;
+  Status st = co_await insert_block(s, key, kh, *block, bytes, false, &published);
+  if (!st.ok()) (void)co_await release_block(*block, bytes.size(), published);
+  co_return st;
+}
+
+Task<Status> HashTable::replace(Shard& s, std::string_view key, const KeyHash& kh,
+                                std::string_view value, bool insert_if_absent) {
+  std::string bytes;
+  auto block = co_await write_block(s, key, value, &bytes);
+  if (!block.ok()) co_return block.status();
+  const uint64_t new_word = make_slot(kh.fp(), len_units(bytes.size()), block->offset(), false);
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  bool written = false, published = false;
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    Buckets b;
+    auto m = co_await locate(s, key, kh, &b, nullptr, written ? GlobalAddress() : *block, &bytes);
+    if (!m.ok()) {
+      (void)co_await release_block(*block, bytes.size(), published);
+      co_return m.status();
+    }
+    written = true;
+    if (m->bucket < 0) {
+      if (!insert_if_absent) {
+        (void)co_await release_block(*block, bytes.size(), published);
+        co_return NotFound("key not present");
+      }
+      Status st = co_await insert_block(s, key, kh, *block, bytes, true, &published);
+      if (st.ok()) co_return st;
+      if (st.code() != StatusCode::kAlreadyExists) {
+        (void)co_await release_block(*block, bytes.size(), published);
+        co_return st;
+      }
+      continue;  // someone inserted it meanwhile: update instead
+    }
+    uint64_t found = 0;
+    GlobalAddress slot = slot_addr(b, *m);
+    Status st = co_await client_->cas(slot, m->word, new_word, &found);
+    if (!st.ok()) {
+      (void)co_await release_block(*block, bytes.size(), true);
+      co_return st;
+    }
+    if (found == m->word) {
+      remember(kh, slot, new_word);
+      co_return co_await retire(GlobalAddress(s.node, slot_offset(m->word)), m->block_bytes);
+    }
+    ++stats_.cas_failures;
+    if (backoff.exhausted()) break;
+    co_await backoff.retry();
+  }
+  (void)co_await release_block(*block, bytes.size(), published);
+  co_return ResourceExhausted(
+      fmt::format("update gave up after {} contended attempts", options_.max_attempts));
+}
+
+Task<Status> HashTable::update(std::string_view key, std::string_view value) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  KeyHash kh = hash_key(key);
+  ++stats_.updates;
+  Status st = co_await replace(shard_of(kh), key, kh, value, false);
+  co_return st;
+}
+
+Task<Status> HashTable::put(std::string_view key, std::string_view value) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  KeyHash kh = hash_key(key);
+  ++stats_.puts;
+  Status st = co_await replace(shard_of(kh), key, kh, value, true);
+  co_return st;
+}
+
+Task<Status> HashTable::erase(std::string_view key) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  KeyHash kh = hash_key(key);
+  Shard& s = shard_of(kh);
+  ++stats_.erases;
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    Buckets b;
+    auto m = co_await locate(s, key, kh, &b, nullptr, GlobalAddress(), nullptr);
+    if (!m.ok()) co_return m.status();
+    if (m->bucket < 0) co_return NotFound("key not present");
+    uint64_t found = 0;
+    Status st = co_await client_->cas(slot_addr(b, *m), m->word, 0, &found);
+    if (!st.ok()) co_return st;
+    if (found == m->word) {
+      forget(kh);
+      co_return co_await retire(GlobalAddress(s.node, slot_offset(m->word)), m->block_bytes);
+    }
+    ++stats_.cas_failures;
+    if (backoff.exhausted()) break;
+    co_await backoff.retry();
+  }
+  co_return ResourceExhausted(
+      fmt::format("erase gave up after {} contended attempts", options_.max_attempts));
+}
+
+Task<Result<int>> HashTable::committed_copies(std::string_view key) {
+  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  KeyHash kh = hash_key(key);
+  Shard& s = shard_of(kh);
+  Buckets b;
+  Status st = co_await read_buckets(s, kh, &b, GlobalAddress(), nullptr);
+  if (!st.ok()) co_return st;
+  std::vector<Match> matches;
+  auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
+  if (!scan.ok()) co_return scan.status();
+  co_return static_cast<int>(matches.size());
+}
+
+// ------------------------------------------------------------------------------------------
+// Reclamation
+
+Task<Status> HashTable::retire(GlobalAddress addr, uint64_t bytes) {
+  retired_.push_back(Retired{addr, bytes, now_ns()});
+  ++stats_.retired;
+  if (retired_.size() > options_.max_retired) {
+    // Bounded: wait for the oldest block's grace period rather than grow.
+    co_await client_->scheduler().sleep_until_ns(retired_.front().when_ns + grace_ns());
+  }
+  co_await reclaim(false);
+  co_return OkStatus();
+}
+
+uint64_t HashTable::grace_ns() const {
+  uint64_t ms = options_.retire_grace_ms;
+  if (ms == 0) ms = 2ull * client_->cluster().config().options.op_timeout_ms + 1000;
+  return ms * 1'000'000;
+}
+
+Task<void> HashTable::reclaim(bool wait_for_all) {
+  const uint64_t grace = grace_ns();
+  while (!retired_.empty()) {
+    Retired r = retired_.front();
+    uint64_t now = now_ns();
+    if (now < r.when_ns + grace) {
+      if (!wait_for_all) co_return;
+      co_await client_->scheduler().sleep_until_ns(r.when_ns + grace);
+    }
+    retired_.pop_front();
+    (void)co_await client_->free(r.addr, r.bytes);
+    ++stats_.reclaimed;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Blocking wrappers
+
+Result<bool> HashTable::get_sync(std::string_view key, std::string* value) {
+  return client_->run(get(key, value));
+}
+Status HashTable::insert_sync(std::string_view key, std::string_view value) {
+  return client_->run(insert(key, value));
+}
+Status HashTable::update_sync(std::string_view key, std::string_view value) {
+  return client_->run(update(key, value));
+}
+Status HashTable::put_sync(std::string_view key, std::string_view value) {
+  return client_->run(put(key, value));
+}
+Status HashTable::erase_sync(std::string_view key) { return client_->run(erase(key)); }
+
+}  // namespace farmem::ds::hash

@@ -1,0 +1,396 @@
+// The one-sided hash table against real memory nodes, over every transport: operations,
+// boundary sizes, opening by name, sharding, concurrency on hot keys, speculative lookups,
+// reclamation, and linearizability of recorded histories (Porcupine via tools/lincheck).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "farmem/ds/hash/hash_table.h"
+#include "harness.h"
+
+namespace farmem::testing {
+namespace {
+
+using client::Cluster;
+using client::ThreadClient;
+using ds::hash::HashTable;
+using ds::hash::HashTableOptions;
+using runtime::Task;
+
+HashTableOptions small_table() {
+  HashTableOptions o;
+  o.main_buckets_log2 = 10;  // 1024 main buckets per subtable
+  o.initial_depth = 2;
+  return o;
+}
+
+class HashTableTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    for (uint16_t id : {1, 2}) {
+      ServerOptions o;
+      o.tls = GetParam().tls;
+      o.node_id = id;
+      o.capacity_bytes = 256ull << 20;
+      servers_.push_back(ServerProcess::start(o));
+      ASSERT_NE(servers_.back(), nullptr);
+    }
+    cluster_ = connect();
+    client_ = *cluster_->thread_client();
+  }
+
+  std::unique_ptr<Cluster> connect() {
+    auto c = Cluster::connect(config_for({servers_[0].get(), servers_[1].get()}, GetParam().tls));
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  std::unique_ptr<HashTable> create(const std::string& name, HashTableOptions o = small_table()) {
+    auto t = client_->run(HashTable::create(client_, name, o));
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    return t.ok() ? std::move(*t) : nullptr;
+  }
+
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+  std::unique_ptr<Cluster> cluster_;
+  ThreadClient* client_ = nullptr;
+};
+
+TEST_P(HashTableTest, EveryOperationHasItsContract) {
+  auto t = create("ops");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->shard_count(), 2u);
+  std::string v;
+  EXPECT_FALSE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(t->insert_sync("apple", "red").ok());
+  EXPECT_EQ(t->insert_sync("apple", "green").code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(*t->get_sync("apple", &v));
+  EXPECT_EQ(v, "red");
+  ASSERT_TRUE(t->update_sync("apple", "yellow").ok());
+  ASSERT_TRUE(*t->get_sync("apple", &v));
+  EXPECT_EQ(v, "yellow");
+  EXPECT_EQ(t->update_sync("pear", "x").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(t->put_sync("pear", "green").ok());
+  ASSERT_TRUE(*t->get_sync("pear", &v));
+  EXPECT_EQ(v, "green");
+  ASSERT_TRUE(t->put_sync("pear", "brown").ok());
+  ASSERT_TRUE(*t->get_sync("pear", &v));
+  EXPECT_EQ(v, "brown");
+  ASSERT_TRUE(t->erase_sync("apple").ok());
+  EXPECT_EQ(t->erase_sync("apple").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(t->insert_sync("apple", "again").ok());
+  ASSERT_TRUE(*t->get_sync("apple", &v));
+  EXPECT_EQ(v, "again");
+}
+
+TEST_P(HashTableTest, BoundarySizesAndOversizedInput) {
+  auto t = create("sizes");
+  ASSERT_NE(t, nullptr);
+  std::string v;
+  ASSERT_TRUE(t->insert_sync("empty", "").ok());
+  ASSERT_TRUE(*t->get_sync("empty", &v));
+  EXPECT_EQ(v, "");
+  ASSERT_TRUE(t->insert_sync("k", "1").ok());
+  const std::string big_key(ds::hash::kMaxKeyBytes, 'K');
+  std::string big_value(64 * 1024, '\0');
+  for (size_t i = 0; i < big_value.size(); ++i) big_value[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(t->insert_sync(big_key, big_value).ok());
+  ASSERT_TRUE(*t->get_sync(big_key, &v));
+  EXPECT_EQ(v, big_value);
+  const std::string max_value(ds::hash::kMaxValueBytes, 'V');
+  ASSERT_TRUE(t->put_sync("max", max_value).ok());
+  ASSERT_TRUE(*t->get_sync("max", &v));
+  EXPECT_EQ(v, max_value);
+  ASSERT_TRUE(t->update_sync("max", "small now").ok());
+  ASSERT_TRUE(*t->get_sync("max", &v));
+  EXPECT_EQ(v, "small now");
+  // Medium values cross the 127-unit inline length.
+  const std::string medium(9000, 'm');
+  ASSERT_TRUE(t->put_sync("medium", medium).ok());
+  ASSERT_TRUE(*t->get_sync("medium", &v));
+  EXPECT_EQ(v, medium);
+  EXPECT_EQ(t->insert_sync(std::string(ds::hash::kMaxKeyBytes + 1, 'x'), "v").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->put_sync("k", std::string(ds::hash::kMaxValueBytes + 1, 'x')).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->insert_sync("", "v").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->get_sync("", &v).status().code(), StatusCode::kInvalidArgument);
+  // Nothing was lost on the way.
+  ASSERT_TRUE(*t->get_sync("k", &v));
+  EXPECT_EQ(v, "1");
+}
+
+TEST_P(HashTableTest, AnotherProcessOpensTheTableByName) {
+  auto t = create("shared");
+  ASSERT_NE(t, nullptr);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(t->insert_sync("key" + std::to_string(i), "value" + std::to_string(i)).ok());
+  }
+  auto other = connect();
+  ThreadClient* oc = *other->thread_client();
+  auto o = oc->run(HashTable::open(oc, "shared"));
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  std::string v;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(*(*o)->get_sync("key" + std::to_string(i), &v)) << i;
+    EXPECT_EQ(v, "value" + std::to_string(i));
+  }
+  ASSERT_TRUE((*o)->update_sync("key7", "changed").ok());
+  ASSERT_TRUE(*t->get_sync("key7", &v));
+  EXPECT_EQ(v, "changed");
+  EXPECT_EQ(client_->run(HashTable::create(client_, "shared", small_table())).status().code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(oc->run(HashTable::open(oc, "missing")).status().code(), StatusCode::kNotFound);
+  // A root that is not a hash table.
+  auto junk = client_->run(client_->allocate(64));
+  ASSERT_TRUE(junk.ok());
+  uint64_t zeros[8] = {};
+  ASSERT_TRUE(client_->write_sync(*junk, zeros, sizeof(zeros)).ok());
+  ASSERT_TRUE(client_->run(client_->publish_root("hash/notatable", *junk)).ok());
+  auto bad = oc->run(HashTable::open(oc, "notatable"));
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("does not point to a hash table"), std::string_view::npos);
+}
+
+TEST_P(HashTableTest, ThousandsOfKeysSpreadOverBothNodes) {
+  auto t = create("many");
+  ASSERT_NE(t, nullptr);
+  constexpr int kKeys = 6000;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), std::to_string(i * 3)).ok()) << i;
+  }
+  std::string v;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(*t->get_sync("k" + std::to_string(i), &v)) << i;
+    ASSERT_EQ(v, std::to_string(i * 3));
+  }
+  auto s1 = client_->run(client_->stats(1));
+  auto s2 = client_->run(client_->stats(2));
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  // Both shards hold subtables and blocks.
+  EXPECT_GT(s1->used_bytes, 1u << 20);
+  EXPECT_GT(s2->used_bytes, 1u << 20);
+}
+
+TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
+  auto t = create("spec");
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->insert_sync("hot", "v1").ok());
+  std::string v;
+  ASSERT_TRUE(*t->get_sync("hot", &v));
+  auto before = t->stats();
+  ASSERT_TRUE(*t->get_sync("hot", &v));
+  EXPECT_EQ(v, "v1");
+  EXPECT_EQ(t->stats().get_round_trips - before.get_round_trips, 1u);
+  EXPECT_EQ(t->stats().spec_hits - before.spec_hits, 1u);
+  // Changed by another client: the cached slot is stale, the get still returns the new value.
+  auto other = connect();
+  ThreadClient* oc = *other->thread_client();
+  auto o = oc->run(HashTable::open(oc, "spec"));
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE((*o)->update_sync("hot", "v2").ok());
+  before = t->stats();
+  ASSERT_TRUE(*t->get_sync("hot", &v));
+  EXPECT_EQ(v, "v2");
+  EXPECT_EQ(t->stats().spec_misses - before.spec_misses, 1u);
+  EXPECT_LE(t->stats().get_round_trips - before.get_round_trips, 3u);
+  // Without the cache a get of a present key costs 2 round trips.
+  HashTableOptions plain = small_table();
+  plain.speculative_lookup = false;
+  auto p = client_->run(HashTable::open(client_, "spec", plain));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(*(*p)->get_sync("hot", &v));
+  EXPECT_EQ((*p)->stats().get_round_trips, 2u);
+}
+
+TEST_P(HashTableTest, UpdateHeavyLoadReusesRetiredBlocks) {
+  HashTableOptions o = small_table();
+  o.retire_grace_ms = 20;  // one client, one coroutine: nobody else holds slot words
+  auto t = create("reclaim", o);
+  ASSERT_NE(t, nullptr);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), "0").ok());
+  client_->run(t->reclaim(true));
+  auto before = client_->run(client_->stats(1));
+  ASSERT_TRUE(before.ok());
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(t->update_sync("k" + std::to_string(i), std::string(100, 'a' + round % 26)).ok());
+    }
+  }
+  client_->run(t->reclaim(true));
+  EXPECT_EQ(t->stats().reclaimed, t->stats().retired);
+  EXPECT_GE(t->stats().retired, 2000u);
+  // Second wave reuses the first wave's blocks: node usage stays flat.
+  auto mid = client_->run(client_->stats(1));
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(t->update_sync("k" + std::to_string(i), std::string(100, 'A' + round % 26)).ok());
+    }
+  }
+  client_->run(t->reclaim(true));
+  auto after = client_->run(client_->stats(1));
+  ASSERT_TRUE(mid.ok() && after.ok());
+  EXPECT_LE(after->used_bytes, mid->used_bytes + (2u << 20)) << "usage kept growing";
+  std::string v;
+  ASSERT_TRUE(*t->get_sync("k3", &v));
+  EXPECT_EQ(v, std::string(100, 'A' + 39 % 26));
+}
+
+// ---- concurrency and linearizability ----------------------------------------------------
+
+struct HistoryOp {
+  int client;
+  std::string op, key, value;
+  bool ok = false;
+  bool unknown = false;
+  int64_t call = 0, ret = 0;
+};
+
+struct History {
+  std::mutex mu;
+  std::vector<HistoryOp> ops;
+  void add(HistoryOp op) {
+    std::lock_guard<std::mutex> lock(mu);
+    ops.push_back(std::move(op));
+  }
+  std::string write(const std::string& path) {
+    std::ofstream f(path);
+    for (const auto& o : ops) {
+      nlohmann::json j = {{"client", o.client}, {"op", o.op}, {"key", o.key}, {"call", o.call}};
+      if (o.unknown) {
+        j["unknown"] = true;
+      } else {
+        j["ok"] = o.ok;
+        j["return"] = o.ret;
+        if (o.op != "erase" && !(o.op == "get" && !o.ok)) j["value"] = o.value;
+      }
+      f << j.dump() << "\n";
+    }
+    return path;
+  }
+};
+
+Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h,
+                        std::atomic<int>* torn, std::set<std::string>* written,
+                        std::mutex* written_mu) {
+  std::mt19937 rng(1000 + id);
+  for (int i = 0; i < ops; ++i) {
+    HistoryOp o;
+    o.client = id;
+    o.key = "hot" + std::to_string(rng() % keys);
+    int dice = rng() % 10;
+    o.call = static_cast<int64_t>(now_ns());
+    Status st;
+    if (dice < 4) {
+      o.op = "get";
+      std::string v;
+      auto r = co_await t->get(o.key, &v);
+      st = r.ok() ? OkStatus() : r.status();
+      if (r.ok()) {
+        o.ok = *r;
+        o.value = v;
+        if (o.ok) {
+          std::lock_guard<std::mutex> lock(*written_mu);
+          if (!written->count(v)) torn->fetch_add(1);
+        }
+      }
+    } else {
+      o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
+      {
+        std::lock_guard<std::mutex> lock(*written_mu);
+        written->insert(o.value);
+      }
+      if (dice < 6) {
+        o.op = "put";
+        st = co_await t->put(o.key, o.value);
+        o.ok = st.ok();
+      } else if (dice < 7) {
+        o.op = "insert";
+        st = co_await t->insert(o.key, o.value);
+        o.ok = st.ok();
+        if (st.code() == StatusCode::kAlreadyExists) st = OkStatus();
+      } else if (dice < 8) {
+        o.op = "update";
+        st = co_await t->update(o.key, o.value);
+        o.ok = st.ok();
+        if (st.code() == StatusCode::kNotFound) st = OkStatus();
+      } else {
+        o.op = "erase";
+        st = co_await t->erase(o.key);
+        o.ok = st.ok();
+        if (st.code() == StatusCode::kNotFound) st = OkStatus();
+      }
+    }
+    o.ret = static_cast<int64_t>(now_ns());
+    if (!st.ok()) o.unknown = true;
+    h->add(std::move(o));
+  }
+}
+
+TEST_P(HashTableTest, ContendedMixedOperationsAreLinearizable) {
+  auto t = create("hot");
+  ASSERT_NE(t, nullptr);
+  constexpr int kThreads = 3, kCoroutines = 6, kOps = 150, kKeys = 6;
+  History history;
+  std::atomic<int> torn{0};
+  std::set<std::string> written;
+  std::mutex written_mu;
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> cas_failures{0};
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      ThreadClient* tc = *cluster_->thread_client();
+      HashTableOptions ho = small_table();
+      if (std::getenv("FARMEM_TEST_NO_SPEC")) ho.speculative_lookup = false;
+      auto handle = tc->run(HashTable::open(tc, "hot", ho));
+      ASSERT_TRUE(handle.ok());
+      for (int k = 0; k < kCoroutines; ++k) {
+        int id = th * kCoroutines + k;
+        ASSERT_TRUE(tc->scheduler()
+                        .spawn(mixed_worker(handle->get(), id, kOps, kKeys, &history, &torn,
+                                            &written, &written_mu))
+                        .ok());
+      }
+      tc->scheduler().run_until_idle();
+      cas_failures.fetch_add((*handle)->stats().cas_failures);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(torn.load(), 0) << "a get returned a value nobody wrote";
+  for (int k = 0; k < kKeys; ++k) {
+    auto copies = client_->run(t->committed_copies("hot" + std::to_string(k)));
+    ASSERT_TRUE(copies.ok());
+    EXPECT_LE(*copies, 1) << "key hot" << k << " is committed in several slots";
+  }
+  int unknown = 0;
+  for (const auto& o : history.ops) unknown += o.unknown;
+  EXPECT_EQ(unknown, 0);
+  ASSERT_EQ(history.ops.size(), size_t{kThreads} * kCoroutines * kOps);
+  std::string lincheck = FARMEM_LINCHECK_BIN;
+  if (lincheck.empty()) GTEST_SKIP() << "go was not found at configure time: no lincheck binary";
+  std::string path = "/tmp/farmem-history-" + GetParam().name + "-" + std::to_string(getpid()) +
+                     ".jsonl";
+  history.write(path);
+  std::string out;
+  int rc = run_command(lincheck + " -timeout 120s " + path, &out);
+  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
+  if (rc == 0) std::remove(path.c_str());
+  std::printf("lincheck: %s", out.c_str());
+  std::printf("CAS races retried: %llu\n", static_cast<unsigned long long>(cas_failures.load()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, HashTableTest, ::testing::ValuesIn(all_transports()),
+                         transport_name);
+
+}  // namespace
+}  // namespace farmem::testing
