@@ -35,6 +35,23 @@ struct BenchOpsFlags {
 };
 int run_bench_ops(const BenchOpsFlags& flags);
 
+struct BenchYcsbFlags {
+  ClusterFlags cluster;
+  std::string structure = "hash";
+  std::string workload = "a";
+  uint64_t records = 1000000;
+  size_t key_bytes = 8;
+  size_t value_bytes = 8;
+  std::string distribution = "zipfian";
+  double zipf = 0.99;
+  uint32_t threads = 1;
+  uint32_t coroutines = 16;
+  double duration_s = 10;
+  std::string out;
+  bool no_speculative = false;
+};
+int run_bench_ycsb(const BenchYcsbFlags& flags);
+
 int run_status(const ClusterFlags& flags);
 
 }  // namespace farmem::apps

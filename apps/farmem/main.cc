@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <cctype>
+
 #include "commands.h"
 #include "farmem/common/log.h"
 
@@ -62,6 +64,30 @@ int main(int argc, char** argv) {
   bench_ops->add_option("--backoff", ops.backoff, "on|off: conflict-avoidance backoff (default on)")
       ->check(CLI::IsMember({"on", "off"}));
 
+  farmem::apps::BenchYcsbFlags ycsb;
+  CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
+  add_cluster(bench_ycsb, ycsb.cluster);
+  bench_ycsb->add_option("--structure", ycsb.structure, "data structure")
+      ->check(CLI::IsMember({"hash"}));
+  bench_ycsb->add_option("--workload", ycsb.workload, "a|b|c|d|f (e needs scans)")
+      ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
+  bench_ycsb->add_option("--records", ycsb.records, "records loaded before the run")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
+  bench_ycsb->add_option("--key-bytes", ycsb.key_bytes, "key length (>= 8)")
+      ->check(CLI::Range(size_t{8}, size_t{64 * 1024}));
+  bench_ycsb->add_option("--value-bytes", ycsb.value_bytes, "value length")
+      ->check(CLI::Range(size_t{0}, size_t{256 * 1024}));
+  bench_ycsb->add_option("--distribution", ycsb.distribution, "zipfian|uniform")
+      ->check(CLI::IsMember({"zipfian", "uniform"}));
+  bench_ycsb->add_option("--zipf", ycsb.zipf, "zipfian constant")->check(CLI::Range(0.01, 0.9999));
+  bench_ycsb->add_option("--threads", ycsb.threads, "client threads")->check(CLI::Range(1, 256));
+  bench_ycsb->add_option("--coroutines", ycsb.coroutines, "coroutines per thread")
+      ->check(CLI::Range(1, 1024));
+  bench_ycsb->add_option("--duration", ycsb.duration_s, "seconds of the run phase")
+      ->check(CLI::Range(0.1, 86400.0));
+  bench_ycsb->add_option("--out", ycsb.out, "append results to FILE.json or FILE.csv");
+  bench_ycsb->add_flag("--no-speculative", ycsb.no_speculative, "disable speculative lookup");
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   add_cluster(status, status_flags);
@@ -69,5 +95,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);
+  if (bench_ycsb->parsed()) {
+    for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
+    return farmem::apps::run_bench_ycsb(ycsb);
+  }
   return 2;
 }

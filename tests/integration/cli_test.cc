@@ -98,6 +98,39 @@ TEST(CliTest, QuickstartExampleFromTheReadmeRuns) {
   EXPECT_NE(out.find("cas: found 0, swapped=yes"), std::string::npos) << out;
 }
 
+TEST(CliTest, BenchYcsbRunsWorkloadsAndReportsPerOperation) {
+  std::string json = temp_path(".json");
+  for (const char* w : {"a", "c", "d", "f"}) {
+    std::string out;
+    int rc = run_command(std::string(FARMEM_CLI_BIN) + " bench ycsb --workload " + w +
+                             " --records 2000 --duration 0.3 --coroutines 4 --out " + json,
+                         &out);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find(std::string("workload=") + w), std::string::npos) << out;
+    EXPECT_NE(out.find("rtt/get="), std::string::npos) << out;
+  }
+  std::ifstream jf(json);
+  std::string line;
+  int lines = 0;
+  while (std::getline(jf, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (const char* key : {"structure", "workload", "records", "threads", "coroutines",
+                            "ops_per_s", "p50_us", "p99_us", "ops", "get_round_trips_avg"}) {
+      EXPECT_TRUE(j.contains(key)) << key;
+    }
+    EXPECT_GT(j["ops_per_s"].get<double>(), 0.0);
+    EXPECT_TRUE(j["ops"].contains("read"));
+    EXPECT_LE(j["get_round_trips_avg"].get<double>(), 2.0);
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4);
+  std::remove(json.c_str());
+  std::string out;
+  EXPECT_EQ(run_command(std::string(FARMEM_CLI_BIN) + " bench ycsb --workload e --records 10", &out),
+            2);
+  EXPECT_NE(out.find("scans"), std::string::npos) << out;
+}
+
 TEST(CliTest, BadFlagsAreRefused) {
   std::string out;
   EXPECT_NE(run_command(std::string(FARMEM_CLI_BIN) + " bench ops --op scan", &out), 0);
