@@ -300,8 +300,13 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     if (f.duration_s > 3 && now >= next_progress) {
       uint64_t total = 0;
       for (auto& p : per) total += p.ops.load(std::memory_order_relaxed);
-      fmt::print(stderr, "  [{:5.1f}s] {:.0f} ops/s\n", (now - start) / 1e9,
-                 (total - last_ops) * 1e9 / static_cast<double>(now - last_t));
+      // Every 10 s also the memory nodes' usage, to show it stays flat.
+      std::string mem;
+      if (static_cast<uint64_t>((now - start) / 1e9) % 10 == 0) {
+        mem = fmt::format(", nodes use {:.1f} MiB", usage() / 1048576.0);
+      }
+      fmt::print(stderr, "  [{:5.1f}s] {:.0f} ops/s{}\n", (now - start) / 1e9,
+                 (total - last_ops) * 1e9 / static_cast<double>(now - last_t), mem);
       last_ops = total;
       last_t = now;
       next_progress += 1'000'000'000ull;
