@@ -5,10 +5,11 @@
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= 2
 CTEST_FLAGS ?= --output-on-failure --no-tests=error
 
-.PHONY: run test deps build unit integration asan bench-compare clean
+.PHONY: run test deps build unit integration asan tsan bench-compare clean
 
 deps:
 	./scripts/install-deps
@@ -33,13 +34,22 @@ asan: deps
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -j 1 $(CTEST_FLAGS)
 
+# ThreadSanitizer on the unit tests (runtime, allocators, workload generators; no UCX traffic).
+# UCX's memory hooks (libucm) are switched off: they intercept madvise inside TSan's thread exit.
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target farmem_unit_tests
+	TSAN_OPTIONS=halt_on_error=1 UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no \
+	  ctest --test-dir $(TSAN_BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
+
 test: build
 	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
 	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
 	$(MAKE) asan
+	$(MAKE) tsan
 
 bench-compare: build
 	./bench/compare_perftest.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -112,7 +112,7 @@ class [[nodiscard]] Task {
       if constexpr (!std::is_void_v<T>) return std::move(*h.promise().value);
     }
   };
-  // For builds where the compiler does not emit those tail calls (AddressSanitizer): run the
+  // For builds where the compiler does not emit those tail calls (sanitizers): run the
   // child now; if it finishes before suspending, the parent continues without suspending, so
   // loops of synchronously completing awaits stay flat (deep chains still recurse).
   struct InlineAwaiter {
@@ -131,7 +131,7 @@ class [[nodiscard]] Task {
       if constexpr (!std::is_void_v<T>) return std::move(*h.promise().value);
     }
   };
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   using Awaiter = InlineAwaiter;
 #else
   using Awaiter = TransferAwaiter;

@@ -60,6 +60,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
   if (o.initial_depth > kMaxDepth) {
     co_return InvalidArgument(fmt::format("initial_depth must be 0..{}", kMaxDepth));
   }
+  if (o.spec_cache_log2 > 30) co_return InvalidArgument("spec_cache_log2 must be 0..30");
   std::unique_ptr<HashTable> t(new HashTable(c, o));
   t->main_buckets_log2_ = o.main_buckets_log2;
   std::vector<uint16_t> ids;
@@ -133,6 +134,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
 
 Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c, std::string name,
                                                          HashTableOptions o) {
+  if (o.spec_cache_log2 > 30) co_return InvalidArgument("spec_cache_log2 must be 0..30");
   auto root = co_await c->lookup_root(root_name(name));
   if (!root.ok()) {
     if (root.status().code() == StatusCode::kNotFound) {
@@ -195,7 +197,8 @@ void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) cons
   const uint64_t main = 1ull << main_buckets_log2_;
   uint64_t i1 = (kh.h1 >> 24) & (main - 1);
   uint64_t i2 = kh.h2 & (main - 1);
-  if (i2 == i1) i2 = i1 ^ 1;
+  // The two combined buckets must not share a group (they would share its overflow bucket).
+  if ((i2 >> 1) == (i1 >> 1)) i2 = (i2 + 2) & (main - 1);
   b->addr[0] = base + combined_bucket_offset(i1);
   b->addr[1] = b->addr[0] + kBucketBytes;
   b->addr[2] = base + combined_bucket_offset(i2);
@@ -510,9 +513,15 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     for (uint32_t round = 0; round < options_.max_attempts && !withdrawn; ++round) {
       Buckets again;
       st = co_await read_buckets(s, kh, &again, GlobalAddress(), nullptr);
-      if (!st.ok()) co_return st;
-      auto all = co_await find(s, key, kh, again, /*pending_too=*/true, &matches, nullptr);
-      if (!all.ok()) co_return all.status();
+      Result<Scan> all = st.ok() ? co_await find(s, key, kh, again, true, &matches, nullptr)
+                                 : Result<Scan>(st);
+      if (!all.ok()) {
+        // Best effort: do not leave a pending slot behind (readers ignore it, but a later
+        // insert of this key would wait for it).
+        uint64_t ignored = 0;
+        (void)co_await client_->cas(my_slot, pending, 0, &ignored);
+        co_return all.status();
+      }
       if (*all == Scan::kTorn) {
         ++stats_.stale_reads;
         co_await backoff.retry();

@@ -12,9 +12,11 @@
 //   put    - insert or update
 //   erase  - fails with kNotFound if the key is absent
 // Concurrency is lock-free: slots change only by CAS; an insert claims a slot as "pending",
-// resolves duplicates (the lowest slot address wins; a loser waits for the winner to commit,
-// then reports kAlreadyExists), then commits. Readers ignore pending slots. CAS retry loops use
-// the thread's backoff. Replaced blocks are retired and reused after a grace period longer than
+// re-reads, and commits only if its slot is the only one holding the key (a committed rival
+// means kAlreadyExists; with rival pending inserts the higher slot withdraws and retries, the
+// lower waits). Readers ignore pending slots. CAS retry loops use the thread's backoff. A
+// client that dies between claiming and committing leaves a pending slot behind (ignored by
+// readers; a later insert of that key gives up after max_attempts). Replaced blocks are retired and reused after a grace period longer than
 // any operation can hold a slot word it read (reads also validate checksum and key).
 //
 // A HashTable object is a per-thread handle: open one per thread with that thread's
