@@ -1,0 +1,445 @@
+#!/usr/bin/env bash
+# farmem's one-sided hash table beside Redis and memcached, same workload shape, one run.
+#
+#   bench/compare_kv.sh                                  # 1M records, 8 B keys/values, 10 s per run
+#   RECORDS=100000 DURATION=2 OPS=300000 bench/compare_kv.sh   # quick check
+#   UCX_TLS=tcp bench/compare_kv.sh                      # farmem over TCP loopback, like the others
+#
+# Environment: RECORDS (1000000), KEY_BYTES (8), VALUE_BYTES (8), DURATION (10 s per farmem and
+# memcached run), THREADS (1), COROUTINES (16) for farmem, FARMEM (build/farmem),
+# DISTRIBUTION (zipfian) and ZIPF (0.99) for farmem, OPS (requests per redis-benchmark test,
+# default DURATION x 1M), OUT (build/bench-compare-kv.json: farmem runs are appended there).
+#
+# Workloads: C = 100% reads, A = 50% reads / 50% updates.
+#  farmem:    build/farmem bench ycsb --structure hash, THREADS x COROUTINES requests in flight,
+#             with a local memory node started by farmem for each run.
+#  Redis:     redis-benchmark, 16 clients, pipeline 16, uniform random keys over RECORDS
+#             preloaded keys. redis-benchmark cannot mix commands, so GET and SET run
+#             separately and the A figure is the harmonic mix 2/(1/GET + 1/SET).
+#  memcached: memaslap (memcaslap in Debian 12's libmemcached-tools), 16 connections, one
+#             request in flight each. memtier-benchmark would speak both protocols but is not
+#             packaged in Debian 12 (bookworm), so it is not used.
+# Redis and memcached listen on 127.0.0.1 only, on free random ports, without persistence, and
+# are stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RECORDS=${RECORDS:-1000000}
+KEY_BYTES=${KEY_BYTES:-8}
+VALUE_BYTES=${VALUE_BYTES:-8}
+DURATION=${DURATION:-10}
+THREADS=${THREADS:-1}
+COROUTINES=${COROUTINES:-16}
+FARMEM=${FARMEM:-build/farmem}
+DISTRIBUTION=${DISTRIBUTION:-zipfian}
+ZIPF=${ZIPF:-0.99}
+OUT=${OUT:-build/bench-compare-kv.json}
+OPS=${OPS:-$(python3 -c 'import sys; print(max(1000, int(float(sys.argv[1]) * 1000000)))' "$DURATION")}
+CLIENTS=16     # Redis clients, memcached connections
+PIPELINE=16    # Redis pipeline depth
+
+# --------------------------------------------------------------------------- packages
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; fi
+fi
+memaslap_bin() { command -v memaslap || command -v memcaslap || true; }
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+{ command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null; } || need+=(redis-tools)
+command -v memcached >/dev/null || need+=(memcached)
+[ -n "$(memaslap_bin)" ] || need+=(libmemcached-tools)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] && [ -z "$SUDO" ]; then
+    echo "missing packages: ${need[*]}; run as root or install sudo" >&2; exit 2
+  fi
+  echo "== installing ${need[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
+    >/dev/null || {
+    echo "apt-get install ${need[*]} failed" >&2; exit 2; }
+fi
+MEMASLAP=$(memaslap_bin)
+[ -n "$MEMASLAP" ] || { echo "memaslap not found after installing libmemcached-tools" >&2; exit 2; }
+REDIS_SERVER=$(command -v redis-server)
+MEMCACHED=$(command -v memcached)
+
+# --------------------------------------------------------------------------- helpers
+tmp=$(mktemp -d)
+redis_pid=""
+mc_pid=""
+stop() {  # pid
+  [ -n "$1" ] || return 0
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+cleanup() {
+  stop "$redis_pid"; redis_pid=""
+  stop "$mc_pid"; mc_pid=""
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+mc_stat() {  # port name -> value of one "stats" field
+  python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+for line in buf.decode().splitlines():
+    f = line.split()
+    if len(f) == 3 and f[1] == sys.argv[2]:
+        print(f[2])
+PY
+}
+wait_port() {  # port pid -> 0 when something accepts on 127.0.0.1:port
+  local i
+  for i in $(seq 100); do
+    kill -0 "$2" 2>/dev/null || return 1
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' "$1" \
+      2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+seconds_int=$(python3 -c 'import math, sys; print(max(1, math.ceil(float(sys.argv[1]))))' "$DURATION")
+
+dist=$DISTRIBUTION; [ "$dist" = zipfian ] && dist="zipfian $ZIPF"
+echo "records=$RECORDS key=${KEY_BYTES}B value=${VALUE_BYTES}B duration=${DURATION}s;" \
+     "farmem: threads=$THREADS coroutines=$COROUTINES $dist; redis: $OPS requests per test"
+
+# --------------------------------------------------------------------------- Redis
+run_redis() {
+  local port
+  port=$(free_port)
+  "$REDIS_SERVER" --save '' --appendonly no --port "$port" --bind 127.0.0.1 --daemonize no \
+    --dir "$tmp" --logfile "$tmp/redis-server.log" &
+  redis_pid=$!
+  if ! wait_port "$port" "$redis_pid"; then
+    echo "redis-server did not start (log: $(tail -n 3 "$tmp/redis-server.log" 2>/dev/null))" > "$tmp/redis.err"
+    return 1
+  fi
+  echo "== redis $("$REDIS_SERVER" --version | awk '{sub("v=", "", $3); print $3}') on 127.0.0.1:$port: preloading $RECORDS keys"
+  # Exactly the keys redis-benchmark -r RECORDS draws from: "key:" + 12 digits in [0, RECORDS).
+  python3 - "$RECORDS" "$VALUE_BYTES" <<'PY' | redis-cli -h 127.0.0.1 -p "$port" --pipe > "$tmp/redis-load.log" 2>&1
+import sys
+n, v = int(sys.argv[1]), b"x" * int(sys.argv[2])
+tail = b"\r\n$%d\r\n%s\r\n" % (len(v), v)
+out, batch = sys.stdout.buffer, []
+for i in range(n):
+    batch.append(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d" % i + tail)
+    if len(batch) == 8192:
+        out.write(b"".join(batch)); batch = []
+out.write(b"".join(batch))
+PY
+  local n
+  n=$(redis-cli -h 127.0.0.1 -p "$port" dbsize)
+  if [ "$n" != "$RECORDS" ]; then
+    echo "preload left $n keys instead of $RECORDS ($(tail -n 1 "$tmp/redis-load.log"))" > "$tmp/redis.err"
+    return 1
+  fi
+  echo "== redis-benchmark -c $CLIENTS -P $PIPELINE -n $OPS -r $RECORDS -d $VALUE_BYTES -t get,set"
+  if ! timeout --foreground $(( 600 + OPS / 10000 )) redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$PIPELINE" \
+        -n "$OPS" -r "$RECORDS" -d "$VALUE_BYTES" -t get,set --csv > "$tmp/redis.csv" 2> "$tmp/redis-bench.log"; then
+    echo "redis-benchmark failed: $(tail -n 2 "$tmp/redis-bench.log")" > "$tmp/redis.err"
+    return 1
+  fi
+  redis-cli -h 127.0.0.1 -p "$port" dbsize > "$tmp/redis.dbsize"
+}
+run_redis || true
+stop "$redis_pid"; redis_pid=""
+
+# --------------------------------------------------------------------------- memcached
+# memaslap keeps a window of keys per connection (granularity 1024); CLIENTS x window keys
+# approximate RECORDS. Its keys are at least 16 bytes. For a read-only mix it first sets every
+# key of every window (the preload), then times only the reads. For a read/write mix it has no
+# preload: reads go to keys this run has set, and sets write fresh keys (memaslap's "overwrite"
+# option collapses the key space to a few keys, so it is not used).
+mc_keys=$(( KEY_BYTES < 16 ? 16 : (KEY_BYTES > 250 ? 250 : KEY_BYTES) ))
+mc_value=$(( VALUE_BYTES < 1 ? 1 : VALUE_BYTES ))
+mc_win=$(python3 -c 'import sys; print(max(1, round(int(sys.argv[1]) / int(sys.argv[2]) / 1024)))' "$RECORDS" "$CLIENTS")
+run_memcached() {
+  local port user=()
+  port=$(free_port)
+  [ "$(id -u)" = 0 ] && user=(-u nobody)   # memcached refuses to run as root without -u
+  "$MEMCACHED" -l 127.0.0.1 -p "$port" -U 0 -m 1024 -t 1 -c 1024 "${user[@]}" > "$tmp/memcached.log" 2>&1 &
+  mc_pid=$!
+  if ! wait_port "$port" "$mc_pid"; then
+    echo "memcached did not start: $(tail -n 3 "$tmp/memcached.log")" > "$tmp/mc.err"
+    return 1
+  fi
+  echo "== memcached $("$MEMCACHED" -V | awk '{print $2}') on 127.0.0.1:$port;" \
+       "$(basename "$MEMASLAP") -T 1 -c $CLIENTS -w ${mc_win}k ($(( CLIENTS * mc_win * 1024 )) keys of ${mc_keys}B) -t ${seconds_int}s"
+  local wl get_p set_p
+  for wl in c a; do
+    if [ "$wl" = c ]; then get_p=1; set_p=0; else get_p=0.5; set_p=0.5; fi
+    printf 'key\n%d %d 1\nvalue\n%d %d 1\ncmd\n0 %s\n1 %s\n' \
+      "$mc_keys" "$mc_keys" "$mc_value" "$mc_value" "$set_p" "$get_p" > "$tmp/memaslap-$wl.cfg"
+    if ! timeout --foreground $(( seconds_int + 600 )) "$MEMASLAP" -s "127.0.0.1:$port" -F "$tmp/memaslap-$wl.cfg" \
+          -T 1 -c "$CLIENTS" -w "${mc_win}k" -t "${seconds_int}s" -S "${seconds_int}s" \
+          > "$tmp/mc_$wl.txt" 2>&1; then
+      echo "memaslap ($wl) failed: $(tail -n 2 "$tmp/mc_$wl.txt")" > "$tmp/mc_$wl.err"
+      rm -f "$tmp/mc_$wl.txt"
+    fi
+    if [ "$wl" = c ]; then mc_stat "$port" curr_items > "$tmp/mc.items" || true; fi
+  done
+}
+run_memcached || true
+stop "$mc_pid"; mc_pid=""
+
+# --------------------------------------------------------------------------- farmem
+farmem_reason=""
+if [ ! -x "$FARMEM" ]; then
+  farmem_reason="$FARMEM not found or not executable (build it first)"
+else
+  help=$("$FARMEM" bench ycsb --help 2>&1 || true)
+  for opt in --structure --workload --records --key-bytes --value-bytes --distribution --zipf \
+             --threads --coroutines --duration --out; do
+    case "$help" in
+      *"$opt"*) ;;
+      *) farmem_reason="'$FARMEM bench ycsb --help' does not list $opt: this build has no YCSB benchmark yet"
+         break ;;
+    esac
+  done
+fi
+if [ -n "$farmem_reason" ]; then
+  echo "$farmem_reason" > "$tmp/fm.err"
+else
+  mkdir -p "$(dirname "$OUT")"
+  for wl in c a; do
+    echo "== $FARMEM bench ycsb --structure hash --workload $wl --threads $THREADS --coroutines $COROUTINES"
+    if timeout --foreground "$(( seconds_int + 900 ))" "$FARMEM" bench ycsb --structure hash --workload "$wl" \
+         --records "$RECORDS" --key-bytes "$KEY_BYTES" --value-bytes "$VALUE_BYTES" \
+         --distribution "$DISTRIBUTION" --zipf "$ZIPF" --threads "$THREADS" --coroutines "$COROUTINES" \
+         --duration "$DURATION" --out "$tmp/fm_$wl.json" > "$tmp/fm_$wl.log" 2>&1 \
+       && [ -s "$tmp/fm_$wl.json" ]; then
+      cat "$tmp/fm_$wl.json" >> "$OUT"
+    else
+      echo "farmem bench ycsb --workload $wl failed: $(tail -n 2 "$tmp/fm_$wl.log" | tr '\n' ' ')" > "$tmp/fm_$wl.err"
+      rm -f "$tmp/fm_$wl.json"
+    fi
+  done
+fi
+
+# --------------------------------------------------------------------------- report
+echo
+TMPDIR_RESULTS=$tmp CLIENTS=$CLIENTS PIPELINE=$PIPELINE MC_WIN=$mc_win MC_KEYS=$mc_keys \
+RECORDS=$RECORDS KEY_BYTES=$KEY_BYTES VALUE_BYTES=$VALUE_BYTES THREADS=$THREADS COROUTINES=$COROUTINES \
+DISTRIBUTION=$DISTRIBUTION ZIPF=$ZIPF OUT=$OUT python3 - <<'PY'
+import csv, json, math, os, re
+
+d = os.environ["TMPDIR_RESULTS"]
+E = os.environ
+nan = float("nan")
+
+
+def path(name):
+    return os.path.join(d, name)
+
+
+def read(name):
+    try:
+        with open(path(name)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def num(x):
+    return x is not None and x == x
+
+
+rows = []      # (system, workload, ops, p50, p99, in_flight, note)
+errors = []
+
+# ---- farmem
+fm = {}
+for wl in "ca":
+    txt = read("fm_%s.json" % wl)
+    if txt:
+        lines = [l for l in txt.splitlines() if l.strip()]
+        fm[wl] = json.loads(lines[-1])
+    else:
+        errors.append("farmem %s: %s" % (wl.upper(), read("fm_%s.err" % wl) or read("fm.err") or "no result"))
+fm_flight = "%sx%s" % (E["THREADS"], E["COROUTINES"])
+fm_note = "%sB keys, %s%s" % (E["KEY_BYTES"], E["DISTRIBUTION"],
+                              " " + E["ZIPF"] if E["DISTRIBUTION"] == "zipfian" else "")
+for wl in "ca":
+    r = fm.get(wl)
+    if not r:
+        rows.append(("farmem", wl.upper(), None, None, None, fm_flight, "not measured (see below)"))
+        continue
+    rows.append(("farmem", wl.upper(), r.get("ops_per_s"), r.get("p50_us"), r.get("p99_us"), fm_flight, fm_note))
+    if wl == "a":
+        for op in ("read", "update", "insert", "rmw"):
+            o = (r.get("ops") or {}).get(op)
+            if o and o.get("count"):
+                rows.append(("", "  " + op, o.get("ops_per_s"), o.get("p50_us"), o.get("p99_us"), "", ""))
+
+# ---- Redis
+redis = {}
+txt = read("redis.csv")
+if txt:
+    for rec in csv.DictReader(txt.splitlines()):
+        def ms(col):
+            v = rec.get(col)
+            return float(v) * 1000.0 if v not in (None, "") else None
+        redis[rec["test"].upper()] = dict(ops=float(rec["rps"]), p50=ms("p50_latency_ms"), p99=ms("p99_latency_ms"))
+else:
+    errors.append("redis: %s" % (read("redis.err") or "no result"))
+r_flight = "%sx%s pipelined" % (E["CLIENTS"], E["PIPELINE"])
+r_note = "16B keys, uniform"
+g, s = redis.get("GET"), redis.get("SET")
+redis_c = g["ops"] if g else None
+redis_a = 2.0 / (1.0 / g["ops"] + 1.0 / s["ops"]) if g and s else None
+rows.append(("redis", "C", redis_c, g and g["p50"], g and g["p99"], r_flight, r_note + ", GET"))
+rows.append(("redis", "A", redis_a, None, None, r_flight, "2/(1/GET+1/SET) of separate runs"))
+if s:
+    rows.append(("", "  SET", s["ops"], s["p50"], s["p99"], "", "overwrites preloaded keys"))
+
+# ---- memcached (memaslap)
+def memaslap(txt):
+    txt = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", txt)
+    res, hist, sec = {}, {}, None
+    for line in txt.splitlines():
+        m = re.match(r"^(Get|Set|Total) Statistics\s*(\((\d+) events\))?\s*$", line.strip())
+        if m:
+            sec = m.group(1).lower()
+            continue
+        f = line.split()
+        if sec and f and f[0] == "Global" and len(f) >= 9:
+            res.setdefault(sec, {}).update(ops=float(f[3]), avg=float(f[8]))
+            continue
+        m = re.match(r"^\s*(\d+):((\s+\d+)+)\s*$", line)
+        if sec and m:   # Log2 Dist row: bucket b counts latencies in (2^(b-1), 2^b] us
+            b = int(m.group(1))
+            for i, c in enumerate(m.group(2).split()):
+                hist.setdefault(sec, {})[b + i] = int(c)
+            continue
+        m = re.match(r"^(cmd_get|cmd_set|get_misses):\s+(\d+)", line.strip())
+        if m:
+            res.setdefault("final", {})[m.group(1)] = int(m.group(2))
+        m = re.match(r"^Run time:\s+([\d.]+)s", line.strip())
+        if m:
+            res.setdefault("final", {})["run_s"] = float(m.group(1))
+    for sec, h in hist.items():
+        total = sum(h.values())
+        for q, name in ((0.5, "p50"), (0.99, "p99")):
+            acc = 0
+            for b in sorted(h):
+                if h[b] and acc + h[b] >= q * total:
+                    frac = (q * total - acc) / h[b]
+                    res.setdefault(sec, {})[name] = 2.0 ** (b - 1 + frac)   # geometric interpolation
+                    break
+                acc += h[b]
+    return res
+
+mc = {}
+for wl in "ca":
+    txt = read("mc_%s.txt" % wl)
+    if txt:
+        mc[wl] = memaslap(txt)
+    else:
+        errors.append("memcached %s: %s" % (wl.upper(), read("mc_%s.err" % wl) or read("mc.err") or "no result"))
+mc_note = "%sB keys, uniform" % E["MC_KEYS"]
+
+
+def mc_ops(wl):
+    r = mc.get(wl)
+    if not r:
+        return None
+    sec = "get" if wl == "c" else "total"
+    if "ops" in r.get(sec, {}):
+        return r[sec]["ops"]
+    f = r.get("final", {})
+    if f.get("run_s"):
+        return (f.get("cmd_get", 0) + (f.get("cmd_set", 0) if wl == "a" else 0)) / f["run_s"]
+    return None
+
+for wl in "ca":
+    r = mc.get(wl, {})
+    sec = r.get("get" if wl == "c" else "total", {})
+    misses = r.get("final", {}).get("get_misses")
+    note = mc_note + ("" if not misses else ", %d get misses" % misses)
+    if wl == "a":
+        note += ", sets write fresh keys"
+    rows.append(("memcached", wl.upper(), mc_ops(wl), sec.get("p50"), sec.get("p99"), E["CLIENTS"], note))
+    if wl == "a":
+        for op in ("get", "set"):
+            o = r.get(op)
+            if o:
+                rows.append(("", "  " + op, o.get("ops"), o.get("p50"), o.get("p99"), "", ""))
+
+
+def fmt_ops(v):
+    return "{:,.0f}".format(v) if num(v) else "n/a"
+
+
+def fmt_us(v, approx=False):
+    if not num(v):
+        return "-"
+    s = ("%.2f" % v) if v < 10 else ("%.1f" % v) if v < 100 else ("%.0f" % v)
+    return ("~" + s) if approx else s
+
+
+print("%-10s %-9s %14s %10s %10s  %-16s %s" % ("system", "workload", "ops/s", "p50_us", "p99_us", "in flight", "notes"))
+last = ""
+for sysname, wl, ops, p50, p99, flight, note in rows:
+    approx = (sysname or last) == "memcached"
+    last = sysname or last
+    print("%-10s %-9s %14s %10s %10s  %-16s %s" % (sysname, wl, fmt_ops(ops), fmt_us(p50, approx),
+                                                  fmt_us(p99, approx), flight, note))
+
+print()
+fm_c = fm.get("c", {}).get("ops_per_s")
+fm_a = fm.get("a", {}).get("ops_per_s")
+mc_c, mc_a = mc_ops("c"), mc_ops("a")
+
+
+def ratio(a, b):
+    return a / b if num(a) and num(b) and b > 0 else None
+
+
+def fmt_r(x):
+    return "%.2fx" % x if x is not None else "n/a"
+
+print("ratios         C (read only)      A (50/50 read/update)")
+print("farmem/redis     %-18s %s" % (fmt_r(ratio(fm_c, redis_c)), fmt_r(ratio(fm_a, redis_a))))
+print("farmem/memcached %-18s %s" % (fmt_r(ratio(fm_c, mc_c)), fmt_r(ratio(fm_a, mc_a))))
+print()
+print("goal: >= 10x Redis GET on C, >= 5x Redis GET/SET mix on A")
+for wl, x, goal, ref in (("C", ratio(fm_c, redis_c), 10, "Redis GET"),
+                         ("A", ratio(fm_a, redis_a), 5, "Redis GET/SET mix")):
+    verdict = "not measured" if x is None else ("met" if x >= goal else "not met")
+    print("  %s: farmem = %s %s (goal >= %dx): %s" % (wl, fmt_r(x), ref, goal, verdict))
+
+print()
+print("notes:")
+tr = fm.get("c", fm.get("a", {})).get("transport")
+if tr:
+    print("  farmem transport: %s%s" % (tr, "" if "tcp" in tr and "memory" not in tr else
+          "; Redis and memcached use TCP loopback (UCX_TLS=tcp puts farmem on TCP too)"))
+dbsize = read("redis.dbsize")
+if dbsize:
+    print("  redis: %s keys preloaded with redis-cli --pipe; uniform random keys via redis-benchmark -r; "
+          "latency per request includes the %s-deep pipeline" % (dbsize, E["PIPELINE"]))
+items = read("mc.items")
+win = int(E["MC_WIN"]) * 1024
+print("  memcached: memaslap window %d keys x %s connections = %d keys, preloaded by its warm-up%s; "
+      "p50/p99 interpolated from its power-of-two latency histogram"
+      % (win, E["CLIENTS"], win * int(E["CLIENTS"]), " (server holds %s items)" % items if items else ""))
+print("  in flight: farmem threads x coroutines; redis clients x pipeline; memcached connections x 1")
+if fm:
+    print("  farmem runs appended to %s" % E["OUT"])
+for e in errors:
+    print("  NOT MEASURED: " + e)
+PY
