@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   pid_t pid = fork();
   if (pid < 0) return Internal("fork failed");
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // a killed farmem does not leave its node behind
     execlp(bin.c_str(), bin.c_str(), "--port", "0", "--listen", "127.0.0.1", "--capacity",
            cap.c_str(), "--workers", wk.c_str(), "--port-file", port_file.c_str(),
            static_cast<char*>(nullptr));

@@ -361,6 +361,7 @@ Status ThreadClient::connect_all() {
     by_node_[hr.node_id] = ep->get();
     endpoints_.push_back(std::move(*ep));
   }
+  allocators_.resize(by_node_.size());  // fixed from here on (coroutines index it)
   return OkStatus();
 }
 
@@ -462,15 +463,15 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
     auto r = co_await allocate_on(node, bytes, 64);
     co_return r;
   }
-  if (allocators_.size() <= node) allocators_.resize(node + 1);
-  ChunkAllocator& alloc = allocators_[node];
-  GlobalAddress a = alloc.take(cls);
+  // allocators_ is sized at connect time (one per node id) and never resized afterwards; index
+  // it again after every co_await rather than holding a reference across one.
+  GlobalAddress a = allocators_[node].take(cls);
   if (!a.is_null()) co_return a;
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
   if (!chunk.ok()) co_return chunk.status();
-  alloc.add_chunk(*chunk, chunk_bytes);
-  co_return alloc.take(cls);
+  allocators_[node].add_chunk(*chunk, chunk_bytes);
+  co_return allocators_[node].take(cls);
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
@@ -479,7 +480,6 @@ Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
   }
   int cls = ChunkAllocator::class_of(bytes);
   if (cls >= 0) {
-    if (allocators_.size() <= addr.node()) allocators_.resize(addr.node() + 1);
     allocators_[addr.node()].give_back(cls, addr);
     co_return OkStatus();
   }

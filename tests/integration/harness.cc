@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,9 +42,14 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const ServerOptions& o) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // Die with the test process, and keep no handle on its (ctest's) output pipes: a crashed
+    // test must not leave a server holding them open.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!o.tls.empty()) setenv("UCX_TLS", o.tls.c_str(), 1);
     FILE* devnull = std::fopen("/dev/null", "w");
     if (devnull) dup2(fileno(devnull), STDOUT_FILENO);
+    FILE* log = std::fopen((s->dir_ + "/stderr.log").c_str(), "w");
+    if (log) dup2(fileno(log), STDERR_FILENO);
     execvp(argv[0], argv.data());
     _exit(127);
   }
