@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,7 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   if (pid < 0) return Internal("fork failed");
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // a killed farmem does not leave its node behind
+    if (FILE* devnull = std::fopen("/dev/null", "w")) dup2(fileno(devnull), STDOUT_FILENO);
     execlp(bin.c_str(), bin.c_str(), "--port", "0", "--listen", "127.0.0.1", "--capacity",
            cap.c_str(), "--workers", wk.c_str(), "--port-file", port_file.c_str(),
            static_cast<char*>(nullptr));
