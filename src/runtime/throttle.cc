@@ -38,9 +38,7 @@ void Throttle::enqueue(Waiter* w) {
   tail_ = w;
 }
 
-void Throttle::release() {
-  --in_flight_;
-  ++completed_;
+void Throttle::admit_waiters() {
   while (head_ != nullptr && in_flight_ < cap_) {
     Waiter* w = head_;
     head_ = w->next;
@@ -50,16 +48,15 @@ void Throttle::release() {
   }
 }
 
+void Throttle::release() {
+  --in_flight_;
+  ++completed_;
+  admit_waiters();
+}
+
 void Throttle::set_cap(uint32_t cap) {
   cap_ = cap;
-  // A larger cap admits waiters at once.
-  while (head_ != nullptr && in_flight_ < cap_) {
-    Waiter* w = head_;
-    head_ = w->next;
-    if (head_ == nullptr) tail_ = nullptr;
-    ++in_flight_;
-    w->resume(w);
-  }
+  admit_waiters();  // a larger cap admits waiters at once
 }
 
 void Throttle::tick(uint64_t now) {

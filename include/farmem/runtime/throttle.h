@@ -60,6 +60,7 @@ class Throttle {
 
  private:
   void set_cap(uint32_t cap);
+  void admit_waiters();  // hands credits to queued waiters while below the cap
   ThrottleOptions options_;
   uint32_t cap_;
   uint32_t in_flight_ = 0;
