@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -124,6 +125,54 @@ TEST_F(TwoHostTest, RemoteNodeKilledGivesPeerFailure) {
   EXPECT_TRUE(s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kTimedOut)
       << s.to_string();
   EXPECT_LT(waited, 8.0);
+}
+
+Task<void> table_worker(ds::hash::HashTable* t, int id, int ops, int* errors) {
+  for (int i = 0; i < ops; ++i) {
+    std::string key = "k" + std::to_string((id * 7 + i) % 20);
+    std::string value = "w" + std::to_string(id) + "-" + std::to_string(i);
+    Status s = co_await t->put(key, value);
+    std::string got;
+    auto r = co_await t->get(key, &got);
+    if (!s.ok() || !r.ok() || !*r || got.empty() || got[0] != 'w') ++*errors;
+  }
+}
+
+TEST_F(TwoHostTest, HashTableAcrossTheNamespace) {
+  auto c = Cluster::connect(config());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ThreadClient* tc = *(*c)->thread_client();
+  ds::hash::HashTableOptions o;
+  o.main_buckets_log2 = 8;
+  o.initial_depth = 1;
+  auto t = tc->run(ds::hash::HashTable::create(tc, "netns", o));
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*t)->insert_sync("key" + std::to_string(i), std::to_string(i)).ok()) << i;
+  }
+  std::string v;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(*(*t)->get_sync("key" + std::to_string(i), &v));
+    EXPECT_EQ(v, std::to_string(i));
+  }
+  ASSERT_TRUE((*t)->update_sync("key5", "five").ok());
+  ASSERT_TRUE((*t)->erase_sync("key6").ok());
+  EXPECT_FALSE(*(*t)->get_sync("key6", &v));
+  // A second client process view opens it by name over the same link.
+  auto other = Cluster::connect(config());
+  ASSERT_TRUE(other.ok());
+  ThreadClient* oc = *(*other)->thread_client();
+  auto ot = oc->run(ds::hash::HashTable::open(oc, "netns"));
+  ASSERT_TRUE(ot.ok());
+  ASSERT_TRUE(*(*ot)->get_sync("key5", &v));
+  EXPECT_EQ(v, "five");
+  // Concurrent coroutines over TCP on a small hot key set.
+  int errors = 0;
+  for (int k = 0; k < 6; ++k) {
+    ASSERT_TRUE(tc->scheduler().spawn(table_worker(t->get(), k, 40, &errors)).ok());
+  }
+  tc->scheduler().run_until_idle();
+  EXPECT_EQ(errors, 0);
 }
 
 }  // namespace
