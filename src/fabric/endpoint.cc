@@ -222,12 +222,6 @@ Status Endpoint::finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c,
   return OkStatus();
 }
 
-#define FARMEM_ACQUIRE_OP(op, kind_value)                                               \
-  PendingOp* op = worker_->acquire_op();                                                \
-  if (op == nullptr) return ResourceExhausted("too many operations in flight on worker"); \
-  op->kind = (kind_value);                                                              \
-  op->endpoint = this
-
 namespace {
 // Not zero-filled on purpose (hot path): UCX reads only the fields op_attr_mask names.
 inline ucp_request_param_t rma_param() {
@@ -322,12 +316,14 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
                                   size_t payload_bytes, void* reply, uint32_t reply_capacity,
                                   uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns) {
   FARMEM_RETURN_IF_ERROR(check_rma());
-  FARMEM_ACQUIRE_OP(send, PendingOp::Kind::kRpcSend);
-  PendingOp* wait = worker_->acquire_op();
+  PendingOp* send = worker_->acquire_op();
+  PendingOp* wait = send != nullptr ? worker_->acquire_op() : nullptr;
   if (wait == nullptr) {
-    worker_->release_op(send);
+    if (send != nullptr) worker_->release_op(send);
     return ResourceExhausted("too many operations in flight on worker");
   }
+  send->kind = PendingOp::Kind::kRpcSend;
+  send->endpoint = this;
   send->header = header;
   send->header.request_id = worker_->next_request_id();
   wait->kind = PendingOp::Kind::kRpcReply;

@@ -43,8 +43,7 @@ struct PendingOp {
   uint64_t request_id = 0;    // kRpcReply
   PendingOp* prev = nullptr;
   PendingOp* next = nullptr;
-  // Operands UCX reads after posting (kept here so they outlive the poster's frame).
-  uint64_t operand = 0;
+  // kRpcSend: the header UCX reads until the send completes (outlives the poster's frame).
   wire::RpcHeader header{};
   // kRpcReply: where the reply goes.
   void* reply_buffer = nullptr;

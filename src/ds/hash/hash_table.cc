@@ -455,23 +455,21 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
       FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
       continue;
     }
-    auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
+    // After withdrawing or losing a race (attempt > 0), pending rivals count too: one scan
+    // finds both the committed copy and any rival insert still in flight.
+    auto scan = co_await find(s, key, kh, b, /*pending_too=*/attempt > 0, &matches, nullptr);
     if (!scan.ok()) co_return scan.status();
     if (*scan == Scan::kTorn) {
       ++stats_.stale_reads;
       co_await backoff.retry();
       continue;
     }
-    if (!matches.empty()) co_return AlreadyExists("key already present");
-    if (attempt > 0) {
-      // After withdrawing or losing a race: wait while a rival's insert of this key is pending.
-      std::vector<Match> rivals;
-      auto p = co_await find(s, key, kh, b, /*pending_too=*/true, &rivals, nullptr);
-      if (!p.ok()) co_return p.status();
-      if (!rivals.empty()) {
-        co_await backoff.retry();
-        continue;
-      }
+    for (const Match& m : matches) {
+      if (!slot_pending(m.word)) co_return AlreadyExists("key already present");
+    }
+    if (!matches.empty()) {  // only pending rivals: wait for them to commit or withdraw
+      co_await backoff.retry();
+      continue;
     }
     // Power of two choices: the combined bucket with more free slots.
     int free_count[2] = {0, 0};
