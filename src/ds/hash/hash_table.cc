@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "farmem/client/cluster.h"
@@ -34,6 +35,15 @@ uint32_t len_units(uint64_t bytes) {
 
 }  // namespace
 
+HashTable::HashTable(client::ThreadClient* client, HashTableOptions options)
+    : client_(client), options_(options) {
+  check_interval_cycles_ = static_cast<uint64_t>(static_cast<double>(grace_ns() / 4) *
+                                                 cycles_per_ns());
+  // Distinct per handle and process: only ever compared for "is it zero".
+  split_token_ = (now_ns() << 16) ^ reinterpret_cast<uintptr_t>(this) ^ 1;
+  if (split_token_ == 0) split_token_ = 1;
+}
+
 Status HashTable::check_sizes(std::string_view key, std::string_view value) const {
   if (key.empty()) return InvalidArgument("empty key");
   if (key.size() > kMaxKeyBytes) {
@@ -60,9 +70,14 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
   if (o.initial_depth > kMaxDepth) {
     co_return InvalidArgument(fmt::format("initial_depth must be 0..{}", kMaxDepth));
   }
+  if (o.max_depth < o.initial_depth || o.max_depth > kMaxDepth) {
+    co_return InvalidArgument(
+        fmt::format("max_depth must be initial_depth ({})..{}", o.initial_depth, kMaxDepth));
+  }
   if (o.spec_cache_log2 > 30) co_return InvalidArgument("spec_cache_log2 must be 0..30");
   std::unique_ptr<HashTable> t(new HashTable(c, o));
   t->main_buckets_log2_ = o.main_buckets_log2;
+  t->max_depth_ = o.max_depth;
   std::vector<uint16_t> ids;
   for (const auto& n : c->cluster().nodes()) ids.push_back(n.node_id);
   std::sort(ids.begin(), ids.end());
@@ -103,6 +118,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
     Status ds = co_await c->write(*d, dir.data(), dir.size());
     if (!ds.ok()) co_return ds;
     s.directory = *d;
+    s.checked_cycles = cycles();
     t->shards_.push_back(std::move(s));
   }
   std::string meta(sizeof(TableMeta) + 8 * t->shards_.size(), '\0');
@@ -112,6 +128,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
   m.shards = static_cast<uint32_t>(t->shards_.size());
   m.main_buckets_log2 = o.main_buckets_log2;
   m.initial_depth = o.initial_depth;
+  m.max_depth = o.max_depth;
   std::memcpy(meta.data(), &m, sizeof(m));
   for (size_t i = 0; i < t->shards_.size(); ++i) {
     uint64_t a = t->shards_[i].directory.pack();
@@ -150,13 +167,14 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
         fmt::format("root '{}' does not point to a hash table", root_name(name)));
   }
   if (m.version != kLayoutVersion || m.shards == 0 || m.shards > 65536 ||
-      m.main_buckets_log2 < 2 || m.main_buckets_log2 > 24) {
+      m.main_buckets_log2 < 2 || m.main_buckets_log2 > 24 || m.max_depth > kMaxDepth) {
     co_return InvalidArgument(fmt::format(
         "hash table '{}' has layout version {} with {} shards; this client reads version {}", name,
         m.version, m.shards, kLayoutVersion));
   }
   std::unique_ptr<HashTable> t(new HashTable(c, o));
   t->main_buckets_log2_ = m.main_buckets_log2;
+  t->max_depth_ = m.max_depth;
   std::vector<uint64_t> dirs(m.shards);
   rs = co_await c->read(*root + sizeof(m), dirs.data(), 8 * dirs.size());
   if (!rs.ok()) co_return rs;
@@ -174,18 +192,57 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
 
 Task<Status> HashTable::refresh_directory(Shard& s) {
   DirectoryHeader h{};
+  const uint64_t started = cycles();
   Status st = co_await client_->read(s.directory, &h, sizeof(h));
   ++batches_;
+  ++stats_.directory_reads;
   if (!st.ok()) co_return st;
-  uint32_t depth = static_cast<uint32_t>(h.global_depth & 0xFFFFFFFFu);
+  uint32_t depth = directory_depth(h.global_depth);
   if (depth > kMaxDepth) co_return ProtocolError("hash table directory is corrupt (depth)");
   std::vector<uint64_t> entries(size_t{1} << depth);
   st = co_await client_->read(s.directory + sizeof(h), entries.data(), 8 * entries.size());
   ++batches_;
   if (!st.ok()) co_return st;
+  for (uint64_t e : entries) {
+    if (dir_entry_offset(e) == 0) co_return ProtocolError("hash table directory is corrupt (entry)");
+  }
+  // Another coroutine of this handle may have refreshed meanwhile; keep the newer view.
+  if (!s.entries.empty() && h.epoch < s.epoch) co_return OkStatus();
+  // Subtables changed: cached slot addresses may point into a retired subtable.
+  if (!s.entries.empty() && (h.epoch != s.epoch || entries != s.entries)) clear_spec_cache();
   s.global_depth = depth;
+  s.epoch = h.epoch;
   s.entries = std::move(entries);
+  s.checked_cycles = started;
   co_return OkStatus();
+}
+
+bool HashTable::directory_due(const Shard& s) const {
+  return cycles() - s.checked_cycles > check_interval_cycles_;
+}
+
+Task<Status> HashTable::check_directory(Shard& s) {
+  const uint64_t started = cycles();
+  uint64_t words[2] = {0, 0};  // global_depth, epoch
+  Status st = co_await client_->read(s.directory, words, sizeof(words));
+  ++batches_;
+  if (!st.ok()) co_return st;
+  if (words[1] == s.epoch && directory_depth(words[0]) == s.global_depth) {
+    if (started > s.checked_cycles) s.checked_cycles = started;
+    co_return OkStatus();
+  }
+  co_return co_await refresh_directory(s);
+}
+
+void HashTable::clear_spec_cache() {
+  for (SpecEntry& e : spec_) e.slot_addr = 0;
+}
+
+size_t HashTable::subtable_count(uint32_t shard) const {
+  std::vector<uint64_t> offsets;
+  for (uint64_t e : shards_.at(shard).entries) offsets.push_back(dir_entry_offset(e));
+  std::sort(offsets.begin(), offsets.end());
+  return static_cast<size_t>(std::unique(offsets.begin(), offsets.end()) - offsets.begin());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -205,8 +262,9 @@ void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) cons
   b->addr[3] = b->addr[2] + kBucketBytes;
 }
 
-Task<Status> HashTable::read_buckets(const Shard& s, const KeyHash& kh, Buckets* b,
+Task<Status> HashTable::read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
                                      GlobalAddress block, const std::string* block_bytes) {
+  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s));
   bucket_addrs(s, kh, b);
   Batch batch(*client_);
   if (!block.is_null()) (void)batch.write(block, block_bytes->data(), block_bytes->size());
@@ -229,6 +287,11 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
                                               bool pending_too, std::vector<Match>* out,
                                               std::string* value) {
   out->clear();
+  for (const Bucket& bk : b.bucket) {
+    for (uint64_t w : bk.slots) {
+      if (slot_frozen(w)) co_return Scan::kFrozen;
+    }
+  }
   std::vector<Match> cands;
   for (int j = 0; j < 4; ++j) {
     for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) {
@@ -313,6 +376,12 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
   co_return Scan::kOk;
 }
 
+Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff) {
+  ++stats_.split_waits;
+  co_await backoff.retry();
+  co_return co_await refresh_directory(s);
+}
+
 Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
                                                  const KeyHash& kh, Buckets* b,
                                                  std::string* value, GlobalAddress block,
@@ -330,6 +399,10 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
     }
     auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value);
     if (!scan.ok()) co_return scan.status();
+    if (*scan == Scan::kFrozen) {
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      continue;
+    }
     if (*scan == Scan::kTorn) {
       ++stats_.stale_reads;
       co_await backoff.retry();
@@ -401,6 +474,7 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   Shard& s = shard_of(kh);
   ++stats_.gets;
   uint64_t before = batches_;
+  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s));
   if (!spec_.empty()) {
     auto hit = co_await speculative_get(s, key, kh, value);
     if (!hit.ok()) co_return hit.status();
@@ -428,6 +502,10 @@ Task<Result<GlobalAddress>> HashTable::write_block(const Shard& s, std::string_v
   h.checksum = block_checksum(bytes->data() + 8, sizeof(h) - 8 + key.size() + value.size());
   std::memcpy(bytes->data(), &h.checksum, 8);
   auto a = co_await client_->allocate(bytes->size(), s.node);
+  if (a.ok() && a->offset() % kBlockUnit != 0) {
+    co_return Internal(fmt::format("KV block allocated at offset {:#x}, not {}-byte aligned",
+                                   a->offset(), kBlockUnit));
+  }
   co_return a;
 }
 
@@ -446,6 +524,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   const uint32_t units = len_units(bytes.size());
   std::vector<Match> matches;
+  bool rivals_seen = false;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     Buckets b;
     Status st = co_await read_buckets(s, kh, &b, block_written ? GlobalAddress() : block, &bytes);
@@ -455,10 +534,14 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
       FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
       continue;
     }
-    // After withdrawing or losing a race (attempt > 0), pending rivals count too: one scan
-    // finds both the committed copy and any rival insert still in flight.
-    auto scan = co_await find(s, key, kh, b, /*pending_too=*/attempt > 0, &matches, nullptr);
+    // After withdrawing or losing a race, pending rivals count too: one scan finds both the
+    // committed copy and any rival insert still in flight.
+    auto scan = co_await find(s, key, kh, b, /*pending_too=*/rivals_seen, &matches, nullptr);
     if (!scan.ok()) co_return scan.status();
+    if (*scan == Scan::kFrozen) {
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      continue;
+    }
     if (*scan == Scan::kTorn) {
       ++stats_.stale_reads;
       co_await backoff.retry();
@@ -477,9 +560,11 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
       for (uint64_t w : b.bucket[j].slots) free_count[j / 2] += (w == 0);
     }
     if (free_count[0] + free_count[1] == 0) {
-      co_return ResourceExhausted(
-          "hash table buckets for this key are full; online growth is not implemented yet, "
-          "create the table with a larger initial_depth");
+      // Both buckets are full: split the subtable, then try again.
+      auto split_done = co_await split(s, kh);
+      if (!split_done.ok()) co_return split_done.status();
+      if (!*split_done) FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      continue;
     }
     int pick = free_count[1] > free_count[0] ? 1 : 0;
     Match mine;
@@ -498,6 +583,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     if (!st.ok()) co_return st;
     if (found != 0) {
       ++stats_.cas_failures;
+      rivals_seen = true;
       if (backoff.exhausted()) break;
       co_await backoff.retry();
       continue;
@@ -507,18 +593,28 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     // other inserter can also see itself alone (it claimed its slot before or after our
     // re-read, and either way one of us sees the other). With rival pending inserts, the
     // lower slot waits and the higher one withdraws and starts over; a committed rival wins.
-    bool withdrawn = false;
-    for (uint32_t round = 0; round < options_.max_attempts && !withdrawn; ++round) {
+    // A split that freezes our pending slot drops it (only committed slots are copied): the
+    // commit CAS then fails on the frozen word and the insert starts over in the new subtable.
+    bool restart = false;
+    for (uint32_t round = 0; round < options_.max_attempts && !restart; ++round) {
       Buckets again;
       st = co_await read_buckets(s, kh, &again, GlobalAddress(), nullptr);
       Result<Scan> all = st.ok() ? co_await find(s, key, kh, again, true, &matches, nullptr)
                                  : Result<Scan>(st);
+      uint64_t old = 0;
       if (!all.ok()) {
         // Best effort: do not leave a pending slot behind (readers ignore it, but a later
         // insert of this key would wait for it).
-        uint64_t ignored = 0;
-        (void)co_await client_->cas(my_slot, pending, 0, &ignored);
+        (void)co_await client_->cas(my_slot, pending, 0, &old);
         co_return all.status();
+      }
+      if (*all == Scan::kFrozen || !buckets_fresh(kh, again)) {
+        // A split is under way: withdraw (or find the slot frozen, hence dropped) and retry.
+        st = co_await client_->cas(my_slot, pending, 0, &old);
+        if (!st.ok()) co_return st;
+        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+        restart = true;
+        break;
       }
       if (*all == Scan::kTorn) {
         ++stats_.stale_reads;
@@ -533,7 +629,6 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
         if (!slot_pending(m.word)) committed_other = true;
         if (a.pack() < my_slot.pack()) lower_pending = true;
       }
-      uint64_t old = 0;
       if (committed_other) {
         st = co_await client_->cas(my_slot, pending, 0, &old);
         co_return st.ok() ? AlreadyExists("key already present") : st;
@@ -542,21 +637,30 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
         uint64_t committed = pending & ~kSlotPendingBit;
         st = co_await client_->cas(my_slot, pending, committed, &old);
         if (!st.ok()) co_return st;
-        if (old != pending) co_return Internal("a pending slot changed under its owner");
-        remember(kh, my_slot, committed);
-        co_return OkStatus();
+        if (old == pending) {
+          remember(kh, my_slot, committed);
+          co_return OkStatus();
+        }
+        if (old != (pending | kSlotFrozenBit)) {
+          co_return Internal("a pending slot changed under its owner");
+        }
+        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+        restart = true;
+        break;
       }
+      rivals_seen = true;
       if (lower_pending) {
         // A rival holds a lower slot: withdraw and start over (it will commit or withdraw).
+        // If a split froze our slot meanwhile, it is dropped all the same.
         st = co_await client_->cas(my_slot, pending, 0, &old);
         if (!st.ok()) co_return st;
-        withdrawn = true;
+        restart = true;
       }
       // Otherwise ours is the lowest: wait for the higher rivals to withdraw.
       ++stats_.cas_failures;
       co_await backoff.retry();
     }
-    if (withdrawn) continue;
+    if (restart) continue;
     uint64_t old = 0;
     (void)co_await client_->cas(my_slot, pending, 0, &old);
     co_return TimedOut("a concurrent insert of the same key did not finish");
@@ -674,13 +778,308 @@ Task<Result<int>> HashTable::committed_copies(std::string_view key) {
   FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
-  Buckets b;
-  Status st = co_await read_buckets(s, kh, &b, GlobalAddress(), nullptr);
-  if (!st.ok()) co_return st;
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   std::vector<Match> matches;
-  auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
-  if (!scan.ok()) co_return scan.status();
-  co_return static_cast<int>(matches.size());
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    Buckets b;
+    Status st = co_await read_buckets(s, kh, &b, GlobalAddress(), nullptr);
+    if (!st.ok()) co_return st;
+    if (!buckets_fresh(kh, b)) {
+      FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
+      continue;
+    }
+    auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
+    if (!scan.ok()) co_return scan.status();
+    if (*scan == Scan::kOk) co_return static_cast<int>(matches.size());
+    if (*scan == Scan::kFrozen) {
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+    } else {
+      co_await backoff.retry();
+    }
+  }
+  co_return Internal("hash table lookup kept reading inconsistent buckets");
+}
+
+// ------------------------------------------------------------------------------------------
+// Growth: splitting a full subtable
+
+namespace {
+
+// Reads of a whole subtable and CAS rounds are cut into pieces of this many bytes / operations.
+constexpr uint64_t kSplitReadBytes = 256 * 1024;
+constexpr size_t kSplitOpsPerBatch = 32;
+
+}  // namespace
+
+Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
+  const GlobalAddress sub(s.node, dir_entry_offset(s.entries[kh.h1 & mask(s.global_depth)]));
+  SubtableHeader h{};
+  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  if (h.lock != 0) co_return false;  // being split by someone else, or already retired
+  if (h.local_depth > kMaxDepth || (kh.h1 & mask(h.local_depth)) != h.suffix) {
+    co_return false;  // our directory is stale
+  }
+  if (h.local_depth >= max_depth_) {
+    co_return ResourceExhausted(fmt::format(
+        "hash table is full: the subtable for this key is at the maximum depth {} and its "
+        "buckets are full",
+        max_depth_));
+  }
+  uint64_t old = 0;
+  FARMEM_CO_RETURN_IF_ERROR(co_await client_->cas(sub, 0, split_token_, &old));
+  if (old != 0) co_return false;
+  ++stats_.splits;
+  const uint32_t d = h.local_depth;
+  const uint32_t x = h.suffix;
+
+  // 1. Freeze every slot: from here no insert, update or erase can change this subtable, and
+  //    every reader that sees a frozen slot goes back to the directory.
+  std::vector<Bucket> buckets;
+  Status st = co_await freeze(sub, &buckets);
+  if (!st.ok()) {
+    co_await abandon_split(sub, buckets);
+    co_return st;
+  }
+
+  // 2. Which committed slots move: rehash each key (read from its block).
+  struct Item {
+    uint64_t bucket;
+    uint32_t slot;
+    uint64_t word;  // without the frozen bit
+    uint32_t side = 0;
+  };
+  std::vector<Item> items;
+  for (uint64_t bi = 0; bi < buckets.size(); ++bi) {
+    for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
+      uint64_t w = buckets[bi].slots[k];
+      if (!slot_used(w) || slot_pending(w)) continue;  // empty, or an insert not committed
+      items.push_back(Item{bi, k, w & ~kSlotFrozenBit});
+    }
+  }
+  std::vector<std::string> bufs(kSplitOpsPerBatch);
+  for (size_t first = 0; first < items.size() && st.ok(); first += kSplitOpsPerBatch) {
+    const size_t n = std::min(kSplitOpsPerBatch, items.size() - first);
+    for (int pass = 0; pass < 2 && st.ok(); ++pass) {
+      // Pass 0 reads len x 64 bytes (64 for large blocks); pass 1 the rest of large blocks.
+      Batch batch(*client_);
+      for (size_t i = 0; i < n; ++i) {
+        const Item& it = items[first + i];
+        uint32_t units = slot_len_units(it.word);
+        if (pass == 0) {
+          bufs[i].resize(units ? units * kBlockUnit : kBlockUnit);
+        } else {
+          if (units != 0) continue;
+          BlockHeader bh;
+          std::memcpy(&bh, bufs[i].data(), sizeof(bh));
+          if (bh.key_bytes > kMaxKeyBytes || bh.value_bytes > kMaxValueBytes) continue;
+          bufs[i].resize(block_bytes(bh.key_bytes, bh.value_bytes));
+        }
+        (void)batch.read(GlobalAddress(s.node, slot_offset(it.word)), bufs[i].data(),
+                         bufs[i].size());
+      }
+      if (batch.size() > 0) st = co_await batch.wait();
+    }
+    for (size_t i = 0; i < n && st.ok(); ++i) {
+      Item& it = items[first + i];
+      const std::string& buf = bufs[i];
+      BlockHeader bh;
+      std::memcpy(&bh, buf.data(), sizeof(bh));
+      uint64_t used = sizeof(BlockHeader) + uint64_t{bh.key_bytes} + bh.value_bytes;
+      if (bh.key_bytes == 0 || used > buf.size() ||
+          block_checksum(buf.data() + 8, used - 8) != bh.checksum) {
+        // Blocks of committed slots are immutable until retired, and a frozen slot cannot be
+        // replaced: a bad block here is corruption, not a race.
+        st = Internal(fmt::format("hash table split: the block at offset {:#x} on node {} fails "
+                                  "its checksum",
+                                  slot_offset(it.word), s.node));
+        break;
+      }
+      KeyHash k = hash_key(std::string_view(buf.data() + sizeof(BlockHeader), bh.key_bytes));
+      it.side = static_cast<uint32_t>((k.h1 >> d) & 1);
+    }
+  }
+  if (!st.ok()) {
+    co_await abandon_split(sub, buckets);
+    co_return st;
+  }
+
+  // 3. Two new subtables one depth deeper; every moved word keeps its bucket and slot (a key's
+  //    bucket indices do not depend on its suffix).
+  const uint64_t sub_bytes = subtable_bytes(main_buckets_log2_);
+  const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
+  GlobalAddress halves[2];
+  for (uint32_t side = 0; side < 2 && st.ok(); ++side) {
+    std::string image(sub_bytes, '\0');
+    SubtableHeader sh{};
+    sh.local_depth = d + 1;
+    sh.suffix = x | (side << d);
+    std::memcpy(image.data(), &sh, sizeof(sh));
+    for (uint64_t bi = 0; bi < nbuckets; ++bi) {
+      Bucket bk{};
+      bk.local_depth = sh.local_depth;
+      bk.suffix = sh.suffix;
+      std::memcpy(image.data() + sizeof(SubtableHeader) + bi * kBucketBytes, &bk, 8);
+    }
+    for (const Item& it : items) {
+      if (it.side != side) continue;
+      std::memcpy(image.data() + sizeof(SubtableHeader) + it.bucket * kBucketBytes + 8 +
+                      8 * uint64_t{it.slot},
+                  &it.word, 8);
+    }
+    auto a = co_await client_->allocate_on(s.node, sub_bytes, 4096);
+    if (!a.ok()) {
+      st = a.status();
+      break;
+    }
+    halves[side] = *a;
+    st = co_await client_->write(*a, image.data(), image.size());
+  }
+  if (st.ok()) st = co_await publish_split(s, d, x, sub, halves[0], halves[1]);
+  if (!st.ok()) {
+    for (GlobalAddress a : halves) {
+      if (!a.is_null()) (void)co_await client_->free_on(a);
+    }
+    co_await abandon_split(sub, buckets);
+    co_return st;
+  }
+  // 4. The frozen subtable stays locked; readers with an old directory still find it frozen
+  //    until it is freed after the grace period (handles re-check their directory well before).
+  FARMEM_CO_RETURN_IF_ERROR(co_await retire(sub, sub_bytes));
+  co_return true;
+}
+
+Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) {
+  const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
+  buckets->assign(nbuckets, Bucket{});
+  const GlobalAddress first = sub + sizeof(SubtableHeader);
+  const uint64_t total = nbuckets * kBucketBytes;
+  const uint64_t per_batch = kSplitReadBytes * kSplitOpsPerBatch;
+  for (uint64_t start = 0; start < total; start += per_batch) {
+    Batch batch(*client_);
+    for (uint64_t off = start; off < std::min(total, start + per_batch); off += kSplitReadBytes) {
+      (void)batch.read(first + off, reinterpret_cast<char*>(buckets->data()) + off,
+                       std::min(kSplitReadBytes, total - off));
+    }
+    FARMEM_CO_RETURN_IF_ERROR(co_await batch.wait());
+  }
+  // CAS every slot to word | frozen; a lost race (a concurrent insert, update or erase) is
+  // retried with the value found. Only the lock holder sets the bit.
+  std::vector<uint64_t> todo;  // slot indices over the whole subtable
+  todo.reserve(nbuckets * kSlotsPerBucket);
+  for (uint64_t i = 0; i < nbuckets * kSlotsPerBucket; ++i) {
+    if (!slot_frozen((*buckets)[i / kSlotsPerBucket].slots[i % kSlotsPerBucket])) {
+      todo.push_back(i);
+    }
+  }
+  std::vector<uint64_t> again;
+  std::array<uint64_t, kSplitOpsPerBatch> found{};
+  for (uint32_t round = 0; !todo.empty(); ++round) {
+    if (round >= options_.max_attempts) {
+      co_return ResourceExhausted("hash table split: slots kept changing while being frozen");
+    }
+    again.clear();
+    for (size_t at = 0; at < todo.size(); at += kSplitOpsPerBatch) {
+      const size_t n = std::min(kSplitOpsPerBatch, todo.size() - at);
+      Batch batch(*client_);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t idx = todo[at + i];
+        uint64_t w = (*buckets)[idx / kSlotsPerBucket].slots[idx % kSlotsPerBucket];
+        (void)batch.cas(first + (idx / kSlotsPerBucket) * kBucketBytes + 8 +
+                            8 * (idx % kSlotsPerBucket),
+                        w, w | kSlotFrozenBit, &found[i]);
+      }
+      FARMEM_CO_RETURN_IF_ERROR(co_await batch.wait());
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t idx = todo[at + i];
+        uint64_t& w = (*buckets)[idx / kSlotsPerBucket].slots[idx % kSlotsPerBucket];
+        if (found[i] == w) {
+          w |= kSlotFrozenBit;
+        } else {
+          w = found[i];
+          if (!slot_frozen(w)) again.push_back(idx);
+        }
+      }
+    }
+    todo.swap(again);
+  }
+  co_return OkStatus();
+}
+
+Task<void> HashTable::abandon_split(GlobalAddress sub, const std::vector<Bucket>& frozen) {
+  const GlobalAddress first = sub + sizeof(SubtableHeader);
+  uint64_t ignored = 0;
+  for (uint64_t bi = 0; bi < frozen.size(); ++bi) {
+    for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
+      uint64_t w = frozen[bi].slots[k];
+      if (!slot_frozen(w)) continue;
+      Status st = co_await client_->cas(first + bi * kBucketBytes + 8 + 8 * uint64_t{k}, w,
+                                        w & ~kSlotFrozenBit, &ignored);
+      if (!st.ok()) co_return;  // the node is unreachable: nothing more to do
+    }
+  }
+  (void)co_await client_->cas(sub, split_token_, 0, &ignored);
+}
+
+Task<Status> HashTable::publish_split(Shard& s, uint32_t d, uint32_t x, GlobalAddress old_sub,
+                                      GlobalAddress sub0, GlobalAddress sub1) {
+  // Lock the directory (bit 63 of global_depth).
+  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  uint64_t words[2] = {0, 0};
+  for (uint32_t attempt = 0;; ++attempt) {
+    if (attempt >= options_.max_attempts) {
+      co_return TimedOut("hash table split: the directory stayed locked by another splitter");
+    }
+    FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, words, sizeof(words)));
+    if ((words[0] & kDirectoryLockBit) == 0) {
+      uint64_t old = 0;
+      FARMEM_CO_RETURN_IF_ERROR(
+          co_await client_->cas(s.directory, words[0], words[0] | kDirectoryLockBit, &old));
+      if (old == words[0]) break;
+    }
+    co_await backoff.retry();
+  }
+  // Changes happen only under the lock: this read is current.
+  Status st = co_await client_->read(s.directory, words, sizeof(words));
+  const uint32_t g = directory_depth(words[0]);
+  std::vector<uint64_t> entries(size_t{1} << std::min(g, kMaxDepth));
+  if (st.ok() && g > kMaxDepth) st = ProtocolError("hash table directory is corrupt (depth)");
+  if (st.ok()) st = co_await client_->read(s.directory + sizeof(DirectoryHeader), entries.data(),
+                                           8 * entries.size());
+  if (st.ok()) {
+    for (uint64_t i = 0; i < entries.size(); ++i) {
+      if ((i & mask(d)) == x && dir_entry_offset(entries[i]) != old_sub.offset()) {
+        st = Internal("hash table split: the directory no longer points to the locked subtable");
+        break;
+      }
+    }
+  }
+  const uint32_t new_g = std::max(g, d + 1);
+  if (st.ok()) {
+    // Double if needed: the upper half starts as a copy of the lower one.
+    entries.resize(size_t{1} << new_g);
+    for (size_t i = size_t{1} << g; i < entries.size(); ++i) {
+      entries[i] = entries[i & ((size_t{1} << g) - 1)];
+    }
+    for (uint64_t i = 0; i < entries.size(); ++i) {
+      if ((i & mask(d)) != x) continue;
+      GlobalAddress half = ((i >> d) & 1) ? sub1 : sub0;
+      entries[i] = dir_entry(half.offset(), d + 1);
+    }
+    // Entries first (readers only look below the published depth), then depth and epoch,
+    // which also unlocks.
+    st = co_await client_->write(s.directory + sizeof(DirectoryHeader), entries.data(),
+                                 8 * entries.size());
+  }
+  uint64_t unlocked[2] = {st.ok() ? uint64_t{new_g} : uint64_t{g}, words[1] + (st.ok() ? 1 : 0)};
+  Status us = co_await client_->write(s.directory, unlocked, sizeof(unlocked));
+  if (!st.ok()) co_return st;
+  if (!us.ok()) co_return us;
+  s.global_depth = new_g;
+  s.epoch = unlocked[1];
+  s.entries = std::move(entries);
+  s.checked_cycles = cycles();
+  clear_spec_cache();
+  co_return OkStatus();
 }
 
 // ------------------------------------------------------------------------------------------

@@ -21,8 +21,14 @@
 //
 // A HashTable object is a per-thread handle: open one per thread with that thread's
 // ThreadClient. Keys and values passed to an operation must stay alive until it completes.
-// Growth: the table is created with 2^initial_depth subtables per shard; online splitting of
-// full subtables is not implemented yet (an insert into full buckets gets kResourceExhausted).
+//
+// Growth is online: an insert that finds both of its buckets full splits the subtable (extendible
+// hashing, RACE). The splitter locks the subtable, freezes every slot (a CAS per slot sets bit 0,
+// so no other CAS on it can succeed), copies the committed slots into two new subtables one depth
+// deeper, doubles the shard's directory if needed and publishes them, and retires the frozen
+// subtable (freed after the grace period). Every operation that sees a frozen slot among its
+// buckets refreshes its directory and retries with backoff, so nothing is read from or written
+// to a subtable that is being replaced. Splits stop at max_depth (then kResourceExhausted).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "farmem/client/thread_client.h"
+#include "farmem/runtime/backoff.h"
 #include "farmem/ds/hash/layout.h"
 
 namespace farmem::ds::hash {
@@ -40,6 +47,7 @@ namespace farmem::ds::hash {
 struct HashTableOptions {
   uint32_t main_buckets_log2 = 14;   // per subtable (create only): 16384 main buckets, 1.5 MiB
   uint32_t initial_depth = 3;        // 2^depth subtables per shard (create only)
+  uint32_t max_depth = kMaxDepth;    // splits stop here (create only; initial_depth..kMaxDepth)
   bool speculative_lookup = true;    // SMART's key -> slot cache
   uint32_t spec_cache_log2 = 16;     // entries in the per-handle cache
   // A retired block is reused only after this. 0 = auto: 2 x the client's op_timeout_ms + 1 s,
@@ -58,6 +66,9 @@ struct HashStats {
   uint64_t cas_failures = 0;     // lost slot CAS races (each retried with backoff)
   uint64_t stale_reads = 0;      // torn or recycled blocks seen and retried
   uint64_t retired = 0, reclaimed = 0;
+  uint64_t splits = 0;           // subtables this handle split
+  uint64_t split_waits = 0;      // retries because a split had frozen the buckets
+  uint64_t directory_reads = 0;  // directory refreshes (stale cache, split, periodic check)
 };
 
 class HashTable {
@@ -85,6 +96,10 @@ class HashTable {
 
   const HashStats& stats() const { return stats_; }
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
+  // Global depth of shard i's directory as this handle last read it.
+  uint32_t global_depth(uint32_t shard) const { return shards_.at(shard).global_depth; }
+  // Number of distinct subtables in shard i's cached directory.
+  size_t subtable_count(uint32_t shard) const;
   client::ThreadClient& client() { return *client_; }
   // Diagnostic: how many committed slots hold `key` (the invariant is at most one).
   runtime::Task<Result<int>> committed_copies(std::string_view key);
@@ -96,6 +111,8 @@ class HashTable {
     uint16_t node = 0;
     GlobalAddress directory;
     uint32_t global_depth = 0;
+    uint64_t epoch = 0;             // directory epoch of the cached entries
+    uint64_t checked_cycles = 0;    // TSC when the cached directory was last known current
     std::vector<uint64_t> entries;  // cached directory, 2^global_depth entries
   };
   struct Buckets {
@@ -118,16 +135,33 @@ class HashTable {
     uint64_t bytes;
     uint64_t when_ns;
   };
-  enum class Scan { kOk, kStale, kTorn };
+  // kFrozen: a split froze some slot of the buckets; refresh the directory and retry.
+  enum class Scan { kOk, kTorn, kFrozen };
 
-  HashTable(client::ThreadClient* client, HashTableOptions options)
-      : client_(client), options_(options) {}
+  HashTable(client::ThreadClient* client, HashTableOptions options);
   Status check_sizes(std::string_view key, std::string_view value) const;
   Shard& shard_of(const KeyHash& kh) { return shards_[(kh.h2 >> 32) % shards_.size()]; }
   void bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const;
   runtime::Task<Status> refresh_directory(Shard& s);
+  // Re-reads the directory header when the cache is older than a quarter of the grace period,
+  // so no handle uses a subtable that was retired and freed (and the entries if it changed).
+  runtime::Task<Status> check_directory(Shard& s);
+  bool directory_due(const Shard& s) const;
+  void clear_spec_cache();
+  // After seeing frozen slots: back off, then re-read the directory.
+  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff);
+  // Splits the subtable that holds kh if it is still live and below max_depth: true when this
+  // call split it, false when it is already being split or the cache was stale (retry either
+  // way), kResourceExhausted at max_depth.
+  runtime::Task<Result<bool>> split(Shard& s, const KeyHash& kh);
+  // Best effort after a failed split: unfreezes the slots frozen so far and unlocks.
+  runtime::Task<void> abandon_split(GlobalAddress sub, const std::vector<Bucket>& frozen);
+  runtime::Task<Status> freeze(GlobalAddress sub, std::vector<Bucket>* buckets);
+  runtime::Task<Status> publish_split(Shard& s, uint32_t depth, uint32_t suffix,
+                                      GlobalAddress old_sub, GlobalAddress sub0,
+                                      GlobalAddress sub1);
   // Reads both combined buckets (and writes `block` in the same batch when given).
-  runtime::Task<Status> read_buckets(const Shard& s, const KeyHash& kh, Buckets* b,
+  runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
                                      GlobalAddress block, const std::string* block_bytes);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
   // Finds the committed (or, with pending_too, any) slot holding `key`, lowest address first.
@@ -160,6 +194,9 @@ class HashTable {
   client::ThreadClient* client_;
   HashTableOptions options_;
   uint32_t main_buckets_log2_ = 0;
+  uint32_t max_depth_ = kMaxDepth;
+  uint64_t check_interval_cycles_ = 0;  // directory re-check period: a quarter of the grace
+  uint64_t split_token_ = 0;            // written into a subtable's lock while splitting it
   std::vector<Shard> shards_;
   std::vector<SpecEntry> spec_;
   std::deque<Retired> retired_;

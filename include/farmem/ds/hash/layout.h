@@ -3,11 +3,15 @@
 // only the owning shard's node holds a shard's directory, subtables and KV blocks.
 //
 //   TableMeta      64 B + 8 B per shard (packed GlobalAddress of each shard's directory)
-//   Directory      64 B header + 8 B per entry, 2^kMaxDepth entries
+//   Directory      64 B header {depth|lock, epoch} + 8 B per entry, 2^kMaxDepth entries
 //   Subtable       64 B header + groups of 3 buckets [main even, shared overflow, main odd]
 //   Bucket         64 B: header {local_depth u32, suffix u32} + 7 slots
-//   Slot           8 B: fp:8 | pending:1 | len:7 | offset:48   (0 = empty)
+//   Slot           8 B: fp:8 | pending:1 | len:7 | offset:48 with bit 0 = frozen  (0 = empty)
 //   KV block       {checksum u64, key_bytes u32, value_bytes u32, key, value}, padded to 64 B
+//
+// Growth: a full subtable is split by the client that finds it full: it freezes every slot
+// (bit 0), copies the committed ones into two new subtables one depth deeper, and publishes
+// them in the directory; the frozen subtable is retired. See docs/formats/hash_table.md.
 //
 // Thread safety: constants and pure functions.
 #pragma once
@@ -20,7 +24,7 @@
 namespace farmem::ds::hash {
 
 inline constexpr uint64_t kTableMagic = 0x3154485341484D46ull;  // "FMHASHT1"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 inline constexpr uint32_t kBucketBytes = 64;
 inline constexpr uint32_t kSlotsPerBucket = 7;
 inline constexpr uint32_t kMaxDepth = 12;            // at most 4096 subtables per shard
@@ -35,18 +39,27 @@ struct TableMeta {
   uint32_t shards;             // one per memory node at creation
   uint32_t main_buckets_log2;  // main buckets per subtable = 2^this
   uint32_t initial_depth;      // subtables per shard at creation = 2^this
-  uint64_t reserved[5];
+  uint32_t max_depth;          // splits stop at this local depth (initial_depth..kMaxDepth)
+  uint32_t reserved0;
+  uint64_t reserved[4];
   // followed by uint64_t directory[shards]: packed GlobalAddress of each shard's directory
 };
 static_assert(sizeof(TableMeta) == 64);
+static_assert(offsetof(TableMeta, max_depth) == 24);
 static_assert(std::is_trivially_copyable_v<TableMeta>);
 
 struct DirectoryHeader {
-  uint64_t global_depth;  // bits 0..31 depth; bit 63 reserved for the resize lock
-  uint64_t reserved[7];
+  uint64_t global_depth;  // bits 0..31 depth; bit 63 = locked by a splitter
+  uint64_t epoch;         // +1 at every change of the entries
+  uint64_t reserved[6];
   // followed by uint64_t entry[1 << kMaxDepth]
 };
 static_assert(sizeof(DirectoryHeader) == 64);
+static_assert(offsetof(DirectoryHeader, epoch) == 8);
+inline constexpr uint64_t kDirectoryLockBit = 1ull << 63;
+inline constexpr uint32_t directory_depth(uint64_t word) {
+  return static_cast<uint32_t>(word & 0xFFFFFFFFu);
+}
 
 // Directory entry: subtable offset (in the shard node's region) | local_depth << 48.
 inline constexpr uint64_t dir_entry(uint64_t subtable_offset, uint32_t local_depth) {
@@ -56,7 +69,7 @@ inline constexpr uint64_t dir_entry_offset(uint64_t e) { return e & ((1ull << 48
 inline constexpr uint32_t dir_entry_depth(uint64_t e) { return static_cast<uint32_t>((e >> 48) & 0xFF); }
 
 struct SubtableHeader {
-  uint64_t lock;          // 0 = unlocked (reserved for splits)
+  uint64_t lock;          // 0 = live; otherwise the splitter's token (being split or retired)
   uint32_t local_depth;
   uint32_t suffix;
   uint64_t reserved[6];
@@ -71,20 +84,29 @@ struct Bucket {
 static_assert(sizeof(Bucket) == kBucketBytes);
 static_assert(offsetof(Bucket, slots) == 8);
 
-// Slot word.
+// Slot word. Blocks are 64-byte aligned, so the offset's low 6 bits are free: bit 0 marks a
+// slot frozen by a split (no CAS from a live word can succeed on it any more).
 inline constexpr uint64_t kSlotPendingBit = 1ull << 55;
+inline constexpr uint64_t kSlotFrozenBit = 1ull;
+inline constexpr uint64_t kSlotOffsetMask = ((1ull << 48) - 1) & ~uint64_t{kBlockUnit - 1};
 inline constexpr uint64_t make_slot(uint8_t fp, uint32_t len_units, uint64_t offset, bool pending) {
   return (static_cast<uint64_t>(fp) << 56) | (pending ? kSlotPendingBit : 0) |
-         (static_cast<uint64_t>(len_units & 0x7F) << 48) | (offset & ((1ull << 48) - 1));
+         (static_cast<uint64_t>(len_units & 0x7F) << 48) | (offset & kSlotOffsetMask);
 }
 inline constexpr uint8_t slot_fp(uint64_t s) { return static_cast<uint8_t>(s >> 56); }
 inline constexpr bool slot_pending(uint64_t s) { return (s & kSlotPendingBit) != 0; }
+inline constexpr bool slot_frozen(uint64_t s) { return (s & kSlotFrozenBit) != 0; }
+// A word that names a block (committed or pending), frozen or not.
+inline constexpr bool slot_used(uint64_t s) { return (s & ~kSlotFrozenBit) != 0; }
 inline constexpr uint32_t slot_len_units(uint64_t s) { return static_cast<uint32_t>((s >> 48) & 0x7F); }
-inline constexpr uint64_t slot_offset(uint64_t s) { return s & ((1ull << 48) - 1); }
-static_assert(slot_offset(make_slot(0xAB, 3, 0x123456, true)) == 0x123456);
-static_assert(slot_len_units(make_slot(0xAB, 3, 0x123456, true)) == 3);
-static_assert(slot_fp(make_slot(0xAB, 3, 0x123456, true)) == 0xAB);
-static_assert(slot_pending(make_slot(0xAB, 3, 0x123456, true)));
+inline constexpr uint64_t slot_offset(uint64_t s) { return s & kSlotOffsetMask; }
+static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, true)) == 0x123440);
+static_assert(slot_len_units(make_slot(0xAB, 3, 0x123440, true)) == 3);
+static_assert(slot_fp(make_slot(0xAB, 3, 0x123440, true)) == 0xAB);
+static_assert(slot_pending(make_slot(0xAB, 3, 0x123440, true)));
+static_assert(!slot_frozen(make_slot(0xFF, 127, ~0ull, true)));
+static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, false) | kSlotFrozenBit) == 0x123440);
+static_assert(slot_used(make_slot(0, 1, 64, false)) && !slot_used(kSlotFrozenBit) && !slot_used(0));
 
 struct BlockHeader {
   uint64_t checksum;     // XXH3-64 of everything after this field, up to the end of the value
