@@ -55,7 +55,9 @@ struct alignas(64) PerThread {
   std::array<Histogram, kOps> hist;
   std::array<uint64_t, kOps> misses{};  // reads of absent keys, updates of absent keys
   Status error;
+  ds::hash::HashStats load_stats;
   ds::hash::HashStats stats;
+  uint64_t subtables = 0;  // in the handle's directories after the load
 };
 
 // An update of a key that is not there (yet) is a miss of the workload, not an error.
@@ -161,6 +163,8 @@ void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t i
   }
   c->scheduler().run_until_idle();
   ds::hash::HashStats after_load = t->stats();
+  pt->load_stats = after_load;
+  for (uint32_t i = 0; i < t->shard_count(); ++i) pt->subtables += t->subtable_count(i);
   sh->ready.fetch_add(1);
   while (sh->phase.load() < 3) std::this_thread::yield();
   // Run.
@@ -190,15 +194,6 @@ void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t i
   pt->stats = st;
   handle->reset();
   cluster->release_thread_client();
-}
-
-uint32_t auto_depth(uint64_t records, size_t shards, uint32_t main_log2) {
-  // Aim for at most ~50% slot load per shard so that a key's two combined buckets rarely fill.
-  double slots_per_subtable = std::ldexp(1.0, static_cast<int>(main_log2)) / 2 * 21;
-  double want = 2.0 * static_cast<double>(records) / static_cast<double>(shards);
-  uint32_t depth = 0;
-  while (depth < ds::hash::kMaxDepth && slots_per_subtable * std::ldexp(1.0, depth) < want) ++depth;
-  return depth;
 }
 
 }  // namespace
@@ -240,8 +235,8 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
   sh.key_counter.store(f.records);
   sh.table = fmt::format("ycsb-{}-{}", getpid(), std::time(nullptr));
   sh.table_options.speculative_lookup = !f.no_speculative;
-  sh.table_options.initial_depth =
-      auto_depth(f.records, (*cluster)->nodes().size(), sh.table_options.main_buckets_log2);
+  if (f.initial_depth >= 0) sh.table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
+  sh.table_options.spec_cache_log2 = f.spec_cache_log2;
   {
     ThreadClient* c = *(*cluster)->thread_client();
     auto t = c->run(HashTable::create(c, sh.table, sh.table_options));
@@ -285,8 +280,17 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
       return 1;
     }
   }
-  fmt::print(stderr, "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes\n",
-             f.records, load_s, f.records / load_s, used_after_load);
+  uint64_t load_splits = 0, load_split_waits = 0, subtables = 0;
+  for (const auto& p : per) {
+    load_splits += p.load_stats.splits;
+    load_split_waits += p.load_stats.split_waits;
+    subtables = std::max(subtables, p.subtables);
+  }
+  fmt::print(stderr,
+             "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes; the table "
+             "grew to {} subtables ({} splits, {} operations waited for one)\n",
+             f.records, load_s, f.records / load_s, used_after_load, subtables, load_splits,
+             load_split_waits);
 
   uint64_t start = now_ns();
   sh.phase.store(3);
@@ -336,6 +340,7 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     st.spec_hits += p.stats.spec_hits;
     st.spec_misses += p.stats.spec_misses;
     st.cas_failures += p.stats.cas_failures;
+    st.splits += p.stats.splits - p.load_stats.splits;
   }
   const double us = 1.0 / (cycles_per_ns() * 1e3);
   const double ops_per_s = all.count() / secs;
@@ -384,6 +389,9 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     r["load_s"] = load_s;
     r["used_bytes_after_load"] = used_after_load;
     r["used_bytes_end"] = used_end;
+    r["subtables_after_load"] = subtables;
+    r["load_splits"] = load_splits;
+    r["run_splits"] = st.splits;
     r["transport"] = transport;
     r["cluster"] = local ? "local" : "remote";
     nlohmann::ordered_json ops = nlohmann::ordered_json::object();

@@ -49,6 +49,8 @@ struct BenchYcsbFlags {
   double duration_s = 10;
   std::string out;
   bool no_speculative = false;
+  int initial_depth = -1;     // -1: the table's default; it grows online during the load
+  uint32_t spec_cache_log2 = 16;
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "farmem/common/log.h"
+#include "farmem/ds/hash/layout.h"
 
 namespace farmem::apps {
 
@@ -87,6 +88,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   bench_ycsb->add_option("--out", ycsb.out, "append results to FILE.json or FILE.csv");
   bench_ycsb->add_flag("--no-speculative", ycsb.no_speculative, "disable speculative lookup");
+  bench_ycsb->add_option("--initial-depth", ycsb.initial_depth,
+                         "2^N subtables per node at creation (default: the table's 3; the "
+                         "table grows online either way)")
+      ->check(CLI::Range(0, static_cast<int>(farmem::ds::hash::kMaxDepth)));
+  bench_ycsb->add_option("--spec-cache-log2", ycsb.spec_cache_log2,
+                         "entries of each handle's speculative cache = 2^N")
+      ->check(CLI::Range(0u, 26u));
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");

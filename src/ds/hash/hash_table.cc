@@ -934,7 +934,12 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
     halves[side] = *a;
     st = co_await client_->write(*a, image.data(), image.size());
   }
-  if (st.ok()) st = co_await publish_split(s, d, x, sub, halves[0], halves[1]);
+  bool maybe_published = false;
+  if (st.ok()) st = co_await publish_split(s, d, x, sub, halves[0], halves[1], &maybe_published);
+  if (!st.ok() && maybe_published) {
+    // The entries may point at the new subtables: undoing could leave two live copies.
+    co_return st;
+  }
   if (!st.ok()) {
     for (GlobalAddress a : halves) {
       if (!a.is_null()) (void)co_await client_->free_on(a);
@@ -1021,7 +1026,8 @@ Task<void> HashTable::abandon_split(GlobalAddress sub, const std::vector<Bucket>
 }
 
 Task<Status> HashTable::publish_split(Shard& s, uint32_t d, uint32_t x, GlobalAddress old_sub,
-                                      GlobalAddress sub0, GlobalAddress sub1) {
+                                      GlobalAddress sub0, GlobalAddress sub1,
+                                      bool* maybe_published) {
   // Lock the directory (bit 63 of global_depth).
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t words[2] = {0, 0};
@@ -1067,6 +1073,7 @@ Task<Status> HashTable::publish_split(Shard& s, uint32_t d, uint32_t x, GlobalAd
     }
     // Entries first (readers only look below the published depth), then depth and epoch,
     // which also unlocks.
+    *maybe_published = true;
     st = co_await client_->write(s.directory + sizeof(DirectoryHeader), entries.data(),
                                  8 * entries.size());
   }

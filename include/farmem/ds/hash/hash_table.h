@@ -157,9 +157,10 @@ class HashTable {
   // Best effort after a failed split: unfreezes the slots frozen so far and unlocks.
   runtime::Task<void> abandon_split(GlobalAddress sub, const std::vector<Bucket>& frozen);
   runtime::Task<Status> freeze(GlobalAddress sub, std::vector<Bucket>* buckets);
+  // *maybe_published: the directory entries may have been written (no undo after that).
   runtime::Task<Status> publish_split(Shard& s, uint32_t depth, uint32_t suffix,
                                       GlobalAddress old_sub, GlobalAddress sub0,
-                                      GlobalAddress sub1);
+                                      GlobalAddress sub1, bool* maybe_published);
   // Reads both combined buckets (and writes `block` in the same batch when given).
   runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
                                      GlobalAddress block, const std::string* block_bytes);
