@@ -143,15 +143,17 @@ TEST_F(TwoHostTest, HashTableAcrossTheNamespace) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   ThreadClient* tc = *(*c)->thread_client();
   ds::hash::HashTableOptions o;
-  o.main_buckets_log2 = 8;
-  o.initial_depth = 1;
+  o.main_buckets_log2 = 4;  // one 168-slot subtable: the table has to grow across the link
+  o.initial_depth = 0;
   auto t = tc->run(ds::hash::HashTable::create(tc, "netns", o));
   ASSERT_TRUE(t.ok()) << t.status().to_string();
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 600; ++i) {
     ASSERT_TRUE((*t)->insert_sync("key" + std::to_string(i), std::to_string(i)).ok()) << i;
   }
+  EXPECT_GT((*t)->stats().splits, 1u);
+  EXPECT_GT((*t)->global_depth(0), 1u);
   std::string v;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 600; ++i) {
     ASSERT_TRUE(*(*t)->get_sync("key" + std::to_string(i), &v));
     EXPECT_EQ(v, std::to_string(i));
   }
