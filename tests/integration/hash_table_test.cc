@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -323,6 +324,72 @@ TEST_P(HashTableTest, StopsGrowingAtMaxDepthWithAClearError) {
   bad.max_depth = 2;
   EXPECT_EQ(client_->run(HashTable::create(client_, "bad", bad)).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// Sets or clears the frozen bit of every slot of shard 0's only subtable, and its lock, the way
+// a splitter that died after freezing would leave them.
+void set_frozen(ThreadClient* c, const std::string& table, uint32_t m, bool frozen) {
+  using namespace ds::hash;
+  auto root = c->run(c->lookup_root("hash/" + table));
+  ASSERT_TRUE(root.ok());
+  uint64_t dir_packed = 0;
+  ASSERT_TRUE(c->read_sync(*root + sizeof(TableMeta), &dir_packed, 8).ok());
+  GlobalAddress dir = GlobalAddress::unpack(dir_packed);
+  uint64_t entry = 0;
+  ASSERT_TRUE(c->read_sync(dir + sizeof(DirectoryHeader), &entry, 8).ok());
+  GlobalAddress sub(dir.node(), dir_entry_offset(entry));
+  std::string image(subtable_bytes(m), '\0');
+  ASSERT_TRUE(c->read_sync(sub, image.data(), image.size()).ok());
+  for (uint64_t b = 0; b < subtable_buckets(m); ++b) {
+    for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
+      char* p = image.data() + sizeof(SubtableHeader) + b * kBucketBytes + 8 + 8 * k;
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      w = frozen ? (w | kSlotFrozenBit) : (w & ~kSlotFrozenBit);
+      std::memcpy(p, &w, 8);
+    }
+  }
+  uint64_t lock = frozen ? 0xDEAD : 0;
+  std::memcpy(image.data(), &lock, 8);
+  ASSERT_TRUE(c->write_sync(sub, image.data(), image.size()).ok());
+}
+
+TEST_P(HashTableTest, AbandonedSplitGivesAClearTimeoutAndLosesNothing) {
+  HashTableOptions o = tiny_table();
+  o.split_wait_ms = 300;
+  auto t = create("abandoned", o);
+  ASSERT_NE(t, nullptr);
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(t->insert_sync("a" + std::to_string(i), "v").ok());
+  set_frozen(client_, "abandoned", o.main_buckets_log2, true);
+  // Keys of shard 0 wait for the dead split, then time out with a clear message; keys of
+  // shard 1 are not affected.
+  int timed_out = 0, fine = 0;
+  std::string v, frozen_key;
+  for (int i = 0; i < 60; ++i) {
+    uint64_t start = now_ns();
+    auto r = t->get_sync("a" + std::to_string(i), &v);
+    if (r.ok()) {
+      EXPECT_TRUE(*r);
+      ++fine;
+      continue;
+    }
+    EXPECT_EQ(r.status().code(), StatusCode::kTimedOut) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("frozen by a split"), std::string_view::npos);
+    EXPECT_LT((now_ns() - start) / 1e9, 5.0);
+    if (frozen_key.empty()) frozen_key = "a" + std::to_string(i);
+    ++timed_out;
+    if (timed_out == 3) break;  // each costs the 300 ms wait
+  }
+  EXPECT_EQ(timed_out, 3);
+  EXPECT_GT(fine, 0);
+  EXPECT_EQ(t->update_sync(frozen_key, "x").code(), StatusCode::kTimedOut);
+  EXPECT_EQ(t->insert_sync(frozen_key, "x").code(), StatusCode::kTimedOut);
+  // Undoing the freeze (what a recovery would do) brings every key back unchanged.
+  set_frozen(client_, "abandoned", o.main_buckets_log2, false);
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(*t->get_sync("a" + std::to_string(i), &v)) << i;
+    EXPECT_EQ(v, "v");
+  }
 }
 
 // ---- concurrency and linearizability ----------------------------------------------------

@@ -376,8 +376,23 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
   co_return Scan::kOk;
 }
 
-Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff) {
+uint64_t HashTable::split_wait_ns() const {
+  uint64_t ms = options_.split_wait_ms;
+  if (ms == 0) ms = std::max<uint64_t>(10'000, 4ull * client_->cluster().config().options.op_timeout_ms);
+  return ms * 1'000'000;
+}
+
+Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns) {
   ++stats_.split_waits;
+  const uint64_t now = now_ns();
+  if (*since_ns == 0) {
+    *since_ns = now;
+  } else if (now - *since_ns > split_wait_ns()) {
+    co_return TimedOut(fmt::format(
+        "the hash table subtable for this key has been frozen by a split for {} ms; its "
+        "splitter may have died (the keys are intact in the frozen subtable)",
+        (now - *since_ns) / 1'000'000));
+  }
   co_await backoff.retry();
   co_return co_await refresh_directory(s);
 }
@@ -387,6 +402,7 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
                                                  std::string* value, GlobalAddress block,
                                                  const std::string* block_bytes) {
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  uint64_t split_since = 0;  // when this operation started waiting for a split
   std::vector<Match> matches;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     Status st = co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(),
@@ -400,7 +416,7 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
     auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value);
     if (!scan.ok()) co_return scan.status();
     if (*scan == Scan::kFrozen) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
       continue;
     }
     if (*scan == Scan::kTorn) {
@@ -522,6 +538,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
                                      GlobalAddress block, const std::string& bytes,
                                      bool block_written, bool* published) {
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  uint64_t split_since = 0;  // when this operation started waiting for a split
   const uint32_t units = len_units(bytes.size());
   std::vector<Match> matches;
   bool rivals_seen = false;
@@ -539,7 +556,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     auto scan = co_await find(s, key, kh, b, /*pending_too=*/rivals_seen, &matches, nullptr);
     if (!scan.ok()) co_return scan.status();
     if (*scan == Scan::kFrozen) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
       continue;
     }
     if (*scan == Scan::kTorn) {
@@ -563,7 +580,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
       // Both buckets are full: split the subtable, then try again.
       auto split_done = co_await split(s, kh);
       if (!split_done.ok()) co_return split_done.status();
-      if (!*split_done) FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      if (!*split_done) FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
       continue;
     }
     int pick = free_count[1] > free_count[0] ? 1 : 0;
@@ -612,7 +629,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
         // A split is under way: withdraw (or find the slot frozen, hence dropped) and retry.
         st = co_await client_->cas(my_slot, pending, 0, &old);
         if (!st.ok()) co_return st;
-        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
         restart = true;
         break;
       }
@@ -644,7 +661,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
         if (old != (pending | kSlotFrozenBit)) {
           co_return Internal("a pending slot changed under its owner");
         }
-        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+        FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
         restart = true;
         break;
       }
@@ -779,6 +796,7 @@ Task<Result<int>> HashTable::committed_copies(std::string_view key) {
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
+  uint64_t split_since = 0;  // when this operation started waiting for a split
   std::vector<Match> matches;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     Buckets b;
@@ -792,7 +810,7 @@ Task<Result<int>> HashTable::committed_copies(std::string_view key) {
     if (!scan.ok()) co_return scan.status();
     if (*scan == Scan::kOk) co_return static_cast<int>(matches.size());
     if (*scan == Scan::kFrozen) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff));
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
     } else {
       co_await backoff.retry();
     }
@@ -1031,9 +1049,11 @@ Task<Status> HashTable::publish_split(Shard& s, uint32_t d, uint32_t x, GlobalAd
   // Lock the directory (bit 63 of global_depth).
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t words[2] = {0, 0};
+  const uint64_t lock_start = now_ns();
   for (uint32_t attempt = 0;; ++attempt) {
-    if (attempt >= options_.max_attempts) {
-      co_return TimedOut("hash table split: the directory stayed locked by another splitter");
+    if (attempt >= options_.max_attempts || now_ns() - lock_start > split_wait_ns()) {
+      co_return TimedOut(
+          "hash table split: the directory stayed locked by another splitter (it may have died)");
     }
     FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, words, sizeof(words)));
     if ((words[0] & kDirectoryLockBit) == 0) {

@@ -55,6 +55,9 @@ struct HashTableOptions {
   uint64_t retire_grace_ms = 0;
   size_t max_retired = 1u << 22;     // bound on blocks waiting for their grace period
   uint32_t max_attempts = 100000;    // bound on retries of one operation
+  // An operation waits at most this long for splits (then kTimedOut: the splitter may have
+  // died). 0 = auto: max(10 s, 4 x the client's op_timeout_ms).
+  uint64_t split_wait_ms = 0;
 };
 
 struct HashStats {
@@ -148,8 +151,10 @@ class HashTable {
   runtime::Task<Status> check_directory(Shard& s);
   bool directory_due(const Shard& s) const;
   void clear_spec_cache();
-  // After seeing frozen slots: back off, then re-read the directory.
-  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff);
+  // After seeing frozen slots: back off, then re-read the directory. kTimedOut once the
+  // operation has waited split_wait_ms in all (*since_ns: when it started waiting, 0 = not yet).
+  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns);
+  uint64_t split_wait_ns() const;
   // Splits the subtable that holds kh if it is still live and below max_depth: true when this
   // call split it, false when it is already being split or the cache was stale (retry either
   // way), kResourceExhausted at max_depth.
