@@ -326,6 +326,64 @@ TEST_P(HashTableTest, StopsGrowingAtMaxDepthWithAClearError) {
             StatusCode::kInvalidArgument);
 }
 
+TEST_P(HashTableTest, SplitThatCannotAllocateUndoesItself) {
+  // One small node whose memory we fill once the table has its first keys, leaving room in the
+  // current chunk for blocks but none for new subtables: the next split fails.
+  ServerOptions so;
+  so.tls = GetParam().tls;
+  so.node_id = 9;
+  so.capacity_bytes = 2ull << 20;
+  auto node = ServerProcess::start(so);
+  ASSERT_NE(node, nullptr);
+  client::ClusterConfig cfg = config_for({node.get()}, GetParam().tls);
+  cfg.options.chunk_bytes = 256 * 1024;  // 4,096 blocks of 64 bytes
+  auto cluster = Cluster::connect(cfg);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().to_string();
+  ThreadClient* c = *(*cluster)->thread_client();
+  HashTableOptions o = tiny_table();  // 168-slot subtables
+  o.retire_grace_ms = 20;             // one client, one coroutine
+  auto t = c->run(HashTable::create(c, "oom", o));
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  ASSERT_TRUE((*t)->insert_sync("m0", "value").ok());  // takes the block chunk
+  std::vector<GlobalAddress> ballast;
+  for (uint64_t bytes = 1ull << 20; bytes >= 4096; bytes /= 2) {
+    for (;;) {
+      auto a = c->run(c->allocate_on(9, bytes, 4096));
+      if (!a.ok()) break;
+      ballast.push_back(*a);
+    }
+  }
+  ASSERT_FALSE(ballast.empty());
+  Status last;
+  int inserted = 1;
+  for (int i = 1; i < 2000 && last.ok(); ++i) {
+    last = (*t)->insert_sync("m" + std::to_string(i), "value");
+    if (last.ok()) ++inserted;
+  }
+  ASSERT_EQ(last.code(), StatusCode::kResourceExhausted) << last.to_string();
+  EXPECT_NE(last.message().find("out of remote memory"), std::string_view::npos) << last.to_string();
+  EXPECT_GT((*t)->stats().split_failures, 0u);
+  EXPECT_GT(inserted, 50);
+  // Nothing acknowledged is lost and the failed split unfroze its subtable: every key reads
+  // back without waiting, and updates and erases work.
+  std::string v;
+  for (int i = 0; i < inserted; ++i) {
+    auto r = (*t)->get_sync("m" + std::to_string(i), &v);
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
+    ASSERT_TRUE(*r) << i;
+  }
+  EXPECT_EQ((*t)->stats().split_waits, 0u);
+  ASSERT_TRUE((*t)->update_sync("m0", "changed").ok());
+  // With the memory back, the same inserts split the table and succeed.
+  for (GlobalAddress a : ballast) ASSERT_TRUE(c->run(c->free_on(a)).ok());
+  for (int i = inserted; i < inserted + 300; ++i) {
+    ASSERT_TRUE((*t)->insert_sync("m" + std::to_string(i), "value").ok()) << i;
+  }
+  EXPECT_GT((*t)->stats().splits, (*t)->stats().split_failures);
+  ASSERT_TRUE(*(*t)->get_sync("m0", &v));
+  EXPECT_EQ(v, "changed");
+}
+
 // Sets or clears the frozen bit of every slot of shard 0's only subtable, and its lock, the way
 // a splitter that died after freezing would leave them.
 void set_frozen(ThreadClient* c, const std::string& table, uint32_t m, bool frozen) {

@@ -855,7 +855,8 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   std::vector<Bucket> buckets;
   Status st = co_await freeze(sub, &buckets);
   if (!st.ok()) {
-    co_await abandon_split(sub, buckets);
+    ++stats_.split_failures;
+    co_await abandon_split(sub);
     co_return st;
   }
 
@@ -917,7 +918,8 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
     }
   }
   if (!st.ok()) {
-    co_await abandon_split(sub, buckets);
+    ++stats_.split_failures;
+    co_await abandon_split(sub);
     co_return st;
   }
 
@@ -956,13 +958,15 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   if (st.ok()) st = co_await publish_split(s, d, x, sub, halves[0], halves[1], &maybe_published);
   if (!st.ok() && maybe_published) {
     // The entries may point at the new subtables: undoing could leave two live copies.
+    ++stats_.split_failures;
     co_return st;
   }
   if (!st.ok()) {
     for (GlobalAddress a : halves) {
       if (!a.is_null()) (void)co_await client_->free_on(a);
     }
-    co_await abandon_split(sub, buckets);
+    ++stats_.split_failures;
+    co_await abandon_split(sub);
     co_return st;
   }
   // 4. The frozen subtable stays locked; readers with an old directory still find it frozen
@@ -1028,16 +1032,22 @@ Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) 
   co_return OkStatus();
 }
 
-Task<void> HashTable::abandon_split(GlobalAddress sub, const std::vector<Bucket>& frozen) {
+Task<void> HashTable::abandon_split(GlobalAddress sub) {
+  // Re-read rather than trust what freeze() saw: a batch that failed may have applied some of
+  // its CAS. While we hold the lock, every frozen slot was frozen by us.
+  const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
+  std::vector<Bucket> buckets(nbuckets);
   const GlobalAddress first = sub + sizeof(SubtableHeader);
+  Status st = co_await client_->read(first, buckets.data(), nbuckets * kBucketBytes);
+  if (!st.ok()) co_return;  // the node is unreachable: nothing more to do
   uint64_t ignored = 0;
-  for (uint64_t bi = 0; bi < frozen.size(); ++bi) {
+  for (uint64_t bi = 0; bi < nbuckets; ++bi) {
     for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
-      uint64_t w = frozen[bi].slots[k];
+      uint64_t w = buckets[bi].slots[k];
       if (!slot_frozen(w)) continue;
-      Status st = co_await client_->cas(first + bi * kBucketBytes + 8 + 8 * uint64_t{k}, w,
-                                        w & ~kSlotFrozenBit, &ignored);
-      if (!st.ok()) co_return;  // the node is unreachable: nothing more to do
+      st = co_await client_->cas(first + bi * kBucketBytes + 8 + 8 * uint64_t{k}, w,
+                                 w & ~kSlotFrozenBit, &ignored);
+      if (!st.ok()) co_return;
     }
   }
   (void)co_await client_->cas(sub, split_token_, 0, &ignored);

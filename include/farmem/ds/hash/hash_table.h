@@ -70,6 +70,7 @@ struct HashStats {
   uint64_t stale_reads = 0;      // torn or recycled blocks seen and retried
   uint64_t retired = 0, reclaimed = 0;
   uint64_t splits = 0;           // subtables this handle split
+  uint64_t split_failures = 0;   // splits that failed (and undid themselves when they could)
   uint64_t split_waits = 0;      // retries because a split had frozen the buckets
   uint64_t directory_reads = 0;  // directory refreshes (stale cache, split, periodic check)
 };
@@ -160,7 +161,7 @@ class HashTable {
   // way), kResourceExhausted at max_depth.
   runtime::Task<Result<bool>> split(Shard& s, const KeyHash& kh);
   // Best effort after a failed split: unfreezes the slots frozen so far and unlocks.
-  runtime::Task<void> abandon_split(GlobalAddress sub, const std::vector<Bucket>& frozen);
+  runtime::Task<void> abandon_split(GlobalAddress sub);
   runtime::Task<Status> freeze(GlobalAddress sub, std::vector<Bucket>* buckets);
   // *maybe_published: the directory entries may have been written (no undo after that).
   runtime::Task<Status> publish_split(Shard& s, uint32_t depth, uint32_t suffix,
