@@ -121,8 +121,9 @@ bool Scheduler::poll_once() {
     busy = true;
     in_poll_ = true;
     running_.swap(ready_);
-    for (auto h : running_) h.resume();
+    for (run_pos_ = 0; run_pos_ < running_.size(); ++run_pos_) running_[run_pos_].resume();
     running_.clear();
+    run_pos_ = 0;
     in_poll_ = false;
   }
   for (fabric::Worker* w : workers_) {
