@@ -31,6 +31,7 @@ struct BenchOpsFlags {
   std::string out;
   std::string throttle;  // "", off, fixed, adaptive
   std::string backoff;   // "", on, off
+  std::string direct;    // "", on, off: overrides [client] direct_access
   uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
 };
 int run_bench_ops(const BenchOpsFlags& flags);
@@ -49,6 +50,7 @@ struct BenchYcsbFlags {
   double duration_s = 10;
   std::string out;
   bool no_speculative = false;
+  std::string direct;  // "", on, off: overrides [client] direct_access
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 

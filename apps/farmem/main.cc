@@ -1,7 +1,8 @@
 // farmem: the compute-side command-line tool.
 //
 //   farmem bench ops [--op read|write|cas|faa] [--threads N] [--depth N] [--block-bytes N]
-//                    [--duration S] [--servers h:p,...|--config FILE] [--out FILE.json|.csv]
+//                    [--duration S] [--direct on|off] [--servers h:p,...|--config FILE]
+//                    [--out FILE.json|.csv]
 //   farmem status    [--servers h:p,...|--config FILE]
 //
 // Without --servers or --config, a local memory node is started for the run and stopped after.
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
   bench_ops->add_option("--backoff", ops.backoff, "on|off: conflict-avoidance backoff (default on)")
       ->check(CLI::IsMember({"on", "off"}));
+  bench_ops
+      ->add_option("--direct", ops.direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   farmem::apps::BenchYcsbFlags ycsb;
   CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
@@ -87,6 +92,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   bench_ycsb->add_option("--out", ycsb.out, "append results to FILE.json or FILE.csv");
   bench_ycsb->add_flag("--no-speculative", ycsb.no_speculative, "disable speculative lookup");
+  bench_ycsb
+      ->add_option("--direct", ycsb.direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
