@@ -161,7 +161,7 @@ void OpAwaitable::finish_deferred_read() {
 }
 
 bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
-  uint8_t* base = client_->direct_access_ ? ep->direct_base() : nullptr;
+  uint8_t* base = client_->direct_base(ep);
   if (base == nullptr) return false;
   uint8_t* p = base + addr.offset();
   switch (kind_) {
@@ -253,8 +253,8 @@ Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating
 }
 
 uint8_t* Batch::direct_target(fabric::Endpoint* ep, GlobalAddress addr) const {
-  if (!client_->direct_access_ || ucx_fenced_) return nullptr;
-  uint8_t* base = ep->direct_base();
+  if (ucx_fenced_) return nullptr;
+  uint8_t* base = client_->direct_base(ep);
   return base != nullptr ? base + addr.offset() : nullptr;
 }
 
@@ -552,6 +552,15 @@ Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool
   *ep = e;
   *raddr = e->region_base() + addr.offset();
   return OkStatus();
+}
+
+uint8_t* ThreadClient::direct_base(fabric::Endpoint* ep) {
+  if (!direct_access_) return nullptr;
+  // A coroutine whose direct operations never suspend would keep the scheduler from
+  // progressing the worker, and so from noticing that the node died: progress it here now and
+  // then. Before reading direct_base(), which a failure found now clears.
+  if (++direct_ops_ % kDirectOpsPerProgress == 0) worker_->progress();
+  return ep->direct_base();
 }
 
 std::string ThreadClient::transports() const {

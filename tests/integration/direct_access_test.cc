@@ -374,6 +374,17 @@ Task<Status> wait_for(Batch* b) {
   co_return s;
 }
 
+// Spins on CAS without ever suspending (as a lock acquire without backoff would) until an
+// operation fails or `max` attempts were made.
+Task<Status> spin_cas(ThreadClient* c, GlobalAddress a, uint64_t max, uint64_t* attempts) {
+  for (*attempts = 0; *attempts < max; ++*attempts) {
+    uint64_t found = 0;
+    Status s = co_await c->cas(a, 12345, 1, &found);
+    if (!s.ok()) co_return s;
+  }
+  co_return OkStatus();
+}
+
 // A killed memory node ends direct access too: operations return kPeerFailed within the bound
 // the UCX path has (not stale data from the still-mapped segment forever), including a read that
 // was posted before the failure was noticed and performed after.
@@ -421,6 +432,24 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
     EXPECT_EQ(pending_value, 0u);
   }
   EXPECT_LT(seconds_since(t), 1.0);
+}
+
+// A coroutine that never suspends (direct CAS completes at once) still learns that the node died:
+// the client progresses its worker every ThreadClient::kDirectOpsPerProgress direct operations.
+TEST_P(DirectAccessTest, SpinningOnDirectCasNoticesAKilledNode) {
+  GlobalAddress a = alloc(64);
+  uint64_t zero = 0;
+  ASSERT_TRUE(direct_->write_sync(a, &zero, 8).ok());
+  uint64_t attempts = 0;
+  ASSERT_TRUE(direct_->run(spin_cas(direct_, a, 100, &attempts)).ok());
+  server_->signal(SIGKILL);
+  auto killed = Clock::now();
+  // One run: without the periodic progress these 2^32 attempts (a minute or more) would all
+  // succeed on the dead node's still-mapped segment.
+  Status s = direct_->run(spin_cas(direct_, a, uint64_t{1} << 32, &attempts));
+  ASSERT_FALSE(s.ok()) << attempts << " attempts";
+  EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
+  EXPECT_LT(seconds_since(killed), 10.0);
 }
 
 struct MixedSeen {

@@ -260,6 +260,10 @@ class ThreadClient {
   friend class Batch;
   ThreadClient(Cluster& cluster, uint32_t index);
   Status connect_all();
+  // The local mapping of ep's region if this operation may use the direct path, else null.
+  // Progresses the worker every kDirectOpsPerProgress calls.
+  uint8_t* direct_base(fabric::Endpoint* ep);
+  static constexpr uint64_t kDirectOpsPerProgress = 1024;
 
   Cluster* cluster_;
   uint32_t index_;
@@ -272,7 +276,8 @@ class ThreadClient {
   std::vector<fabric::Endpoint*> by_node_;
   runtime::Throttle throttle_;
   bool throttle_on_;
-  bool direct_access_;  // ClientOptions::direct_access
+  bool direct_access_;       // ClientOptions::direct_access
+  uint64_t direct_ops_ = 0;  // direct_base() calls, for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;
   std::vector<ChunkAllocator> allocators_;  // per node id
