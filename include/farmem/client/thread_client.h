@@ -161,7 +161,9 @@ class Batch {
   Status first_error_;
   size_t ops_ = 0;
   std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
-  std::array<uint64_t, kMaxOps> operands_{};  // CAS/FAA operands UCX reads until completion
+  // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
+  // array is left uninitialised (a Batch is built for every round trip).
+  std::array<uint64_t, kMaxOps> operands_;
   std::array<DeferredRead, kMaxDeferredReads> deferred_;
   uint32_t deferred_count_ = 0;
   bool posted_through_ucx_ = false;  // some operation of this batch went through UCX
