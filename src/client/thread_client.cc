@@ -104,11 +104,11 @@ bool OpAwaitable::await_ready() {
     credit_ = true;
   }
   post();
-  if (deferred_src_ != nullptr) {
-    // A direct read: yield once so that other coroutines post (and prefetch) theirs, unless
-    // nobody else would run, in which case the copy is done now.
+  if (deferred_ != nullptr) {
+    // A direct read or atomic: yield once so that other coroutines post (and prefetch) theirs,
+    // unless nobody else would run, in which case it is performed now.
     if (client_->scheduler_->others_ready()) return false;
-    finish_deferred_read();
+    finish_deferred();
   }
   return completion_.remaining == 0;
 }
@@ -117,13 +117,13 @@ void OpAwaitable::await_suspend(std::coroutine_handle<> h) {
   handle_ = h;
   if (!posted_) {
     client_->throttle_.enqueue(&waiter_);
-  } else if (deferred_src_ != nullptr) {
-    client_->scheduler_->post(h);  // the yield; the copy happens in await_resume
+  } else if (deferred_ != nullptr) {
+    client_->scheduler_->post(h);  // the yield; the operation happens in await_resume
   }
 }
 
 Status OpAwaitable::await_resume() {
-  if (deferred_src_ != nullptr) finish_deferred_read();
+  if (deferred_ != nullptr) finish_deferred();
   if (credit_) client_->throttle_.release();
   ClientCounters& k = client_->counters_;
   switch (kind_) {
@@ -147,9 +147,9 @@ void OpAwaitable::on_credit(runtime::Throttle::Waiter* wt) {
   if (self->completion_.remaining == 0) self->client_->scheduler_->post(self->handle_);
 }
 
-void OpAwaitable::finish_deferred_read() {
-  const uint8_t* src = deferred_src_;
-  deferred_src_ = nullptr;
+void OpAwaitable::finish_deferred() {
+  uint8_t* p = deferred_;
+  deferred_ = nullptr;
   // The node may have failed while this coroutine yielded; its mapping is then gone.
   fabric::Endpoint* ep = client_->endpoint(addr_.node());
   if (ep->direct_base() == nullptr) {
@@ -157,7 +157,19 @@ void OpAwaitable::finish_deferred_read() {
                                         : ep->failure());
     return;
   }
-  direct_read(buf_, src, bytes_);
+  switch (kind_) {
+    case OpKind::kRead:
+      direct_read(buf_, p, bytes_);
+      break;
+    case OpKind::kWrite:
+      break;  // never deferred
+    case OpKind::kCas:
+      *result_ = direct_cas(p, expected_, *result_);  // *result_ holds the desired value
+      break;
+    case OpKind::kFaa:
+      *result_ = direct_faa(p, expected_);  // expected_ holds the addend
+      break;
+  }
 }
 
 bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
@@ -167,16 +179,15 @@ bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
   switch (kind_) {
     case OpKind::kRead:
       prefetch_source(p, bytes_);
-      deferred_src_ = p;
+      deferred_ = p;
       break;
     case OpKind::kWrite:
       direct_write(p, buf_, bytes_);
       break;
     case OpKind::kCas:
-      *result_ = direct_cas(p, expected_, *result_);  // *result_ holds the desired value
-      break;
     case OpKind::kFaa:
-      *result_ = direct_faa(p, expected_);  // expected_ holds the addend
+      __builtin_prefetch(p, 1, 3);  // for writing: the atomic then finds the line owned
+      deferred_ = p;
       break;
   }
   return true;

@@ -21,7 +21,9 @@
 // fence (complete, and visible at the node, when they return), CAS/FAA are seq_cst CPU atomics
 // (the same instructions UCX's shared-memory transports use, so they are atomic with other
 // clients' UCX atomics), and reads prefetch their first cache lines when posted and copy when
-// awaited, yielding once first if other coroutines are ready so that their reads overlap.
+// awaited. An awaited read, CAS or FAA yields once first if other coroutines are ready, so that
+// their cache misses overlap; a Batch defers its reads to wait() and performs its writes and
+// atomics at once, in posting order.
 // Bounds and alignment checks, counters, throttle credits and errors are unchanged; a failed
 // node gives its kPeerFailed status to direct operations too. direct(node) tells which path a
 // node uses.
@@ -92,13 +94,13 @@ class [[nodiscard]] OpAwaitable {
   static void on_credit(runtime::Throttle::Waiter* w);
   void post();
   bool post_direct(fabric::Endpoint* ep, GlobalAddress addr);
-  void finish_deferred_read();
+  void finish_deferred();
 
   ThreadClient* client_;
   OpKind kind_;
   bool posted_ = false;
   bool credit_ = false;
-  const uint8_t* deferred_src_ = nullptr;  // direct read posted, copy pending (from await_resume)
+  uint8_t* deferred_ = nullptr;  // direct read or atomic posted, performed in await_resume
   GlobalAddress addr_;
   void* buf_;
   size_t bytes_;
