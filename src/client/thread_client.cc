@@ -68,6 +68,12 @@ inline uint64_t direct_faa(uint8_t* word, uint64_t add) {
   return __atomic_fetch_add(reinterpret_cast<uint64_t*>(word), add, __ATOMIC_SEQ_CST);
 }
 
+// The status of a direct operation whose node failed after it was posted (its mapping is gone).
+Status lost_mapping(const fabric::Endpoint& ep) {
+  return ep.failure().ok() ? PeerFailed(fmt::format("connection to {} is closed", ep.peer()))
+                           : ep.failure();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -153,8 +159,7 @@ void OpAwaitable::finish_deferred() {
   // The node may have failed while this coroutine yielded; its mapping is then gone.
   fabric::Endpoint* ep = client_->endpoint(addr_.node());
   if (ep->direct_base() == nullptr) {
-    completion_.fail(ep->failure().ok() ? PeerFailed("memory node connection closed")
-                                        : ep->failure());
+    completion_.fail(lost_mapping(*ep));
     return;
   }
   switch (kind_) {
@@ -273,9 +278,7 @@ void Batch::perform_deferred_reads() {
   for (uint32_t i = 0; i < deferred_count_; ++i) {
     const DeferredRead& d = deferred_[i];
     if (d.ep->direct_base() == nullptr) {  // the node failed since the read was posted
-      Status why =
-          d.ep->failure().ok() ? PeerFailed("memory node connection closed") : d.ep->failure();
-      if (first_error_.ok()) first_error_ = std::move(why);
+      if (first_error_.ok()) first_error_ = lost_mapping(*d.ep);
       continue;
     }
     direct_read(d.dst, d.src, d.bytes);
