@@ -167,6 +167,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
   }
   if (!f.throttle.empty()) config->options.throttle = runtime::parse_throttle_mode(f.throttle).value();
   if (!f.backoff.empty()) config->options.backoff = f.backoff == "on";
+  if (!f.direct.empty()) config->options.direct_access = f.direct == "on";
   auto cluster = client::Cluster::connect(*config);
   if (!cluster.ok()) {
     fmt::print(stderr, "farmem bench ops: {}\n", cluster.status().to_string());

@@ -225,6 +225,7 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     fmt::print(stderr, "farmem bench ycsb: {}\n", config.status().to_string());
     return 2;
   }
+  if (!f.direct.empty()) config->options.direct_access = f.direct == "on";
   auto cluster = client::Cluster::connect(*config);
   if (!cluster.ok()) {
     fmt::print(stderr, "farmem bench ycsb: {}\n", cluster.status().to_string());

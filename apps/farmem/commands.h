@@ -31,6 +31,7 @@ struct BenchOpsFlags {
   std::string out;
   std::string throttle;  // "", off, fixed, adaptive
   std::string backoff;   // "", on, off
+  std::string direct;    // "", on, off: overrides [client] direct_access
   uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
 };
 int run_bench_ops(const BenchOpsFlags& flags);
@@ -51,6 +52,7 @@ struct BenchYcsbFlags {
   bool no_speculative = false;
   int initial_depth = -1;     // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 16;
+  std::string direct;  // "", on, off: overrides [client] direct_access
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 

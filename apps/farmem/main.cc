@@ -1,7 +1,8 @@
 // farmem: the compute-side command-line tool.
 //
 //   farmem bench ops [--op read|write|cas|faa] [--threads N] [--depth N] [--block-bytes N]
-//                    [--duration S] [--servers h:p,...|--config FILE] [--out FILE.json|.csv]
+//                    [--duration S] [--direct on|off] [--servers h:p,...|--config FILE]
+//                    [--out FILE.json|.csv]
 //   farmem status    [--servers h:p,...|--config FILE]
 //
 // Without --servers or --config, a local memory node is started for the run and stopped after.
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
   bench_ops->add_option("--backoff", ops.backoff, "on|off: conflict-avoidance backoff (default on)")
       ->check(CLI::IsMember({"on", "off"}));
+  bench_ops
+      ->add_option("--direct", ops.direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   farmem::apps::BenchYcsbFlags ycsb;
   CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
@@ -95,6 +100,10 @@ int main(int argc, char** argv) {
   bench_ycsb->add_option("--spec-cache-log2", ycsb.spec_cache_log2,
                          "entries of each handle's speculative cache = 2^N")
       ->check(CLI::Range(0u, 26u));
+  bench_ycsb
+      ->add_option("--direct", ycsb.direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");

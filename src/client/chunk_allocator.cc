@@ -18,7 +18,13 @@ GlobalAddress ChunkAllocator::take(int cls) {
     return a;
   }
   uint64_t need = class_bytes(cls);
-  if (left_ < need) return GlobalAddress{};
+  while (left_ < need) {
+    if (spares_.empty()) return GlobalAddress{};
+    Spare next = spares_.back();
+    spares_.pop_back();
+    add_chunk(next.chunk, next.bytes);
+    --chunks_;  // counted when it arrived
+  }
   GlobalAddress a = cursor_;
   cursor_ = cursor_ + need;
   left_ -= need;
@@ -38,6 +44,11 @@ void ChunkAllocator::add_chunk(GlobalAddress chunk, uint64_t bytes) {
   }
   cursor_ = chunk;
   left_ = bytes;
+  ++chunks_;
+}
+
+void ChunkAllocator::add_spare_chunk(GlobalAddress chunk, uint64_t bytes) {
+  spares_.push_back(Spare{chunk, bytes});
   ++chunks_;
 }
 

@@ -54,8 +54,10 @@ Result<ClusterConfig> parse(const toml::table& root) {
   }
   if (const toml::table* t = root["client"].as_table()) {
     static const std::set<std::string> known = {
-        "op_timeout_ms", "connect_timeout_ms", "max_coroutines", "max_inflight", "throttle",
-        "throttle_cap", "backoff", "chunk_bytes", "tls", "net_devices"};
+        "op_timeout_ms", "connect_timeout_ms", "max_coroutines",
+        "max_inflight",  "throttle",           "throttle_cap",
+        "backoff",       "chunk_bytes",        "direct_access",
+        "tls",           "net_devices"};
     for (auto&& [k, v] : *t) {
       if (!known.count(std::string(k.str()))) {
         return InvalidArgument(fmt::format("unknown key client.{}", k.str()));
@@ -77,6 +79,11 @@ Result<ClusterConfig> parse(const toml::table& root) {
       auto b = n->value_exact<bool>();
       if (!b) return InvalidArgument("client.backoff must be true or false");
       c.options.backoff = *b;
+    }
+    if (const toml::node* n = t->get("direct_access")) {
+      auto b = n->value_exact<bool>();
+      if (!b) return InvalidArgument("client.direct_access must be true or false");
+      c.options.direct_access = *b;
     }
     if (const toml::node* n = t->get("tls")) {
       auto s = n->value_exact<std::string>();

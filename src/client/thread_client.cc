@@ -15,6 +15,68 @@ namespace w = farmem::wire;
 using runtime::Task;
 
 // ---------------------------------------------------------------------------------------------
+// Direct access: CPU instructions on UCX's mapping of a node's region (see thread_client.h).
+
+namespace {
+
+constexpr size_t kCacheLineBytes = 64;
+// A deferred read prefetches at most this many lines of its source: enough for a slot, a bucket
+// or a small block; larger copies are bandwidth-bound anyway.
+constexpr size_t kPrefetchLines = 4;
+
+inline bool word_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
+
+inline void prefetch_source(const uint8_t* src, size_t bytes) {
+  uintptr_t line = reinterpret_cast<uintptr_t>(src) & ~uintptr_t{kCacheLineBytes - 1};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(src) + bytes;
+  for (size_t i = 0; i < kPrefetchLines && line < end; ++i, line += kCacheLineBytes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+  }
+}
+
+// An aligned 8-byte read or write is one access, so a word written by a CAS elsewhere is never
+// seen torn.
+inline void direct_read(void* dst, const uint8_t* src, size_t bytes) {
+  if (bytes == 8 && word_aligned(src)) {
+    uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(src), __ATOMIC_RELAXED);
+    std::memcpy(dst, &v, 8);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+}
+
+inline void direct_write(uint8_t* dst, const void* src, size_t bytes) {
+  if (bytes == 8 && word_aligned(dst)) {
+    uint64_t v;
+    std::memcpy(&v, src, 8);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(dst), v, __ATOMIC_RELAXED);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
+// Returns the value found; the swap happened iff it equals `expected`.
+inline uint64_t direct_cas(uint8_t* word, uint64_t expected, uint64_t desired) {
+  __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(word), &expected, desired, false,
+                              __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+
+inline uint64_t direct_faa(uint8_t* word, uint64_t add) {
+  return __atomic_fetch_add(reinterpret_cast<uint64_t*>(word), add, __ATOMIC_SEQ_CST);
+}
+
+// The status of a direct operation whose node failed after it was posted (its mapping is gone).
+Status lost_mapping(const fabric::Endpoint& ep) {
+  return ep.failure().ok() ? PeerFailed(fmt::format("connection to {} is closed", ep.peer()))
+                           : ep.failure();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
 // OpAwaitable
 
 OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf,
@@ -48,15 +110,26 @@ bool OpAwaitable::await_ready() {
     credit_ = true;
   }
   post();
+  if (deferred_ != nullptr) {
+    // A direct read or atomic: yield once so that other coroutines post (and prefetch) theirs,
+    // unless nobody else would run, in which case it is performed now.
+    if (client_->scheduler_->others_ready()) return false;
+    finish_deferred();
+  }
   return completion_.remaining == 0;
 }
 
 void OpAwaitable::await_suspend(std::coroutine_handle<> h) {
   handle_ = h;
-  if (!posted_) client_->throttle_.enqueue(&waiter_);
+  if (!posted_) {
+    client_->throttle_.enqueue(&waiter_);
+  } else if (deferred_ != nullptr) {
+    client_->scheduler_->post(h);  // the yield; the operation happens in await_resume
+  }
 }
 
 Status OpAwaitable::await_resume() {
+  if (deferred_ != nullptr) finish_deferred();
   if (credit_) client_->throttle_.release();
   ClientCounters& k = client_->counters_;
   switch (kind_) {
@@ -80,6 +153,51 @@ void OpAwaitable::on_credit(runtime::Throttle::Waiter* wt) {
   if (self->completion_.remaining == 0) self->client_->scheduler_->post(self->handle_);
 }
 
+void OpAwaitable::finish_deferred() {
+  uint8_t* p = deferred_;
+  deferred_ = nullptr;
+  // The node may have failed while this coroutine yielded; its mapping is then gone.
+  fabric::Endpoint* ep = client_->endpoint(addr_.node());
+  if (ep->direct_base() == nullptr) {
+    completion_.fail(lost_mapping(*ep));
+    return;
+  }
+  switch (kind_) {
+    case OpKind::kRead:
+      direct_read(buf_, p, bytes_);
+      break;
+    case OpKind::kWrite:
+      break;  // never deferred
+    case OpKind::kCas:
+      *result_ = direct_cas(p, expected_, *result_);  // *result_ holds the desired value
+      break;
+    case OpKind::kFaa:
+      *result_ = direct_faa(p, expected_);  // expected_ holds the addend
+      break;
+  }
+}
+
+bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
+  uint8_t* base = client_->direct_base(ep);
+  if (base == nullptr) return false;
+  uint8_t* p = base + addr.offset();
+  switch (kind_) {
+    case OpKind::kRead:
+      prefetch_source(p, bytes_);
+      deferred_ = p;
+      break;
+    case OpKind::kWrite:
+      direct_write(p, buf_, bytes_);
+      break;
+    case OpKind::kCas:
+    case OpKind::kFaa:
+      __builtin_prefetch(p, 1, 3);  // for writing: the atomic then finds the line owned
+      deferred_ = p;
+      break;
+  }
+  return true;
+}
+
 void OpAwaitable::post() {
   posted_ = true;
   fabric::Endpoint* ep = nullptr;
@@ -90,6 +208,7 @@ void OpAwaitable::post() {
     completion_.fail(std::move(st));
     return;
   }
+  if (post_direct(ep, addr_)) return;
   uint64_t deadline = client_->deadline();
   switch (kind_) {
     case OpKind::kRead:
@@ -118,6 +237,7 @@ Batch::Batch(ThreadClient& client) : client_(&client) {
 }
 
 Batch::~Batch() {
+  // Deferred reads of a batch nobody waited for are dropped: their results are never seen.
   // Never leave UCX holding a pointer into a dead batch.
   if (!waited_) {
     for (fabric::Endpoint* ep : written_) (void)ep->post_flush(&completion_, client_->deadline());
@@ -148,11 +268,30 @@ Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating
   return s;
 }
 
-#define FARMEM_BATCH_POST(call)                        \
-  do {                                                 \
-    Status _s = (call);                                \
+uint8_t* Batch::direct_target(fabric::Endpoint* ep, GlobalAddress addr) const {
+  if (ucx_fenced_) return nullptr;
+  uint8_t* base = client_->direct_base(ep);
+  return base != nullptr ? base + addr.offset() : nullptr;
+}
+
+void Batch::perform_deferred_reads() {
+  for (uint32_t i = 0; i < deferred_count_; ++i) {
+    const DeferredRead& d = deferred_[i];
+    if (d.ep->direct_base() == nullptr) {  // the node failed since the read was posted
+      if (first_error_.ok()) first_error_ = lost_mapping(*d.ep);
+      continue;
+    }
+    direct_read(d.dst, d.src, d.bytes);
+  }
+  deferred_count_ = 0;
+}
+
+#define FARMEM_BATCH_POST(call)                           \
+  do {                                                    \
+    Status _s = (call);                                   \
     if (!_s.ok() && first_error_.ok()) first_error_ = _s; \
-    return _s;                                         \
+    if (_s.ok()) posted_through_ucx_ = true;              \
+    return _s;                                            \
   } while (0)
 
 Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
@@ -160,6 +299,12 @@ Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
   uint64_t raddr;
   FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, false, &ep, &raddr));
   ++client_->mutable_counters().reads;
+  if (const uint8_t* p = direct_target(ep, addr)) {
+    if (deferred_count_ == kMaxDeferredReads) perform_deferred_reads();
+    prefetch_source(p, bytes);
+    deferred_[deferred_count_++] = DeferredRead{dst, p, bytes, ep};
+    return OkStatus();
+  }
   FARMEM_BATCH_POST(ep->post_get(dst, raddr, bytes, &completion_, client_->deadline()));
 }
 
@@ -168,6 +313,11 @@ Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
   uint64_t raddr;
   FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, true, &ep, &raddr));
   ++client_->mutable_counters().writes;
+  perform_deferred_reads();  // program order: earlier reads of this batch come first
+  if (uint8_t* p = direct_target(ep, addr)) {
+    direct_write(p, src, bytes);
+    return OkStatus();
+  }
   if (std::find(written_.begin(), written_.end(), ep) == written_.end()) written_.push_back(ep);
   FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, client_->deadline()));
 }
@@ -178,6 +328,11 @@ Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint6
   if (old_value == nullptr) return InvalidArgument("Batch::cas needs a result pointer");
   FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().cas;
+  perform_deferred_reads();
+  if (uint8_t* p = direct_target(ep, addr)) {
+    *old_value = direct_cas(p, expected, desired);
+    return OkStatus();
+  }
   *old_value = desired;
   uint64_t* operand = &operands_[ops_ - 1];
   *operand = expected;
@@ -190,12 +345,26 @@ Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
   if (old_value == nullptr) return InvalidArgument("Batch::faa needs a result pointer");
   FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().faa;
+  perform_deferred_reads();
+  if (uint8_t* p = direct_target(ep, addr)) {
+    *old_value = direct_faa(p, add);
+    return OkStatus();
+  }
   uint64_t* operand = &operands_[ops_ - 1];
   *operand = add;
   FARMEM_BATCH_POST(ep->post_faa(raddr, operand, old_value, &completion_, client_->deadline()));
 }
 
-Status Batch::fence() { FARMEM_BATCH_POST(client_->worker().fence()); }
+Status Batch::fence() {
+  perform_deferred_reads();
+  // Direct operations are complete when posted, so they are ordered already; operations that
+  // went through UCX are ordered only by UCX's fence, and later ones must then go through UCX.
+  if (!posted_through_ucx_) return OkStatus();
+  ucx_fenced_ = true;
+  Status s = client_->worker().fence();
+  if (!s.ok() && first_error_.ok()) first_error_ = s;
+  return s;
+}
 
 bool Batch::WaitAwaitable::await_ready() {
   b->waited_ = true;
@@ -203,13 +372,23 @@ bool Batch::WaitAwaitable::await_ready() {
     Status s = ep->post_flush(&b->completion_, b->client_->deadline());
     if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
   }
-  return b->completion_.remaining == 0;
+  if (b->completion_.remaining > 0) return false;  // deferred reads run when UCX completes
+  if (b->deferred_count_ == 0) return true;
+  // Yield once so that other coroutines post (and prefetch) their reads before these copy,
+  // unless nobody else would run.
+  if (b->client_->scheduler().others_ready()) return false;
+  b->perform_deferred_reads();
+  return true;
 }
 
-void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) { b->handle_ = h; }
+void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) {
+  b->handle_ = h;
+  if (b->completion_.remaining == 0) b->client_->scheduler().post(h);  // the yield
+}
 
 Status Batch::WaitAwaitable::await_resume() {
   b->handle_ = nullptr;
+  b->perform_deferred_reads();
   if (!b->first_error_.ok()) return b->first_error_;
   return b->completion_.status;
 }
@@ -267,6 +446,7 @@ ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
         return t;
       }()),
       throttle_on_(cluster.config().options.throttle != runtime::ThrottleMode::kOff),
+      direct_access_(cluster.config().options.direct_access),
       backoff_([&] {
         runtime::BackoffOptions b;
         b.enabled = cluster.config().options.backoff;
@@ -388,8 +568,20 @@ Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool
   return OkStatus();
 }
 
+uint8_t* ThreadClient::direct_base(fabric::Endpoint* ep) {
+  if (!direct_access_) return nullptr;
+  // A coroutine whose direct operations never suspend would keep the scheduler from
+  // progressing the worker, and so from noticing that the node died: progress it here now and
+  // then. Before reading direct_base(), which a failure found now clears.
+  if (++direct_ops_ % kDirectOpsPerProgress == 0) worker_->progress();
+  return ep->direct_base();
+}
+
 std::string ThreadClient::transports() const {
-  return endpoints_.empty() ? "none" : endpoints_.front()->transports();
+  if (endpoints_.empty()) return "none";
+  const fabric::Endpoint& ep = *endpoints_.front();
+  std::string lanes = ep.transports();
+  return direct_access_ && ep.direct_base() != nullptr ? "direct+" + lanes : lanes;
 }
 
 Task<Result<uint64_t>> ThreadClient::atomic_update(GlobalAddress addr,
@@ -470,6 +662,13 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
   if (!chunk.ok()) co_return chunk.status();
+  // Other coroutines may have refilled while this one waited for its chunk: then this chunk is
+  // a spare, and the current one (barely used) stays current.
+  a = allocators_[node].take(cls);
+  if (!a.is_null()) {
+    allocators_[node].add_spare_chunk(*chunk, chunk_bytes);
+    co_return a;
+  }
   allocators_[node].add_chunk(*chunk, chunk_bytes);
   co_return allocators_[node].take(cls);
 }

@@ -121,6 +121,7 @@ Result<std::unique_ptr<Endpoint>> Endpoint::accept(Worker& worker, ucp_conn_requ
 }
 
 Endpoint::~Endpoint() {
+  direct_base_ = nullptr;
   worker_->forget_endpoint(this);
   worker_->fail_replies_of(this, Unavailable(fmt::format("connection to {} closed", peer_)));
   if (closed_ || ep_ == nullptr) {
@@ -150,6 +151,7 @@ Endpoint::~Endpoint() {
 
 void Endpoint::on_error(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* self = static_cast<Endpoint*>(arg);
+  self->direct_base_ = nullptr;  // direct operations fail from now on, like posted ones
   if (!self->failed_) {
     self->failed_ = true;
     self->failure_ = PeerFailed(
@@ -159,6 +161,7 @@ void Endpoint::on_error(void* arg, ucp_ep_h, ucs_status_t status) {
 }
 
 void Endpoint::fail(Status why) {
+  direct_base_ = nullptr;
   if (failed_) return;
   failed_ = true;
   failure_ = std::move(why);
@@ -169,6 +172,7 @@ void Endpoint::close_now() {
   if (closed_) return;
   closed_ = true;
   failed_ = true;
+  direct_base_ = nullptr;  // before the remote key (and with it the mapping) goes away
   if (failure_.ok()) failure_ = Unavailable(fmt::format("connection to {} closed", peer_));
   worker_->forget_endpoint(this);
   if (rkey_) {
@@ -188,12 +192,23 @@ void Endpoint::close_now() {
 Status Endpoint::attach_region(uint64_t base, uint64_t bytes, const void* packed_rkey,
                                size_t rkey_bytes) {
   FARMEM_RETURN_IF_ERROR(check_usable());
+  direct_base_ = nullptr;
   if (rkey_) ucp_rkey_destroy(rkey_);
   rkey_ = nullptr;
   ucs_status_t st = ucp_ep_rkey_unpack(ep_, packed_rkey, &rkey_);
   if (st != UCS_OK) return from_ucs(st, fmt::format("unpack remote key of {}", peer_));
   region_base_ = base;
   region_bytes_ = bytes;
+  // Direct access only if UCX maps the region here (shared memory; UCS_ERR_UNREACHABLE over
+  // TCP or RDMA) and the mapping is linear: the last word must sit where the first word's
+  // pointer says it does.
+  void* first = nullptr;
+  void* last = nullptr;
+  if (bytes >= 8 && ucp_rkey_ptr(rkey_, base, &first) == UCS_OK &&
+      ucp_rkey_ptr(rkey_, base + bytes - 8, &last) == UCS_OK && first != nullptr &&
+      static_cast<uint8_t*>(last) == static_cast<uint8_t*>(first) + (bytes - 8)) {
+    direct_base_ = static_cast<uint8_t*>(first);
+  }
   return OkStatus();
 }
 

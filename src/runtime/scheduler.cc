@@ -121,11 +121,19 @@ bool Scheduler::poll_once() {
     busy = true;
     in_poll_ = true;
     running_.swap(ready_);
-    for (auto h : running_) h.resume();
+    for (run_pos_ = 0; run_pos_ < running_.size(); ++run_pos_) running_[run_pos_].resume();
     running_.clear();
+    run_pos_ = 0;
     in_poll_ = false;
   }
+  // A worker with nothing in flight is progressed only on idle rounds and every
+  // time_check_interval busy rounds: it has no completion to deliver, only background work
+  // (keepalive, peer-failure detection), and progressing it can cost a system call (the TCP
+  // wire-up interface is polled with epoll_wait). Direct and immediately completed operations
+  // leave nothing in flight.
+  const bool all_workers = !busy || polls_since_check_ + 1 >= options_.time_check_interval;
   for (fabric::Worker* w : workers_) {
+    if (!all_workers && w->in_flight() == 0) continue;
     if (w->progress() > 0) busy = true;
   }
   if (!busy || ++polls_since_check_ >= options_.time_check_interval) {

@@ -178,5 +178,31 @@ TEST(ChunkAllocatorTest, AddChunkWithAnEmptyTailAddsNothingToFreeLists) {
   EXPECT_EQ(a.take(0), second);  // nothing from the exhausted first chunk
 }
 
+// Several coroutines that found the allocator empty refill it at once: the chunks that arrive
+// while the current one still has room wait as spares instead of retiring it.
+TEST(ChunkAllocatorTest, SpareChunksWaitUntilTheCurrentOneIsUsedUp) {
+  ChunkAllocator a;
+  const GlobalAddress first(1, 0x10000);
+  const GlobalAddress spare1(1, 0x20000);
+  const GlobalAddress spare2(1, 0x30000);
+  a.add_chunk(first, 256);
+  a.add_spare_chunk(spare1, 256);
+  a.add_spare_chunk(spare2, 256);
+  EXPECT_EQ(a.chunks(), 3u);
+  EXPECT_EQ(a.spare_chunks(), 2u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(a.take(0), first + 64 * i);  // the current one first
+  EXPECT_EQ(a.spare_chunks(), 2u);
+  EXPECT_EQ(a.take(0), spare2);  // then the most recent spare
+  EXPECT_EQ(a.spare_chunks(), 1u);
+  EXPECT_EQ(a.take(1), spare2 + 64);
+  // 64 bytes of spare2 are left; a 256-byte object moves on to the last spare and the tail goes
+  // to the free list.
+  EXPECT_EQ(a.take(2), spare1);
+  EXPECT_EQ(a.spare_chunks(), 0u);
+  EXPECT_EQ(a.take(0), spare2 + 192);
+  EXPECT_TRUE(a.take(0).is_null());
+  EXPECT_EQ(a.chunks(), 3u);
+}
+
 }  // namespace
 }  // namespace farmem::client

@@ -38,6 +38,7 @@ TEST(ClusterConfigTest, SingleNodeWithDefaultOptions) {
   EXPECT_EQ(o.throttle_cap, 16u);
   EXPECT_TRUE(o.backoff);
   EXPECT_EQ(o.chunk_bytes, 1ull << 20);
+  EXPECT_TRUE(o.direct_access);
   EXPECT_EQ(o.tls, "");
   EXPECT_EQ(o.net_devices, "");
 }
@@ -71,6 +72,7 @@ TEST(ClusterConfigTest, EveryClientKeyIsRead) {
     throttle_cap = 8
     backoff = false
     chunk_bytes = "4MiB"
+    direct_access = false
     tls = "tcp"
     net_devices = "eth0"
   )");
@@ -84,6 +86,7 @@ TEST(ClusterConfigTest, EveryClientKeyIsRead) {
   EXPECT_EQ(o.throttle_cap, 8u);
   EXPECT_FALSE(o.backoff);
   EXPECT_EQ(o.chunk_bytes, 4ull << 20);
+  EXPECT_FALSE(o.direct_access);
   EXPECT_EQ(o.tls, "tcp");
   EXPECT_EQ(o.net_devices, "eth0");
 }
@@ -152,6 +155,20 @@ TEST(ClusterConfigTest, IntegerOptionRangesAreEnforced) {
   EXPECT_EQ(edges->options.connect_timeout_ms, 3'600'000u);
   EXPECT_EQ(edges->options.max_coroutines, 1u);
   EXPECT_EQ(edges->options.max_inflight, 16u);
+}
+
+TEST(ClusterConfigTest, DirectAccessIsABoolean) {
+  std::string base = std::string(kOneNode) + "[client]\n";
+  Result<ClusterConfig> on = Parse(base + "direct_access = true\n");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_TRUE(on->options.direct_access);
+  Result<ClusterConfig> off = Parse(base + "direct_access = false\n");
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->options.direct_access);
+  ExpectInvalid(base + "direct_access = \"false\"\n", "client.direct_access must be true or false");
+  ExpectInvalid(base + "direct_access = 0\n", "client.direct_access must be true or false");
+  ExpectInvalid(base + "direct_access = \"off\"\n", "client.direct_access must be true or false");
+  ExpectInvalid(base + "direct = true\n", "unknown key client.direct");
 }
 
 TEST(ClusterConfigTest, WrongTypesForStringAndBoolKeysAreErrors) {

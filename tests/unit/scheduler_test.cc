@@ -77,6 +77,11 @@ Task<void> SpawnChild(Scheduler* s, int* counter, Status* spawn_status) {
   co_return;
 }
 
+Task<void> RecordOthersReady(Scheduler* s, std::vector<bool>* seen) {
+  seen->push_back(s->others_ready());
+  co_return;
+}
+
 TEST(SchedulerTest, PostedHandleResumesOnTheNextPoll) {
   Scheduler s;
   bool flag = false;
@@ -105,6 +110,30 @@ TEST(SchedulerTest, CoroutinePostedDuringAPollRunsInTheNextPoll) {
   EXPECT_TRUE(s.poll_once());  // resumes after the yield
   EXPECT_EQ(counter, 1);
   EXPECT_EQ(s.live_coroutines(), 0u);
+}
+
+// others_ready() is true while a later coroutine of the same round, or a posted one, would run
+// before a coroutine that yields now; the last of a round with nothing posted sees false.
+TEST(SchedulerTest, OthersReadySeesLaterCoroutinesOfTheRoundAndPostedOnes) {
+  Scheduler s;
+  EXPECT_FALSE(s.others_ready());
+  std::vector<bool> seen;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.spawn(RecordOthersReady(&s, &seen)).ok());
+  EXPECT_TRUE(s.others_ready());  // spawned = posted
+  s.run_until_idle();
+  EXPECT_EQ(seen, (std::vector<bool>{true, true, false}));
+  EXPECT_FALSE(s.others_ready());
+  seen.clear();
+  bool flag = false;
+  ASSERT_TRUE(s.spawn(RecordOthersReady(&s, &seen)).ok());
+  ASSERT_TRUE(s.poll_once());  // the single coroutine is alone in its round
+  EXPECT_EQ(seen, (std::vector<bool>{false}));
+  Task<void> t = SetFlag(&flag);
+  t.handle().promise().continuation = std::noop_coroutine();
+  s.post(t.handle());
+  EXPECT_TRUE(s.others_ready());
+  s.poll_once();
+  EXPECT_TRUE(flag);
 }
 
 TEST(SchedulerTest, SpawnRunsDetachedCoroutinesAndTracksLiveCount) {

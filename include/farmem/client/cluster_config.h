@@ -12,6 +12,9 @@
 //   throttle_cap = 16               # cap for "fixed"
 //   backoff = true                  # conflict-avoidance backoff in CAS retry loops
 //   chunk_bytes = "1MiB"            # chunk taken from a node to carve small objects
+//   direct_access = true            # on shared memory, one-sided ops are CPU loads, stores and
+//                                   # atomics on UCX's mapping of the node's region (ucp_rkey_ptr)
+//                                   # instead of UCX calls; false always posts through UCX
 //   tls = ""                        # overrides UCX_TLS for this client when set
 //   net_devices = ""                # overrides UCX_NET_DEVICES for this client when set
 //
@@ -37,6 +40,7 @@ struct ClientOptions {
   uint32_t throttle_cap = 16;
   bool backoff = true;
   uint64_t chunk_bytes = 1ull << 20;
+  bool direct_access = true;
   std::string tls;
   std::string net_devices;
 };

@@ -14,6 +14,19 @@
 // memory node (the client flushes). Writes and atomics may not touch a node's reserved header.
 //
 // Batch posts several operations and waits for all of them (doorbell batching).
+//
+// Direct access (shared memory): when the client option direct_access is on and UCX maps a
+// node's region into this process (fabric::Endpoint::direct_base()), operations on that node
+// are plain CPU instructions on the mapping instead of UCX calls: writes are memcpy + release
+// fence (complete, and visible at the node, when they return), CAS/FAA are seq_cst CPU atomics
+// (the same instructions UCX's shared-memory transports use, so they are atomic with other
+// clients' UCX atomics), and reads prefetch their first cache lines when posted and copy when
+// awaited. An awaited read, CAS or FAA yields once first if other coroutines are ready, so that
+// their cache misses overlap; a Batch defers its reads to wait() and performs its writes and
+// atomics at once, in posting order.
+// Bounds and alignment checks, counters, throttle credits and errors are unchanged; a failed
+// node gives its kPeerFailed status to direct operations too. direct(node) tells which path a
+// node uses.
 // Thread safety: the owning thread only.
 #pragma once
 
@@ -80,11 +93,14 @@ class [[nodiscard]] OpAwaitable {
   static void on_complete(fabric::Completion* c);
   static void on_credit(runtime::Throttle::Waiter* w);
   void post();
+  bool post_direct(fabric::Endpoint* ep, GlobalAddress addr);
+  void finish_deferred();
 
   ThreadClient* client_;
   OpKind kind_;
   bool posted_ = false;
   bool credit_ = false;
+  uint8_t* deferred_ = nullptr;  // direct read or atomic posted, performed in await_resume
   GlobalAddress addr_;
   void* buf_;
   size_t bytes_;
@@ -112,6 +128,9 @@ class Batch {
   // Operations posted after the fence are ordered after those before it (write-then-unlock).
   Status fence();
   size_t size() const { return ops_; }
+  // Direct reads wait here until wait() (or until a later write, CAS, FAA or fence of this batch
+  // performs them first, keeping program order); beyond this many, the oldest are performed.
+  static constexpr size_t kMaxDeferredReads = 16;
 
   struct WaitAwaitable {
     Batch* b;
@@ -127,13 +146,32 @@ class Batch {
   Status admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating, fabric::Endpoint** ep,
                uint64_t* raddr);
   static void on_complete(fabric::Completion* c);
+  // The local address of `addr` when this batch may access its node directly, else null.
+  uint8_t* direct_target(fabric::Endpoint* ep, GlobalAddress addr) const;
+  // Performs the deferred reads in posting order (a failed node fails them instead).
+  void perform_deferred_reads();
+
+  struct DeferredRead {
+    void* dst;
+    const uint8_t* src;
+    size_t bytes;
+    fabric::Endpoint* ep;
+  };
   ThreadClient* client_;
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
   Status first_error_;
   size_t ops_ = 0;
   std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
-  std::array<uint64_t, kMaxOps> operands_{};  // CAS/FAA operands UCX reads until completion
+  // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
+  // array is left uninitialised (a Batch is built for every round trip).
+  std::array<uint64_t, kMaxOps> operands_;
+  std::array<DeferredRead, kMaxDeferredReads> deferred_;
+  uint32_t deferred_count_ = 0;
+  bool posted_through_ucx_ = false;  // some operation of this batch went through UCX
+  // A fence followed UCX-posted operations: later operations go through UCX as well, because
+  // only UCX orders them after the ones in flight (ucp_worker_fence).
+  bool ucx_fenced_ = false;
   bool waited_ = false;
 };
 
@@ -209,14 +247,27 @@ class ThreadClient {
                  fabric::Endpoint** ep, uint64_t* raddr) const;
   // Deadline passed to the fabric: 0 = the worker's default (op_timeout_ms), computed lazily.
   uint64_t deadline() const { return 0; }
+  // Whether one-sided operations on `node` use direct access now (direct_access is on and UCX
+  // maps the node's region here); false for unknown, remote (TCP/RDMA) and failed nodes.
+  bool direct(uint16_t node) const {
+    fabric::Endpoint* ep = endpoint(node);
+    return direct_access_ && ep != nullptr && ep->direct_base() != nullptr;
+  }
+  // Transports of the first node's endpoint, prefixed "direct+" when it uses direct access,
+  // e.g. "direct+sysv/memory,posix/memory,tcp/lo".
   std::string transports() const;
   uint32_t index() const { return index_; }
 
  private:
   friend class Cluster;
   friend class OpAwaitable;
+  friend class Batch;
   ThreadClient(Cluster& cluster, uint32_t index);
   Status connect_all();
+  // The local mapping of ep's region if this operation may use the direct path, else null.
+  // Progresses the worker every kDirectOpsPerProgress calls.
+  uint8_t* direct_base(fabric::Endpoint* ep);
+  static constexpr uint64_t kDirectOpsPerProgress = 1024;
 
   Cluster* cluster_;
   uint32_t index_;
@@ -229,6 +280,8 @@ class ThreadClient {
   std::vector<fabric::Endpoint*> by_node_;
   runtime::Throttle throttle_;
   bool throttle_on_;
+  bool direct_access_;       // ClientOptions::direct_access
+  uint64_t direct_ops_ = 0;  // direct_base() calls, for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;
   std::vector<ChunkAllocator> allocators_;  // per node id

@@ -13,6 +13,13 @@
 // An endpoint whose peer failed, or whose operation timed out, is closed: every later post
 // returns kPeerFailed with the reason.
 //
+// Direct access: when UCX maps the peer's region into this process (shared memory, checked
+// with ucp_rkey_ptr at attach_region), direct_base() is a local pointer to its first byte and
+// the region maps linearly (region_base() + i is direct_base() + i), so the caller may use
+// plain loads, stores and CPU atomics instead of posting. It is null when the region is not
+// reachable that way (TCP, RDMA) and becomes null as soon as the endpoint fails or closes; the
+// mapping belongs to the remote key and lives exactly as long as direct_base() is non-null.
+//
 // Thread safety: all methods on the owning worker's thread only.
 #pragma once
 
@@ -41,6 +48,9 @@ class Endpoint {
   Status attach_region(uint64_t base, uint64_t bytes, const void* packed_rkey, size_t rkey_bytes);
   uint64_t region_base() const { return region_base_; }
   uint64_t region_bytes() const { return region_bytes_; }
+  // Local address of the region's first byte, or null (see "Direct access" above). Check it
+  // before every direct access: it is cleared when the peer fails.
+  uint8_t* direct_base() const { return direct_base_; }
 
   Status post_get(void* dst, uint64_t remote_addr, size_t bytes, Completion* c,
                   uint64_t deadline_ns);
@@ -98,6 +108,7 @@ class Endpoint {
   ucp_rkey_h rkey_ = nullptr;
   uint64_t region_base_ = 0;
   uint64_t region_bytes_ = 0;
+  uint8_t* direct_base_ = nullptr;  // non-null only while rkey_ is alive and the peer is usable
   bool failed_ = false;
   bool closed_ = false;
   Status failure_;
