@@ -190,18 +190,18 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
   co_return t;
 }
 
-Task<Status> HashTable::refresh_directory(Shard& s) {
+Task<Status> HashTable::refresh_directory(Shard& s, uint32_t* rtt) {
   DirectoryHeader h{};
   const uint64_t started = cycles();
   Status st = co_await client_->read(s.directory, &h, sizeof(h));
-  ++batches_;
+  if (rtt != nullptr) ++*rtt;
   ++stats_.directory_reads;
   if (!st.ok()) co_return st;
   uint32_t depth = directory_depth(h.global_depth);
   if (depth > kMaxDepth) co_return ProtocolError("hash table directory is corrupt (depth)");
   std::vector<uint64_t> entries(size_t{1} << depth);
   st = co_await client_->read(s.directory + sizeof(h), entries.data(), 8 * entries.size());
-  ++batches_;
+  if (rtt != nullptr) ++*rtt;
   if (!st.ok()) co_return st;
   for (uint64_t e : entries) {
     if (dir_entry_offset(e) == 0) co_return ProtocolError("hash table directory is corrupt (entry)");
@@ -221,17 +221,17 @@ bool HashTable::directory_due(const Shard& s) const {
   return cycles() - s.checked_cycles > check_interval_cycles_;
 }
 
-Task<Status> HashTable::check_directory(Shard& s) {
+Task<Status> HashTable::check_directory(Shard& s, uint32_t* rtt) {
   const uint64_t started = cycles();
   uint64_t words[2] = {0, 0};  // global_depth, epoch
   Status st = co_await client_->read(s.directory, words, sizeof(words));
-  ++batches_;
+  if (rtt != nullptr) ++*rtt;
   if (!st.ok()) co_return st;
   if (words[1] == s.epoch && directory_depth(words[0]) == s.global_depth) {
     if (started > s.checked_cycles) s.checked_cycles = started;
     co_return OkStatus();
   }
-  co_return co_await refresh_directory(s);
+  co_return co_await refresh_directory(s, rtt);
 }
 
 void HashTable::clear_spec_cache() {
@@ -263,15 +263,16 @@ void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) cons
 }
 
 Task<Status> HashTable::read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
-                                     GlobalAddress block, const std::string* block_bytes) {
-  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s));
+                                     GlobalAddress block, const std::string* block_bytes,
+                                     uint32_t* rtt) {
+  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, rtt));
   bucket_addrs(s, kh, b);
   Batch batch(*client_);
   if (!block.is_null()) (void)batch.write(block, block_bytes->data(), block_bytes->size());
   (void)batch.read(b->addr[0], &b->bucket[0], 2 * kBucketBytes);
   (void)batch.read(b->addr[2], &b->bucket[2], 2 * kBucketBytes);
   Status st = co_await batch.wait();
-  ++batches_;
+  if (rtt != nullptr) ++*rtt;
   co_return st;
 }
 
@@ -285,7 +286,7 @@ bool HashTable::buckets_fresh(const KeyHash& kh, const Buckets& b) const {
 Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view key,
                                               const KeyHash& kh, const Buckets& b,
                                               bool pending_too, std::vector<Match>* out,
-                                              std::string* value) {
+                                              std::string* value, uint32_t* rtt) {
   out->clear();
   for (const Bucket& bk : b.bucket) {
     for (uint64_t w : bk.slots) {
@@ -312,7 +313,7 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
                        bufs[i].size());
     }
     Status st = co_await batch.wait();
-    ++batches_;
+    if (rtt != nullptr) ++*rtt;
     if (!st.ok()) co_return st;
   }
   // Large blocks: the first 64 bytes told their size; read the rest.
@@ -337,7 +338,7 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
       }
     }
     Status st = co_await batch.wait();
-    ++batches_;
+    if (rtt != nullptr) ++*rtt;
     if (!st.ok()) co_return st;
   }
   bool torn = false;
@@ -382,7 +383,8 @@ uint64_t HashTable::split_wait_ns() const {
   return ms * 1'000'000;
 }
 
-Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns) {
+Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns,
+                                       uint32_t* rtt) {
   ++stats_.split_waits;
   const uint64_t now = now_ns();
   if (*since_ns == 0) {
@@ -394,29 +396,29 @@ Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff, uint
         (now - *since_ns) / 1'000'000));
   }
   co_await backoff.retry();
-  co_return co_await refresh_directory(s);
+  co_return co_await refresh_directory(s, rtt);
 }
 
 Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
                                                  const KeyHash& kh, Buckets* b,
                                                  std::string* value, GlobalAddress block,
-                                                 const std::string* block_bytes) {
+                                                 const std::string* block_bytes, uint32_t* rtt) {
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t split_since = 0;  // when this operation started waiting for a split
   std::vector<Match> matches;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     Status st = co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(),
-                                      block_bytes);
+                                      block_bytes, rtt);
     if (!st.ok()) co_return st;
     if (!buckets_fresh(kh, *b)) {
-      Status rs = co_await refresh_directory(s);
+      Status rs = co_await refresh_directory(s, rtt);
       if (!rs.ok()) co_return rs;
       continue;
     }
-    auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value);
+    auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value, rtt);
     if (!scan.ok()) co_return scan.status();
     if (*scan == Scan::kFrozen) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
+      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since, rtt));
       continue;
     }
     if (*scan == Scan::kTorn) {
@@ -430,7 +432,8 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
 }
 
 Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view key,
-                                              const KeyHash& kh, std::string* value) {
+                                              const KeyHash& kh, std::string* value,
+                                              uint32_t* rtt) {
   // A snapshot: other coroutines of this handle may rewrite the entry while we wait, and the
   // block we read must be the one the slot word we compare against points to.
   const SpecEntry e = spec_[kh.h1 & (spec_.size() - 1)];
@@ -450,7 +453,7 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
   (void)batch.read(GlobalAddress::unpack(e.slot_addr), &word, 8);
   (void)batch.read(GlobalAddress(s.node, slot_offset(e.slot_word)), buf, bytes);
   Status st = co_await batch.wait();
-  ++batches_;
+  if (rtt != nullptr) ++*rtt;
   if (!st.ok()) co_return st;
   BlockHeader h;
   std::memcpy(&h, buf, sizeof(h));
@@ -489,19 +492,19 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
   ++stats_.gets;
-  uint64_t before = batches_;
-  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s));
+  uint32_t rtt = 0;  // this get's own round trips (coroutines of the handle interleave)
+  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, &rtt));
   if (!spec_.empty()) {
-    auto hit = co_await speculative_get(s, key, kh, value);
+    auto hit = co_await speculative_get(s, key, kh, value, &rtt);
     if (!hit.ok()) co_return hit.status();
     if (*hit) {
-      stats_.get_round_trips += batches_ - before;
+      stats_.get_round_trips += rtt;
       co_return true;
     }
   }
   Buckets b;
-  auto m = co_await locate(s, key, kh, &b, value, GlobalAddress(), nullptr);
-  stats_.get_round_trips += batches_ - before;
+  auto m = co_await locate(s, key, kh, &b, value, GlobalAddress(), nullptr, &rtt);
+  stats_.get_round_trips += rtt;
   if (!m.ok()) co_return m.status();
   if (m->bucket < 0) co_return false;
   remember(kh, slot_addr(b, *m), m->word);

@@ -146,15 +146,16 @@ class HashTable {
   Status check_sizes(std::string_view key, std::string_view value) const;
   Shard& shard_of(const KeyHash& kh) { return shards_[(kh.h2 >> 32) % shards_.size()]; }
   void bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const;
-  runtime::Task<Status> refresh_directory(Shard& s);
+  runtime::Task<Status> refresh_directory(Shard& s, uint32_t* rtt = nullptr);
   // Re-reads the directory header when the cache is older than a quarter of the grace period,
   // so no handle uses a subtable that was retired and freed (and the entries if it changed).
-  runtime::Task<Status> check_directory(Shard& s);
+  runtime::Task<Status> check_directory(Shard& s, uint32_t* rtt = nullptr);
   bool directory_due(const Shard& s) const;
   void clear_spec_cache();
   // After seeing frozen slots: back off, then re-read the directory. kTimedOut once the
   // operation has waited split_wait_ms in all (*since_ns: when it started waiting, 0 = not yet).
-  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns);
+  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns,
+                                       uint32_t* rtt = nullptr);
   uint64_t split_wait_ns() const;
   // Splits the subtable that holds kh if it is still live and below max_depth: true when this
   // call split it, false when it is already being split or the cache was stale (retry either
@@ -167,19 +168,22 @@ class HashTable {
   runtime::Task<Status> publish_split(Shard& s, uint32_t depth, uint32_t suffix,
                                       GlobalAddress old_sub, GlobalAddress sub0,
                                       GlobalAddress sub1, bool* maybe_published);
+  // `rtt` (optional) counts the round trips the calling operation waited on.
   // Reads both combined buckets (and writes `block` in the same batch when given).
   runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
-                                     GlobalAddress block, const std::string* block_bytes);
+                                     GlobalAddress block, const std::string* block_bytes,
+                                     uint32_t* rtt = nullptr);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
   // Finds the committed (or, with pending_too, any) slot holding `key`, lowest address first.
   runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
                                    const Buckets& b, bool pending_too, std::vector<Match>* out,
-                                   std::string* value);
+                                   std::string* value, uint32_t* rtt = nullptr);
   runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh,
                                       Buckets* b, std::string* value, GlobalAddress block,
-                                      const std::string* block_bytes);
+                                      const std::string* block_bytes, uint32_t* rtt = nullptr);
   runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
-                                              const KeyHash& kh, std::string* value);
+                                              const KeyHash& kh, std::string* value,
+                                              uint32_t* rtt);
   runtime::Task<Result<GlobalAddress>> write_block(const Shard& s, std::string_view key,
                                                    std::string_view value, std::string* bytes);
   // Claims a slot for an already written block and resolves duplicates. *published tells
@@ -208,7 +212,6 @@ class HashTable {
   std::vector<SpecEntry> spec_;
   std::deque<Retired> retired_;
   HashStats stats_;
-  uint64_t batches_ = 0;  // round trips waited on (for stats)
 };
 
 }  // namespace farmem::ds::hash
