@@ -352,11 +352,12 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
   fmt::print(
       "ycsb: structure={} workload={} records={} key={}B value={}B {} threads={} coroutines={} "
       "ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us rtt/get={:.3f} spec_hits={:.1f}% "
-      "cas_retries={} transport={}{}\n",
+      "cas_retries={} spec_cache=2^{} transport={}{}\n",
       f.structure, f.workload, f.records, f.key_bytes, f.value_bytes,
       f.distribution == "zipfian" ? fmt::format("zipfian({})", f.zipf) : f.distribution, f.threads,
       f.coroutines, ops_per_s, all.quantile(0.5) * us, all.quantile(0.99) * us,
-      all.quantile(0.999) * us, rtt_per_get, spec_rate, st.cas_failures, transport,
+      all.quantile(0.999) * us, rtt_per_get, spec_rate, st.cas_failures, f.spec_cache_log2,
+      transport,
       local ? " cluster=local" : "");
   for (int i = 0; i < kOps; ++i) {
     if (hist[i].count() == 0) continue;
@@ -387,6 +388,7 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     r["get_round_trips_avg"] = rtt_per_get;
     r["spec_hit_percent"] = spec_rate;
     r["cas_retries"] = st.cas_failures;
+    r["spec_cache_log2"] = f.spec_cache_log2;
     r["load_s"] = load_s;
     r["used_bytes_after_load"] = used_after_load;
     r["used_bytes_end"] = used_end;

@@ -51,7 +51,7 @@ struct BenchYcsbFlags {
   std::string out;
   bool no_speculative = false;
   int initial_depth = -1;     // -1: the table's default; it grows online during the load
-  uint32_t spec_cache_log2 = 16;
+  uint32_t spec_cache_log2 = 20;
   std::string direct;  // "", on, off: overrides [client] direct_access
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);

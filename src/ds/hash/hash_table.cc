@@ -437,7 +437,7 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
   // A snapshot: other coroutines of this handle may rewrite the entry while we wait, and the
   // block we read must be the one the slot word we compare against points to.
   const SpecEntry e = spec_[kh.h1 & (spec_.size() - 1)];
-  if (e.h1 != kh.h1 || e.slot_addr == 0) co_return false;
+  if (e.slot_addr == 0 || slot_fp(e.slot_word) != kh.fp()) co_return false;
   uint32_t units = slot_len_units(e.slot_word);
   if (units == 0) co_return false;
   uint64_t word = 0;
@@ -462,7 +462,7 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
       std::memcmp(buf + sizeof(BlockHeader), key.data(), key.size()) != 0 ||
       block_checksum(buf + 8, used - 8) != h.checksum) {
     SpecEntry& live = spec_[kh.h1 & (spec_.size() - 1)];
-    if (live.h1 == e.h1 && live.slot_addr == e.slot_addr && live.slot_word == e.slot_word) {
+    if (live.slot_addr == e.slot_addr && live.slot_word == e.slot_word) {
       live.slot_addr = 0;
     }
     ++stats_.spec_misses;
@@ -475,13 +475,13 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
 
 void HashTable::remember(const KeyHash& kh, GlobalAddress slot, uint64_t word) {
   if (spec_.empty() || slot_len_units(word) == 0) return;
-  spec_[kh.h1 & (spec_.size() - 1)] = SpecEntry{kh.h1, slot.pack(), word};
+  spec_[kh.h1 & (spec_.size() - 1)] = SpecEntry{slot.pack(), word};
 }
 
 void HashTable::forget(const KeyHash& kh) {
   if (spec_.empty()) return;
   SpecEntry& e = spec_[kh.h1 & (spec_.size() - 1)];
-  if (e.h1 == kh.h1) e.slot_addr = 0;
+  if (slot_fp(e.slot_word) == kh.fp()) e.slot_addr = 0;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -495,6 +495,10 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   uint32_t rtt = 0;  // this get's own round trips (coroutines of the handle interleave)
   if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, &rtt));
   if (!spec_.empty()) {
+    // The cache entry is likely a cache miss: start loading it, and let the thread's other
+    // coroutines run meanwhile when there are any.
+    __builtin_prefetch(&spec_[kh.h1 & (spec_.size() - 1)]);
+    if (client_->scheduler().others_ready()) co_await client_->scheduler().yield();
     auto hit = co_await speculative_get(s, key, kh, value, &rtt);
     if (!hit.ok()) co_return hit.status();
     if (*hit) {

@@ -49,7 +49,7 @@ struct HashTableOptions {
   uint32_t initial_depth = 3;        // 2^depth subtables per shard (create only)
   uint32_t max_depth = kMaxDepth;    // splits stop here (create only; initial_depth..kMaxDepth)
   bool speculative_lookup = true;    // SMART's key -> slot cache
-  uint32_t spec_cache_log2 = 16;     // entries in the per-handle cache
+  uint32_t spec_cache_log2 = 18;     // entries in the per-handle cache (16 B each: 4 MiB)
   // A retired block is reused only after this. 0 = auto: 2 x the client's op_timeout_ms + 1 s,
   // longer than any operation can hold a slot word it read (each remote step has that deadline).
   uint64_t retire_grace_ms = 0;
@@ -129,11 +129,13 @@ class HashTable {
     uint64_t word = 0;
     uint64_t block_bytes = 0;  // size of the KV block the slot points to
   };
+  // Indexed by h1; the word's fingerprint is the tag. A wrong entry (another key with the same
+  // index and fingerprint) only costs a wasted round trip: the block's key is compared.
   struct SpecEntry {
-    uint64_t h1 = 0;
-    uint64_t slot_addr = 0;  // packed GlobalAddress
+    uint64_t slot_addr = 0;  // packed GlobalAddress; 0 = empty
     uint64_t slot_word = 0;
   };
+  static_assert(sizeof(SpecEntry) == 16);
   struct Retired {
     GlobalAddress addr;
     uint64_t bytes;
