@@ -1129,14 +1129,23 @@ Task<Status> HashTable::publish_split(Shard& s, uint32_t d, uint32_t x, GlobalAd
 // ------------------------------------------------------------------------------------------
 // Reclamation
 
+namespace {
+uint32_t now_ms32() { return static_cast<uint32_t>(now_ns() / 1'000'000); }
+}  // namespace
+
 Task<Status> HashTable::retire(GlobalAddress addr, uint64_t bytes) {
-  retired_.push_back(Retired{addr, bytes, now_ns()});
+  retired_.push_back(Retired{addr.pack(), static_cast<uint32_t>(bytes), now_ms32()});
   ++stats_.retired;
   if (retired_.size() > options_.max_retired) {
     // Bounded: wait for the oldest block's grace period rather than grow.
-    co_await client_->scheduler().sleep_until_ns(retired_.front().when_ns + grace_ns());
+    const uint64_t age_ns = uint64_t{static_cast<uint32_t>(now_ms32() - retired_.front().when_ms)} *
+                            1'000'000;
+    if (age_ns < grace_ns()) co_await client_->scheduler().sleep_for_ns(grace_ns() - age_ns);
   }
-  co_await reclaim(false);
+  if (!retired_.empty() && uint64_t{static_cast<uint32_t>(now_ms32() - retired_.front().when_ms)} *
+                                   1'000'000 >= grace_ns()) {
+    co_await reclaim(false);
+  }
   co_return OkStatus();
 }
 
@@ -1150,13 +1159,14 @@ Task<void> HashTable::reclaim(bool wait_for_all) {
   const uint64_t grace = grace_ns();
   while (!retired_.empty()) {
     Retired r = retired_.front();
-    uint64_t now = now_ns();
-    if (now < r.when_ns + grace) {
+    uint64_t age_ns = uint64_t{static_cast<uint32_t>(now_ms32() - r.when_ms)} * 1'000'000;
+    if (age_ns < grace) {
       if (!wait_for_all) co_return;
-      co_await client_->scheduler().sleep_until_ns(r.when_ns + grace);
+      co_await client_->scheduler().sleep_for_ns(grace - age_ns);
+      continue;  // another coroutine of the handle may have freed it meanwhile
     }
     retired_.pop_front();
-    (void)co_await client_->free(r.addr, r.bytes);
+    (void)co_await client_->free(GlobalAddress::unpack(r.addr), r.bytes);
     ++stats_.reclaimed;
   }
 }
