@@ -400,7 +400,7 @@ void set_frozen(ThreadClient* c, const std::string& table, uint32_t m, bool froz
   ASSERT_TRUE(c->read_sync(sub, image.data(), image.size()).ok());
   for (uint64_t b = 0; b < subtable_buckets(m); ++b) {
     for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
-      char* p = image.data() + sizeof(SubtableHeader) + b * kBucketBytes + 8 + 8 * k;
+      char* p = image.data() + subtable_slot_offset(b, k);
       uint64_t w;
       std::memcpy(&w, p, 8);
       w = frozen ? (w | kSlotFrozenBit) : (w & ~kSlotFrozenBit);

@@ -33,6 +33,22 @@ uint32_t len_units(uint64_t bytes) {
   return units <= kMaxInlineUnits ? static_cast<uint32_t>(units) : 0;
 }
 
+// A subtable with every bucket header set to {depth, suffix} and every slot empty.
+std::string subtable_image(uint32_t main_log2, uint32_t depth, uint32_t suffix) {
+  std::string image(subtable_bytes(main_log2), '\0');
+  SubtableHeader sh{};
+  sh.local_depth = depth;
+  sh.suffix = suffix;
+  std::memcpy(image.data(), &sh, sizeof(sh));
+  Bucket bk{};
+  bk.local_depth = depth;
+  bk.suffix = suffix;
+  for (uint64_t b = 0; b < subtable_buckets(main_log2); ++b) {
+    std::memcpy(image.data() + sizeof(SubtableHeader) + b * kBucketBytes, &bk, sizeof(bk));
+  }
+  return image;
+}
+
 }  // namespace
 
 HashTable::HashTable(client::ThreadClient* client, HashTableOptions options)
@@ -84,8 +100,6 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
 
   const uint64_t sub_bytes = subtable_bytes(o.main_buckets_log2);
   const uint64_t nsub = 1ull << o.initial_depth;
-  const uint64_t nbuckets = subtable_buckets(o.main_buckets_log2);
-  std::string image(sub_bytes, '\0');
   for (uint16_t node : ids) {
     Shard s;
     s.node = node;
@@ -93,17 +107,8 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
     for (uint64_t i = 0; i < nsub; ++i) {
       auto sub = co_await c->allocate_on(node, sub_bytes, 4096);
       if (!sub.ok()) co_return sub.status();
-      std::fill(image.begin(), image.end(), '\0');
-      SubtableHeader sh{};
-      sh.local_depth = o.initial_depth;
-      sh.suffix = static_cast<uint32_t>(i);
-      std::memcpy(image.data(), &sh, sizeof(sh));
-      for (uint64_t b = 0; b < nbuckets; ++b) {
-        Bucket bk{};
-        bk.local_depth = o.initial_depth;
-        bk.suffix = static_cast<uint32_t>(i);
-        std::memcpy(image.data() + sizeof(SubtableHeader) + b * kBucketBytes, &bk, sizeof(bk));
-      }
+      std::string image =
+          subtable_image(o.main_buckets_log2, o.initial_depth, static_cast<uint32_t>(i));
       Status ws = co_await c->write(*sub, image.data(), image.size());
       if (!ws.ok()) co_return ws;
       s.entries.push_back(dir_entry(sub->offset(), o.initial_depth));
@@ -402,7 +407,8 @@ Task<Status> HashTable::wait_for_split(Shard& s, runtime::Backoff& backoff, uint
 Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
                                                  const KeyHash& kh, Buckets* b,
                                                  std::string* value, GlobalAddress block,
-                                                 const std::string* block_bytes, uint32_t* rtt) {
+                                                 const std::string* block_bytes, uint32_t* rtt,
+                                                 std::vector<Match>* all) {
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t split_since = 0;  // when this operation started waiting for a split
   std::vector<Match> matches;
@@ -426,6 +432,7 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
       co_await backoff.retry();
       continue;
     }
+    if (all != nullptr) *all = matches;
     co_return matches.empty() ? Match{} : matches.front();
   }
   co_return Internal("hash table lookup kept reading inconsistent buckets");
@@ -801,28 +808,12 @@ Task<Status> HashTable::erase(std::string_view key) {
 Task<Result<int>> HashTable::committed_copies(std::string_view key) {
   FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
   KeyHash kh = hash_key(key);
-  Shard& s = shard_of(kh);
-  runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
-  uint64_t split_since = 0;  // when this operation started waiting for a split
-  std::vector<Match> matches;
-  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    Buckets b;
-    Status st = co_await read_buckets(s, kh, &b, GlobalAddress(), nullptr);
-    if (!st.ok()) co_return st;
-    if (!buckets_fresh(kh, b)) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
-      continue;
-    }
-    auto scan = co_await find(s, key, kh, b, /*pending_too=*/false, &matches, nullptr);
-    if (!scan.ok()) co_return scan.status();
-    if (*scan == Scan::kOk) co_return static_cast<int>(matches.size());
-    if (*scan == Scan::kFrozen) {
-      FARMEM_CO_RETURN_IF_ERROR(co_await wait_for_split(s, backoff, &split_since));
-    } else {
-      co_await backoff.retry();
-    }
-  }
-  co_return Internal("hash table lookup kept reading inconsistent buckets");
+  Buckets b;
+  std::vector<Match> all;
+  auto m = co_await locate(shard_of(kh), key, kh, &b, nullptr, GlobalAddress(), nullptr, nullptr,
+                           &all);
+  if (!m.ok()) co_return m.status();
+  co_return static_cast<int>(all.size());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -933,25 +924,12 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   // 3. Two new subtables one depth deeper; every moved word keeps its bucket and slot (a key's
   //    bucket indices do not depend on its suffix).
   const uint64_t sub_bytes = subtable_bytes(main_buckets_log2_);
-  const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
   GlobalAddress halves[2];
   for (uint32_t side = 0; side < 2 && st.ok(); ++side) {
-    std::string image(sub_bytes, '\0');
-    SubtableHeader sh{};
-    sh.local_depth = d + 1;
-    sh.suffix = x | (side << d);
-    std::memcpy(image.data(), &sh, sizeof(sh));
-    for (uint64_t bi = 0; bi < nbuckets; ++bi) {
-      Bucket bk{};
-      bk.local_depth = sh.local_depth;
-      bk.suffix = sh.suffix;
-      std::memcpy(image.data() + sizeof(SubtableHeader) + bi * kBucketBytes, &bk, 8);
-    }
+    std::string image = subtable_image(main_buckets_log2_, d + 1, x | (side << d));
     for (const Item& it : items) {
       if (it.side != side) continue;
-      std::memcpy(image.data() + sizeof(SubtableHeader) + it.bucket * kBucketBytes + 8 +
-                      8 * uint64_t{it.slot},
-                  &it.word, 8);
+      std::memcpy(image.data() + subtable_slot_offset(it.bucket, it.slot), &it.word, 8);
     }
     auto a = co_await client_->allocate_on(s.node, sub_bytes, 4096);
     if (!a.ok()) {
@@ -985,7 +963,7 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
 Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) {
   const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
   buckets->assign(nbuckets, Bucket{});
-  const GlobalAddress first = sub + sizeof(SubtableHeader);
+  const GlobalAddress first = sub + sizeof(SubtableHeader);  // bucket 0
   const uint64_t total = nbuckets * kBucketBytes;
   const uint64_t per_batch = kSplitReadBytes * kSplitOpsPerBatch;
   for (uint64_t start = 0; start < total; start += per_batch) {
@@ -1018,8 +996,8 @@ Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) 
       for (size_t i = 0; i < n; ++i) {
         uint64_t idx = todo[at + i];
         uint64_t w = (*buckets)[idx / kSlotsPerBucket].slots[idx % kSlotsPerBucket];
-        (void)batch.cas(first + (idx / kSlotsPerBucket) * kBucketBytes + 8 +
-                            8 * (idx % kSlotsPerBucket),
+        (void)batch.cas(sub + subtable_slot_offset(idx / kSlotsPerBucket,
+                                                   static_cast<uint32_t>(idx % kSlotsPerBucket)),
                         w, w | kSlotFrozenBit, &found[i]);
       }
       FARMEM_CO_RETURN_IF_ERROR(co_await batch.wait());
@@ -1044,16 +1022,16 @@ Task<void> HashTable::abandon_split(GlobalAddress sub) {
   // its CAS. While we hold the lock, every frozen slot was frozen by us.
   const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
   std::vector<Bucket> buckets(nbuckets);
-  const GlobalAddress first = sub + sizeof(SubtableHeader);
-  Status st = co_await client_->read(first, buckets.data(), nbuckets * kBucketBytes);
+  Status st = co_await client_->read(sub + sizeof(SubtableHeader), buckets.data(),
+                                     nbuckets * kBucketBytes);
   if (!st.ok()) co_return;  // the node is unreachable: nothing more to do
   uint64_t ignored = 0;
   for (uint64_t bi = 0; bi < nbuckets; ++bi) {
     for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
       uint64_t w = buckets[bi].slots[k];
       if (!slot_frozen(w)) continue;
-      st = co_await client_->cas(first + bi * kBucketBytes + 8 + 8 * uint64_t{k}, w,
-                                 w & ~kSlotFrozenBit, &ignored);
+      st = co_await client_->cas(sub + subtable_slot_offset(bi, k), w, w & ~kSlotFrozenBit,
+                                 &ignored);
       if (!st.ok()) co_return;
     }
   }
@@ -1133,19 +1111,20 @@ namespace {
 uint32_t now_ms32() { return static_cast<uint32_t>(now_ns() / 1'000'000); }
 }  // namespace
 
+uint64_t HashTable::age_ns(const Retired& r) {
+  return uint64_t{static_cast<uint32_t>(now_ms32() - r.when_ms)} * 1'000'000;
+}
+
 Task<Status> HashTable::retire(GlobalAddress addr, uint64_t bytes) {
   retired_.push_back(Retired{addr.pack(), static_cast<uint32_t>(bytes), now_ms32()});
   ++stats_.retired;
+  const uint64_t grace = grace_ns();
   if (retired_.size() > options_.max_retired) {
     // Bounded: wait for the oldest block's grace period rather than grow.
-    const uint64_t age_ns = uint64_t{static_cast<uint32_t>(now_ms32() - retired_.front().when_ms)} *
-                            1'000'000;
-    if (age_ns < grace_ns()) co_await client_->scheduler().sleep_for_ns(grace_ns() - age_ns);
+    const uint64_t age = age_ns(retired_.front());
+    if (age < grace) co_await client_->scheduler().sleep_for_ns(grace - age);
   }
-  if (!retired_.empty() && uint64_t{static_cast<uint32_t>(now_ms32() - retired_.front().when_ms)} *
-                                   1'000'000 >= grace_ns()) {
-    co_await reclaim(false);
-  }
+  if (!retired_.empty() && age_ns(retired_.front()) >= grace) co_await reclaim(false);
   co_return OkStatus();
 }
 
@@ -1159,10 +1138,10 @@ Task<void> HashTable::reclaim(bool wait_for_all) {
   const uint64_t grace = grace_ns();
   while (!retired_.empty()) {
     Retired r = retired_.front();
-    uint64_t age_ns = uint64_t{static_cast<uint32_t>(now_ms32() - r.when_ms)} * 1'000'000;
-    if (age_ns < grace) {
+    const uint64_t age = age_ns(r);
+    if (age < grace) {
       if (!wait_for_all) co_return;
-      co_await client_->scheduler().sleep_for_ns(grace - age_ns);
+      co_await client_->scheduler().sleep_for_ns(grace - age);
       continue;  // another coroutine of the handle may have freed it meanwhile
     }
     retired_.pop_front();

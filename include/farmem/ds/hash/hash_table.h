@@ -184,9 +184,12 @@ class HashTable {
   runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
                                    const Buckets& b, bool pending_too, std::vector<Match>* out,
                                    std::string* value, uint32_t* rtt = nullptr);
+  // The lowest committed slot holding `key` (bucket < 0: absent); `all`, when given, receives
+  // every committed slot holding it.
   runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh,
                                       Buckets* b, std::string* value, GlobalAddress block,
-                                      const std::string* block_bytes, uint32_t* rtt = nullptr);
+                                      const std::string* block_bytes, uint32_t* rtt = nullptr,
+                                      std::vector<Match>* all = nullptr);
   runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
                                               const KeyHash& kh, std::string* value,
                                               uint32_t* rtt);
@@ -204,6 +207,7 @@ class HashTable {
   void forget(const KeyHash& kh);
   runtime::Task<Status> retire(GlobalAddress addr, uint64_t bytes);
   uint64_t grace_ns() const;
+  static uint64_t age_ns(const Retired& r);
   static GlobalAddress slot_addr(const Buckets& b, const Match& m) {
     return b.addr[m.bucket] + 8 + 8 * static_cast<uint64_t>(m.slot);
   }

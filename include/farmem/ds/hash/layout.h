@@ -131,6 +131,11 @@ inline constexpr uint64_t combined_bucket_offset(uint64_t i) {
 }
 static_assert(combined_bucket_offset(0) == 64 && combined_bucket_offset(1) == 128);
 static_assert(combined_bucket_offset(2) == 64 + 3 * 64);
+// Offset (from the subtable start) of slot `slot` of bucket `bucket` (buckets in address order).
+inline constexpr uint64_t subtable_slot_offset(uint64_t bucket, uint32_t slot) {
+  return sizeof(SubtableHeader) + bucket * kBucketBytes + offsetof(Bucket, slots) + 8ull * slot;
+}
+static_assert(subtable_slot_offset(1, 2) == 64 + 64 + 8 + 16);
 
 // Hash of a key: two independent 64-bit halves of XXH3-128.
 struct KeyHash {
