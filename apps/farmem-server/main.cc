@@ -1,17 +1,21 @@
 // farmem-server: runs one memory node.
 //
 //   farmem-server --config memnode.toml
-//   farmem-server --port 7000 --capacity 1GiB --node-id 0
+//   farmem-server --port 7000 --capacity 1GiB --node-id 0 [--listen 10.0.0.11]
 //
-// Flags override the config file. SIGTERM/SIGINT stop it cleanly. --port-file writes the bound
-// port of worker 0 once the node is ready (used by `farmem` to embed a local node).
+// Flags override the config file. The node listens on 127.0.0.1 unless --listen (or the
+// config's `listen`) says otherwise. The cluster key comes from --cluster-key-file or
+// FARMEM_CLUSTER_KEY, never from the command line. SIGTERM/SIGINT stop it cleanly (exit 0).
+// --port-file writes the bound port once the node is ready (used by `farmem` and the tests).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -30,51 +34,88 @@ int fail(const std::string& msg) {
   return 2;
 }
 
+// Writes the port atomically (temp file + rename), so a reader never sees a partial file.
+farmem::Status write_port_file(const std::string& path, uint16_t port) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!(f << port << "\n") || !f.flush()) {
+      return farmem::InvalidArgument(fmt::format("cannot write --port-file {}", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return farmem::InvalidArgument(fmt::format("cannot write --port-file {}", path));
+  }
+  return farmem::OkStatus();
+}
+
+struct Flags {
+  std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
+  std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
+};
+
+// Applies the flags given on the command line over the config (file or defaults).
+farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
+  if (f.node_id) c->node_id = static_cast<uint16_t>(*f.node_id);
+  if (f.port) c->port = static_cast<uint16_t>(*f.port);
+  if (f.workers) c->workers = *f.workers;
+  if (f.idle_spin_us) c->idle_spin_us = *f.idle_spin_us;
+  if (f.max_sessions) c->max_sessions = *f.max_sessions;
+  if (f.door_timeout_ms) c->door_timeout_ms = *f.door_timeout_ms;
+  if (!f.listen.empty()) c->listen = f.listen;
+  if (!f.tls.empty()) c->tls = f.tls;
+  if (!f.net_devices.empty()) c->net_devices = f.net_devices;
+  if (!f.cluster_key_file.empty()) c->cluster_key_file = f.cluster_key_file;
+  if (!f.capacity.empty()) {
+    auto b = farmem::parse_bytes(f.capacity);
+    if (!b.ok()) return farmem::InvalidArgument("--capacity: " + std::string(b.status().message()));
+    c->capacity_bytes = *b;
+  }
+  return c->validate();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   farmem::log::init_from_env();
   CLI::App app{"farmem memory node"};
-  std::string config_path, capacity, listen, port_file;
-  int node_id = -1, port = -1, workers = -1, idle_spin_us = -1;
-  app.add_option("--config,-c", config_path, "TOML config file ([memnode] table)");
-  app.add_option("--node-id", node_id, "node id, unique in the cluster (0..65535)");
-  app.add_option("--listen", listen, "listen address (default 0.0.0.0)");
-  app.add_option("--port,-p", port, "listen port of worker 0 (0 = any free port)");
-  app.add_option("--capacity", capacity, "exported bytes, e.g. 1GiB");
-  app.add_option("--workers", workers, "progress threads (1..16)");
-  app.add_option("--idle-spin-us", idle_spin_us, "busy-poll time before sleeping");
-  app.add_option("--port-file", port_file, "write the bound port here when ready");
-  std::string tls, net_devices;
-  app.add_option("--tls", tls, "UCX transports for this node (overrides UCX_TLS)");
-  app.add_option("--net-devices", net_devices, "UCX network devices (overrides UCX_NET_DEVICES)");
+  Flags f;
+  app.add_option("--config,-c", f.config_path, "TOML config file ([memnode] table)");
+  app.add_option("--node-id", f.node_id, "node id, unique in the cluster (0..65535)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--listen", f.listen, "address of the door (default 127.0.0.1; 0.0.0.0 = all)");
+  app.add_option("--port,-p", f.port, "the door's TCP port (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--capacity", f.capacity, "exported bytes, e.g. 1GiB");
+  app.add_option("--workers", f.workers, "progress threads (1..16)")->check(CLI::Range(1, 16));
+  app.add_option("--idle-spin-us", f.idle_spin_us, "busy-poll time before sleeping (0..10000000)")
+      ->check(CLI::Range(0, 10'000'000));
+  app.add_option("--max-sessions", f.max_sessions, "client sessions at once (1..65536)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--door-timeout-ms", f.door_timeout_ms, "hello deadline (10..60000)")
+      ->check(CLI::Range(10, 60'000));
+  app.add_option("--cluster-key-file", f.cluster_key_file,
+                 "file holding the cluster key clients must present (or FARMEM_CLUSTER_KEY)");
+  app.add_option("--port-file", f.port_file, "write the bound port here when ready");
+  app.add_option("--tls", f.tls, "UCX transports for this node (overrides UCX_TLS)");
+  app.add_option("--net-devices", f.net_devices,
+                 "UCX network devices (default: the device of --listen)");
   CLI11_PARSE(app, argc, argv);
 
   farmem::memnode::ServerConfig config;
-  if (!config_path.empty()) {
-    auto c = farmem::memnode::ServerConfig::from_toml_file(config_path);
+  if (!f.config_path.empty()) {
+    auto c = farmem::memnode::ServerConfig::from_toml_file(f.config_path);
     if (!c.ok()) return fail(c.status().to_string());
     config = *c;
   }
-  if (node_id >= 0) {
-    if (node_id > 65535) return fail("--node-id must be 0..65535");
-    config.node_id = static_cast<uint16_t>(node_id);
+  if (auto s = apply(f, &config); !s.ok()) return fail(s.to_string());
+  if (auto s = config.load_cluster_key(); !s.ok()) return fail(s.to_string());
+  if (!f.port_file.empty()) {
+    auto dir = std::filesystem::path(f.port_file).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+      return fail(fmt::format("--port-file: directory {} does not exist", dir.string()));
+    }
   }
-  if (!listen.empty()) config.listen = listen;
-  if (!tls.empty()) config.tls = tls;
-  if (!net_devices.empty()) config.net_devices = net_devices;
-  if (port >= 0) {
-    if (port > 65535) return fail("--port must be 0..65535");
-    config.port = static_cast<uint16_t>(port);
-  }
-  if (workers >= 0) config.workers = static_cast<uint32_t>(workers);
-  if (idle_spin_us >= 0) config.idle_spin_us = static_cast<uint32_t>(idle_spin_us);
-  if (!capacity.empty()) {
-    auto b = farmem::parse_bytes(capacity);
-    if (!b.ok()) return fail("--capacity: " + std::string(b.status().message()));
-    config.capacity_bytes = *b;
-  }
-  if (auto s = config.validate(); !s.ok()) return fail(s.to_string());
 
   auto server = farmem::memnode::Server::create(config);
   if (!server.ok()) return fail(server.status().to_string());
@@ -85,20 +126,14 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto ports = (*server)->ports();
-  std::string port_list;
-  for (auto p : ports) port_list += (port_list.empty() ? "" : ",") + std::to_string(p);
-  std::printf("farmem-server: node %u listening on %s port(s) %s, capacity %llu bytes, %u worker(s)\n",
-              config.node_id, config.listen.c_str(), port_list.c_str(),
-              static_cast<unsigned long long>(config.capacity_bytes), config.workers);
+  const uint16_t port = (*server)->port();
+  std::printf("farmem-server: node %u listening on %s:%u, capacity %llu bytes, %u worker(s)%s\n",
+              config.node_id, config.listen.c_str(), port,
+              static_cast<unsigned long long>(config.capacity_bytes), config.workers,
+              config.cluster_key.empty() ? "" : ", cluster key required");
   std::fflush(stdout);
-  if (!port_file.empty()) {
-    std::string tmp = port_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << ports[0] << "\n";
-    }
-    std::rename(tmp.c_str(), port_file.c_str());
+  if (!f.port_file.empty()) {
+    if (auto s = write_port_file(f.port_file, port); !s.ok()) return fail(s.to_string());
   }
   farmem::Status st = (*server)->run();
   g_server = nullptr;

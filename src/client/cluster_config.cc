@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <toml++/toml.h>
+
+#include "farmem/fabric/door.h"
 
 namespace farmem::client {
 namespace {
@@ -57,7 +62,8 @@ Result<ClusterConfig> parse(const toml::table& root) {
         "op_timeout_ms", "connect_timeout_ms", "max_coroutines",
         "max_inflight",  "throttle",           "throttle_cap",
         "backoff",       "chunk_bytes",        "direct_access",
-        "tls",           "net_devices"};
+        "tls",           "net_devices",        "one_sided",
+        "cluster_key_file"};
     for (auto&& [k, v] : *t) {
       if (!known.count(std::string(k.str()))) {
         return InvalidArgument(fmt::format("unknown key client.{}", k.str()));
@@ -84,6 +90,17 @@ Result<ClusterConfig> parse(const toml::table& root) {
       auto b = n->value_exact<bool>();
       if (!b) return InvalidArgument("client.direct_access must be true or false");
       c.options.direct_access = *b;
+    }
+    if (const toml::node* n = t->get("one_sided")) {
+      auto s = n->value_exact<std::string>();
+      auto m = s ? parse_one_sided(*s) : Result<OneSidedPath>(InvalidArgument(""));
+      if (!m.ok()) return InvalidArgument("client.one_sided must be \"auto\", \"ucx\" or \"served\"");
+      c.options.one_sided = *m;
+    }
+    if (const toml::node* n = t->get("cluster_key_file")) {
+      auto s = n->value_exact<std::string>();
+      if (!s) return InvalidArgument("client.cluster_key_file must be a string");
+      c.options.cluster_key_file = *s;
     }
     if (const toml::node* n = t->get("tls")) {
       auto s = n->value_exact<std::string>();
@@ -112,6 +129,37 @@ Result<ClusterConfig> parse(const toml::table& root) {
 }
 
 }  // namespace
+
+Result<OneSidedPath> parse_one_sided(std::string_view s) {
+  if (s == "auto") return OneSidedPath::kAuto;
+  if (s == "ucx") return OneSidedPath::kUcx;
+  if (s == "served") return OneSidedPath::kServed;
+  return InvalidArgument(fmt::format("one-sided path '{}' is not auto, ucx or served", s));
+}
+
+Status ClusterConfig::load_cluster_key() {
+  std::string key;
+  if (!options.cluster_key_file.empty()) {
+    std::ifstream f(options.cluster_key_file, std::ios::binary);
+    if (!f) {
+      return InvalidArgument(
+          fmt::format("cannot read cluster key file '{}'", options.cluster_key_file));
+    }
+    key.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } else if (const char* env = std::getenv("FARMEM_CLUSTER_KEY")) {
+    key = env;
+  } else {
+    return OkStatus();
+  }
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  if (key.empty()) return InvalidArgument("the cluster key is empty");
+  if (key.size() > wire::kMaxClusterKeyBytes) {
+    return InvalidArgument(
+        fmt::format("the cluster key is longer than {} bytes", wire::kMaxClusterKeyBytes));
+  }
+  options.cluster_key = std::move(key);
+  return OkStatus();
+}
 
 Status ClusterConfig::validate() const {
   if (memnodes.empty()) return InvalidArgument("a cluster needs at least one memory node");

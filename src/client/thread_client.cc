@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -80,14 +82,16 @@ Status lost_mapping(const fabric::Endpoint& ep) {
 // OpAwaitable
 
 OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf,
-                         size_t bytes, uint64_t expected, uint64_t desired, uint64_t* result)
+                         size_t bytes, uint64_t expected, uint64_t desired, uint64_t* result,
+                         uint64_t deadline_ns)
     : client_(c),
       kind_(kind),
       addr_(addr),
       buf_(buf),
       bytes_(bytes),
       expected_(expected),
-      result_(result) {
+      result_(result),
+      deadline_ns_(deadline_ns) {
   completion_.notify = &OpAwaitable::on_complete;
   completion_.owner = this;
   waiter_.resume = &OpAwaitable::on_credit;
@@ -130,6 +134,7 @@ void OpAwaitable::await_suspend(std::coroutine_handle<> h) {
 
 Status OpAwaitable::await_resume() {
   if (deferred_ != nullptr) finish_deferred();
+  if (served_ != nullptr) served_->finish();
   if (credit_) client_->throttle_.release();
   ClientCounters& k = client_->counters_;
   switch (kind_) {
@@ -198,6 +203,26 @@ bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
   return true;
 }
 
+void OpAwaitable::post_served(fabric::Endpoint* ep) {
+  served_ = std::make_unique<ServedOps>(ep);
+  switch (kind_) {
+    case OpKind::kRead:
+      served_->read(addr_.offset(), buf_, bytes_);
+      break;
+    case OpKind::kWrite:
+      served_->write(addr_.offset(), buf_, bytes_);
+      break;
+    case OpKind::kCas:
+      served_->cas(addr_.offset(), expected_, *result_, result_);  // *result_: the desired value
+      break;
+    case OpKind::kFaa:
+      served_->faa(addr_.offset(), expected_, result_);  // expected_: the addend
+      break;
+  }
+  Status st = served_->post(&completion_, deadline_ns_);
+  if (!st.ok()) completion_.fail(std::move(st));
+}
+
 void OpAwaitable::post() {
   posted_ = true;
   fabric::Endpoint* ep = nullptr;
@@ -209,7 +234,8 @@ void OpAwaitable::post() {
     return;
   }
   if (post_direct(ep, addr_)) return;
-  uint64_t deadline = client_->deadline();
+  if (client_->served(addr_.node())) return post_served(ep);
+  const uint64_t deadline = deadline_ns_;
   switch (kind_) {
     case OpKind::kRead:
       st = ep->post_get(buf_, raddr, bytes_, &completion_, deadline);
@@ -231,7 +257,8 @@ void OpAwaitable::post() {
 // ---------------------------------------------------------------------------------------------
 // Batch
 
-Batch::Batch(ThreadClient& client) : client_(&client) {
+Batch::Batch(ThreadClient& client, uint64_t deadline_ns)
+    : client_(&client), deadline_ns_(deadline_ns) {
   completion_.notify = &Batch::on_complete;
   completion_.owner = this;
 }
@@ -240,7 +267,7 @@ Batch::~Batch() {
   // Deferred reads of a batch nobody waited for are dropped: their results are never seen.
   // Never leave UCX holding a pointer into a dead batch.
   if (!waited_) {
-    for (fabric::Endpoint* ep : written_) (void)ep->post_flush(&completion_, client_->deadline());
+    for (fabric::Endpoint* ep : written_) (void)ep->post_flush(&completion_, deadline_ns_);
   }
   while (completion_.remaining > 0) {
     client_->worker().progress();
@@ -274,6 +301,14 @@ uint8_t* Batch::direct_target(fabric::Endpoint* ep, GlobalAddress addr) const {
   return base != nullptr ? base + addr.offset() : nullptr;
 }
 
+ServedOps* Batch::served_for(fabric::Endpoint* ep, uint16_t node) {
+  if (!client_->served(node)) return nullptr;
+  for (ServedOps& o : served_) {
+    if (o.endpoint() == ep) return &o;
+  }
+  return &served_.emplace_back(ep);
+}
+
 void Batch::perform_deferred_reads() {
   for (uint32_t i = 0; i < deferred_count_; ++i) {
     const DeferredRead& d = deferred_[i];
@@ -305,7 +340,11 @@ Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
     deferred_[deferred_count_++] = DeferredRead{dst, p, bytes, ep};
     return OkStatus();
   }
-  FARMEM_BATCH_POST(ep->post_get(dst, raddr, bytes, &completion_, client_->deadline()));
+  if (ServedOps* o = served_for(ep, addr.node())) {
+    o->read(addr.offset(), dst, bytes);
+    return OkStatus();
+  }
+  FARMEM_BATCH_POST(ep->post_get(dst, raddr, bytes, &completion_, deadline_ns_));
 }
 
 Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
@@ -318,8 +357,12 @@ Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
     direct_write(p, src, bytes);
     return OkStatus();
   }
+  if (ServedOps* o = served_for(ep, addr.node())) {
+    o->write(addr.offset(), src, bytes);
+    return OkStatus();
+  }
   if (std::find(written_.begin(), written_.end(), ep) == written_.end()) written_.push_back(ep);
-  FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, client_->deadline()));
+  FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, deadline_ns_));
 }
 
 Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value) {
@@ -333,10 +376,14 @@ Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint6
     *old_value = direct_cas(p, expected, desired);
     return OkStatus();
   }
+  if (ServedOps* o = served_for(ep, addr.node())) {
+    o->cas(addr.offset(), expected, desired, old_value);
+    return OkStatus();
+  }
   *old_value = desired;
   uint64_t* operand = &operands_[ops_ - 1];
   *operand = expected;
-  FARMEM_BATCH_POST(ep->post_cas(raddr, operand, old_value, &completion_, client_->deadline()));
+  FARMEM_BATCH_POST(ep->post_cas(raddr, operand, old_value, &completion_, deadline_ns_));
 }
 
 Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
@@ -350,9 +397,13 @@ Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
     *old_value = direct_faa(p, add);
     return OkStatus();
   }
+  if (ServedOps* o = served_for(ep, addr.node())) {
+    o->faa(addr.offset(), add, old_value);
+    return OkStatus();
+  }
   uint64_t* operand = &operands_[ops_ - 1];
   *operand = add;
-  FARMEM_BATCH_POST(ep->post_faa(raddr, operand, old_value, &completion_, client_->deadline()));
+  FARMEM_BATCH_POST(ep->post_faa(raddr, operand, old_value, &completion_, deadline_ns_));
 }
 
 Status Batch::fence() {
@@ -368,8 +419,12 @@ Status Batch::fence() {
 
 bool Batch::WaitAwaitable::await_ready() {
   b->waited_ = true;
+  for (ServedOps& o : b->served_) {
+    Status s = o.post(&b->completion_, b->deadline_ns_);
+    if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
+  }
   for (fabric::Endpoint* ep : b->written_) {
-    Status s = ep->post_flush(&b->completion_, b->client_->deadline());
+    Status s = ep->post_flush(&b->completion_, b->deadline_ns_);
     if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
   }
   if (b->completion_.remaining > 0) return false;  // deferred reads run when UCX completes
@@ -389,6 +444,7 @@ void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) {
 Status Batch::WaitAwaitable::await_resume() {
   b->handle_ = nullptr;
   b->perform_deferred_reads();
+  for (ServedOps& o : b->served_) o.finish();
   if (!b->first_error_.ok()) return b->first_error_;
   return b->completion_.status;
 }
@@ -458,11 +514,14 @@ ThreadClient::~ThreadClient() {
   const bool may_touch = scheduler_ != nullptr &&
                          (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
   if (may_touch && ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(ticker_id_);
-  endpoints_.clear();
+  if (may_touch && liveness_ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(liveness_ticker_id_);
   by_node_.clear();
+  sessions_.clear();  // closes the endpoints, then the door connections: the sessions end
   if (may_touch) scheduler_->detach(worker_.get());
   worker_.reset();
 }
+
+uint64_t ThreadClient::deadline_in_ms(uint64_t ms) { return now_ns() + ms * 1'000'000; }
 
 Status ThreadClient::connect_all() {
   const ClientOptions& o = cluster_->config().options;
@@ -484,65 +543,87 @@ Status ThreadClient::connect_all() {
   if (o.throttle == runtime::ThrottleMode::kAdaptive) {
     ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { throttle_.tick(now); });
   }
-
-  auto& nodes = cluster_->nodes_;
-  std::vector<uint8_t> reply(w::kMaxRpcPayloadBytes);
-  const uint64_t connect_timeout_ns = static_cast<uint64_t>(o.connect_timeout_ms) * 1'000'000;
-  for (NodeInfo& node : nodes) {
-    uint16_t port = node.worker_ports.empty()
-                        ? node.address.port
-                        : node.worker_ports[index_ % node.worker_ports.size()];
-    auto ep = fabric::Endpoint::connect(*worker_, node.address.host, port);
-    if (!ep.ok()) return ep.status();
-    w::HelloRequest hello{w::kRpcMagic, w::kProtocolVersion, 0, index_};
-    fabric::Completion c;
-    uint32_t reply_bytes = 0;
-    Status s = (*ep)->post_rpc(static_cast<uint16_t>(w::Opcode::kHello), &hello, sizeof(hello),
-                               reply.data(), static_cast<uint32_t>(reply.size()), &reply_bytes,
-                               &c, now_ns() + connect_timeout_ns);
-    if (!s.ok()) return s;
-    while (c.remaining > 0) scheduler_->poll_once();
-    std::string where = fmt::format("{}:{}", node.address.host, port);
-    if (!c.status.ok()) {
-      return Status(c.status.code(),
-                    fmt::format("handshake with memory node {} failed: {}", where,
-                                c.status.message()));
-    }
-    w::HelloResponse hr;
-    if (reply_bytes < sizeof(hr)) {
-      return ProtocolError(fmt::format("memory node {} sent a {}-byte hello reply", where,
-                                       reply_bytes));
-    }
-    std::memcpy(&hr, reply.data(), sizeof(hr));
-    if (hr.magic != w::kRpcMagic || hr.version != w::kProtocolVersion) {
-      return VersionMismatch(fmt::format("memory node {} speaks protocol v{}, this client v{}",
-                                         where, hr.version, w::kProtocolVersion));
-    }
-    if (hr.worker_count == 0 || hr.worker_count > w::kMaxServerWorkers ||
-        sizeof(hr) + hr.rkey_bytes > reply_bytes) {
-      return ProtocolError(fmt::format("memory node {} sent a malformed hello reply", where));
-    }
-    FARMEM_RETURN_IF_ERROR((*ep)->attach_region(hr.region_base, hr.region_bytes,
-                                                reply.data() + sizeof(hr), hr.rkey_bytes));
-    if (node.worker_ports.empty()) {
-      node.node_id = hr.node_id;
-      node.region_bytes = hr.region_bytes;
-      node.worker_ports.assign(hr.worker_ports, hr.worker_ports + hr.worker_count);
-    } else if (node.node_id != hr.node_id) {
-      return InvalidArgument(fmt::format("memory node {} changed its node id from {} to {}", where,
-                                         node.node_id, hr.node_id));
-    }
-    if (by_node_.size() <= hr.node_id) by_node_.resize(hr.node_id + 1, nullptr);
-    if (by_node_[hr.node_id] != nullptr) {
-      return InvalidArgument(fmt::format(
-          "two memory nodes report node id {} ({} and {}); node ids must be unique", hr.node_id,
-          by_node_[hr.node_id]->peer(), where));
-    }
-    by_node_[hr.node_id] = ep->get();
-    endpoints_.push_back(std::move(*ep));
-  }
+  for (size_t i = 0; i < cluster_->nodes_.size(); ++i) FARMEM_RETURN_IF_ERROR(connect_node(i));
   allocators_.resize(by_node_.size());  // fixed from here on (coroutines index it)
+  liveness_ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { check_liveness(now); });
   return OkStatus();
+}
+
+namespace {
+
+// Drives one RPC to completion on a worker that no scheduler may be polling yet.
+Status echo_once(fabric::Worker& worker, fabric::Endpoint& ep, uint64_t deadline) {
+  fabric::Completion c;
+  uint32_t got = 0;
+  const char probe[8] = {'f', 'a', 'r', 'm', 'e', 'm', '!', '\n'};
+  char back[8] = {};
+  Status s = ep.post_rpc(static_cast<uint16_t>(w::Opcode::kEcho), probe, sizeof(probe), back,
+                         sizeof(back), &got, &c, deadline);
+  if (!s.ok()) return s;
+  while (c.remaining > 0) {
+    worker.progress();
+    worker.expire(now_ns());
+  }
+  if (!c.status.ok()) return c.status;
+  if (got != sizeof(back) || std::memcmp(back, probe, sizeof(back)) != 0) {
+    return ProtocolError("the echo probe came back changed");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ThreadClient::connect_node(size_t index) {
+  const ClientOptions& o = cluster_->config().options;
+  NodeInfo& node = cluster_->nodes_[index];
+  SessionOptions so;
+  so.cluster_key = o.cluster_key;
+  so.connect_timeout_ns = uint64_t{o.connect_timeout_ms} * 1'000'000;
+  so.silence_ns = op_timeout_ns_;
+  so.heartbeat_ns = std::clamp<uint64_t>(op_timeout_ns_ / 4, 10'000'000, 1'000'000'000);
+  so.worker_hint = static_cast<uint16_t>(index_);
+  so.client_tag = (static_cast<uint64_t>(getpid()) << 16) | (index_ & 0xFFFF);
+  auto session = NodeSession::open(*worker_, node.address, so);
+  if (!session.ok()) return session.status();
+  NodeSession& ns = **session;
+  fabric::Endpoint* ep = ns.endpoint();
+  // The UCX connection must work both ways before the node counts as connected.
+  Status ping = echo_once(*worker_, *ep, now_ns() + so.connect_timeout_ns);
+  if (!ping.ok()) {
+    return Status(ping.code(), fmt::format("memory node {} admitted this client but UCX cannot "
+                                           "reach it: {}",
+                                           ns.where(), ping.message()));
+  }
+  const uint16_t id = ns.node_id();
+  if (node.worker_count == 0) {  // the first thread fills the node's description
+    node.node_id = id;
+    node.region_bytes = ep->region_bytes();
+    node.worker_count = ns.worker_count();
+  } else if (node.node_id != id) {
+    return InvalidArgument(fmt::format("memory node {} changed its node id from {} to {}",
+                                       ns.where(), node.node_id, id));
+  }
+  if (by_node_.size() <= id) {
+    by_node_.resize(id + 1, nullptr);
+    served_.resize(id + 1, false);
+  }
+  if (by_node_[id] != nullptr) {
+    return InvalidArgument(fmt::format(
+        "two memory nodes report node id {} ({} and {}); node ids must be unique", id,
+        by_node_[id]->peer(), ns.where()));
+  }
+  by_node_[id] = ep;
+  served_[id] = o.one_sided == OneSidedPath::kServed ||
+                (o.one_sided == OneSidedPath::kAuto && !ep->native_rma());
+  sessions_.push_back(std::move(*session));
+  return OkStatus();
+}
+
+uint64_t ThreadClient::session_id(uint16_t node) const {
+  for (const auto& s : sessions_) {
+    if (s->node_id() == node) return s->id();
+  }
+  return 0;
 }
 
 Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool mutating,
@@ -573,15 +654,19 @@ uint8_t* ThreadClient::direct_base(fabric::Endpoint* ep) {
   // A coroutine whose direct operations never suspend would keep the scheduler from
   // progressing the worker, and so from noticing that the node died: progress it here now and
   // then. Before reading direct_base(), which a failure found now clears.
-  if (++direct_ops_ % kDirectOpsPerProgress == 0) worker_->progress();
+  if (++direct_ops_ % kDirectOpsPerProgress == 0) {
+    worker_->progress();
+    check_liveness(now_ns());
+  }
   return ep->direct_base();
 }
 
 std::string ThreadClient::transports() const {
-  if (endpoints_.empty()) return "none";
-  const fabric::Endpoint& ep = *endpoints_.front();
+  if (sessions_.empty()) return "none";
+  const fabric::Endpoint& ep = *sessions_.front()->endpoint();
   std::string lanes = ep.transports();
-  return direct_access_ && ep.direct_base() != nullptr ? "direct+" + lanes : lanes;
+  if (direct_access_ && ep.direct_base() != nullptr) return "direct+" + lanes;
+  return served(sessions_.front()->node_id()) ? "served+" + lanes : lanes;
 }
 
 Task<Result<uint64_t>> ThreadClient::atomic_update(GlobalAddress addr,
@@ -620,8 +705,8 @@ Task<Status> ThreadClient::rpc(uint16_t node, uint16_t opcode, const void* reque
 }
 
 Task<Result<GlobalAddress>> ThreadClient::allocate_on(uint16_t node, uint64_t bytes,
-                                                      uint64_t alignment) {
-  w::AllocRequest req{bytes, alignment};
+                                                      uint64_t alignment, uint64_t owner) {
+  w::AllocRequest req{bytes, alignment, owner};
   w::AllocResponse resp{};
   uint32_t got = 0;
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kAlloc), &req, sizeof(req),
@@ -696,8 +781,9 @@ Status check_root_name(const std::string& name) {
   return OkStatus();
 }
 
-std::string root_request(const std::string& name, uint64_t address, uint32_t flags) {
-  w::RootRequest r{address, static_cast<uint32_t>(name.size()), flags};
+std::string root_request(const std::string& name, uint64_t address, uint32_t flags,
+                         uint64_t owner = 0) {
+  w::RootRequest r{address, static_cast<uint32_t>(name.size()), flags, owner};
   std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
   out += name;
   return out;
@@ -705,9 +791,10 @@ std::string root_request(const std::string& name, uint64_t address, uint32_t fla
 
 }  // namespace
 
-Task<Status> ThreadClient::publish_root(std::string name, GlobalAddress addr, bool replace) {
+Task<Status> ThreadClient::publish_root(std::string name, GlobalAddress addr, bool replace,
+                                        uint64_t owner) {
   FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
-  std::string req = root_request(name, addr.pack(), replace ? 1u : 0u);
+  std::string req = root_request(name, addr.pack(), replace ? w::kRootFlagReplace : 0u, owner);
   Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootPublish),
                           req.data(), req.size(), nullptr, 0, nullptr);
   co_return s;
@@ -733,6 +820,81 @@ Task<Status> ThreadClient::remove_root(std::string name) {
   co_return s;
 }
 
+namespace {
+
+Status check_object_name(const std::string& name) {
+  if (name.empty() || name.size() > w::kMaxObjectNameBytes) {
+    return InvalidArgument(fmt::format("object name must be 1..{} bytes, got {}",
+                                       w::kMaxObjectNameBytes, name.size()));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Task<Result<uint64_t>> ThreadClient::object_create(uint16_t node, std::string name,
+                                                   bool ephemeral) {
+  FARMEM_CO_RETURN_IF_ERROR(check_object_name(name));
+  w::ObjectRequest r{0, static_cast<uint32_t>(name.size()), ephemeral ? w::kObjectEphemeral : 0u};
+  std::string req(reinterpret_cast<const char*>(&r), sizeof(r));
+  req += name;
+  w::ObjectResponse resp{};
+  uint32_t got = 0;
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectCreate), req.data(),
+                          req.size(), &resp, sizeof(resp), &got);
+  if (!s.ok()) co_return s;
+  if (got != sizeof(resp)) co_return ProtocolError("malformed object reply");
+  co_return resp.id;
+}
+
+Task<Result<uint64_t>> ThreadClient::object_open(uint16_t node, std::string name) {
+  FARMEM_CO_RETURN_IF_ERROR(check_object_name(name));
+  w::ObjectRequest r{0, static_cast<uint32_t>(name.size()), 0};
+  std::string req(reinterpret_cast<const char*>(&r), sizeof(r));
+  req += name;
+  w::ObjectResponse resp{};
+  uint32_t got = 0;
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectOpen), req.data(),
+                          req.size(), &resp, sizeof(resp), &got);
+  if (!s.ok()) co_return s;
+  if (got != sizeof(resp)) co_return ProtocolError("malformed object reply");
+  co_return resp.id;
+}
+
+Task<Status> ThreadClient::object_persist(uint16_t node, uint64_t id) {
+  w::ObjectRequest r{id, 0, 0};
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectPersist), &r, sizeof(r),
+                          nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Status> ThreadClient::object_destroy(uint16_t node, uint64_t id) {
+  w::ObjectRequest r{id, 0, 0};
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectDestroy), &r, sizeof(r),
+                          nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Result<std::vector<bool>>> ThreadClient::sessions_alive(uint16_t node,
+                                                             std::vector<uint64_t> ids) {
+  if (ids.empty() || ids.size() > w::kMaxSessionsPerQuery) {
+    co_return InvalidArgument(fmt::format("ask about 1..{} sessions at once",
+                                          w::kMaxSessionsPerQuery));
+  }
+  w::SessionsAliveRequest h{static_cast<uint32_t>(ids.size()), 0};
+  std::string req(reinterpret_cast<const char*>(&h), sizeof(h));
+  req.append(reinterpret_cast<const char*>(ids.data()), 8 * ids.size());
+  std::string reply(ids.size(), '\0');
+  uint32_t got = 0;
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kSessionsAlive), req.data(),
+                          req.size(), reply.data(), static_cast<uint32_t>(reply.size()), &got);
+  if (!s.ok()) co_return s;
+  if (got != ids.size()) co_return ProtocolError("malformed sessions-alive reply");
+  std::vector<bool> alive(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) alive[i] = reply[i] != 0;
+  co_return alive;
+}
+
 Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   w::StatsResponse r{};
   uint32_t got = 0;
@@ -750,6 +912,10 @@ Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   n.allocations = r.allocations;
   n.worker_count = r.worker_count;
   n.uptime_ms = r.uptime_ms;
+  n.objects = r.objects;
+  n.sessions_total = r.sessions_total;
+  n.refused = r.refused;
+  n.rpcs_dropped = r.rpcs_dropped;
   co_return n;
 }
 

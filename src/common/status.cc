@@ -19,6 +19,8 @@ std::string_view status_code_name(StatusCode code) {
     case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kCancelled: return "Cancelled";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kRetriesExhausted: return "RetriesExhausted";
   }
   return "Unknown";
 }
@@ -61,5 +63,10 @@ Status VersionMismatch(std::string_view m) { return Status(StatusCode::kVersionM
 Status Unavailable(std::string_view m) { return Status(StatusCode::kUnavailable, m); }
 Status Internal(std::string_view m) { return Status(StatusCode::kInternal, m); }
 Status Cancelled(std::string_view m) { return Status(StatusCode::kCancelled, m); }
+Status PermissionDenied(std::string_view m) { return Status(StatusCode::kPermissionDenied, m); }
+Status RetriesExhausted(std::string_view what, uint64_t attempts) {
+  return Status(StatusCode::kRetriesExhausted,
+                fmt::format("{} gave up after {} contended attempts", what, attempts));
+}
 
 }  // namespace farmem

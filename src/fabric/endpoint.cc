@@ -1,9 +1,6 @@
 #include "farmem/fabric/endpoint.h"
 
 #include <fmt/format.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,84 +66,27 @@ ucp_request_param_t op_param(PendingOp* op) {
 
 }  // namespace
 
-Result<std::unique_ptr<Endpoint>> Endpoint::connect(Worker& worker, const std::string& host,
-                                                    uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  std::string port_s = std::to_string(port);
-  int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res);
-  if (rc != 0 || res == nullptr) {
-    return InvalidArgument(fmt::format("cannot resolve '{}': {}", host, gai_strerror(rc)));
+Result<std::unique_ptr<Endpoint>> Endpoint::create(Worker& worker, const void* address,
+                                                   size_t address_bytes, std::string peer) {
+  if (address == nullptr || address_bytes == 0) {
+    return InvalidArgument(fmt::format("empty worker address for {}", peer));
   }
-  std::unique_ptr<Endpoint> ep(new Endpoint(worker, fmt::format("{}:{}", host, port)));
+  std::unique_ptr<Endpoint> ep(new Endpoint(worker, std::move(peer)));
   ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  p.sockaddr.addr = res->ai_addr;
-  p.sockaddr.addrlen = res->ai_addrlen;
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.address = static_cast<const ucp_address_t*>(address);
   p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = &Endpoint::on_error;
   p.err_handler.arg = ep.get();
   ucs_status_t st = ucp_ep_create(worker.handle(), &p, &ep->ep_);
-  freeaddrinfo(res);
   if (st != UCS_OK) return from_ucs(st, fmt::format("connect to {}", ep->peer_));
   return ep;
 }
 
-Result<std::unique_ptr<Endpoint>> Endpoint::accept(Worker& worker, ucp_conn_request_h request) {
-  std::string peer = "client";
-  ucp_conn_request_attr_t attr{};
-  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
-  if (ucp_conn_request_query(request, &attr) == UCS_OK) {
-    char host[NI_MAXHOST], serv[NI_MAXSERV];
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&attr.client_address), sizeof(attr.client_address),
-                    host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-      peer = fmt::format("{}:{}", host, serv);
-    }
-  }
-  std::unique_ptr<Endpoint> ep(new Endpoint(worker, peer));
-  ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-  p.conn_request = request;
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  p.err_handler.cb = &Endpoint::on_error;
-  p.err_handler.arg = ep.get();
-  ucs_status_t st = ucp_ep_create(worker.handle(), &p, &ep->ep_);
-  if (st != UCS_OK) return from_ucs(st, fmt::format("accept from {}", peer));
-  return ep;
-}
-
 Endpoint::~Endpoint() {
-  direct_base_ = nullptr;
-  worker_->forget_endpoint(this);
-  worker_->fail_replies_of(this, Unavailable(fmt::format("connection to {} closed", peer_)));
-  if (closed_ || ep_ == nullptr) {
-    if (rkey_) ucp_rkey_destroy(rkey_);
-    return;
-  }
-  if (rkey_) {
-    ucp_rkey_destroy(rkey_);
-    rkey_ = nullptr;
-  }
-  // Graceful close with a bounded wait; force when the peer does not answer.
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  p.flags = failed_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    uint64_t deadline = now_ns() + 500'000'000ull;
-    while (ucp_request_check_status(r) == UCS_INPROGRESS && now_ns() < deadline) {
-      ucp_worker_progress(worker_->handle());
-    }
-    // Still pending after the wait: UCX releases it with the worker.
-    ucp_request_free(r);
-  }
-  ep_ = nullptr;
-  closed_ = true;
+  close_now();
+  worker_->forget_endpoint(this);  // also when it was closed earlier
 }
 
 void Endpoint::on_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -175,10 +115,6 @@ void Endpoint::close_now() {
   direct_base_ = nullptr;  // before the remote key (and with it the mapping) goes away
   if (failure_.ok()) failure_ = Unavailable(fmt::format("connection to {} closed", peer_));
   worker_->forget_endpoint(this);
-  if (rkey_) {
-    ucp_rkey_destroy(rkey_);
-    rkey_ = nullptr;
-  }
   if (ep_ != nullptr) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -186,6 +122,13 @@ void Endpoint::close_now() {
     ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &p);
     if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
     ep_ = nullptr;
+  }
+  // Whatever UCX did not complete during the close: waiters get the failure now, and the
+  // records forget this endpoint (which may be deleted before UCX calls back).
+  worker_->detach_ops_of(this, failure_);
+  if (rkey_) {
+    ucp_rkey_destroy(rkey_);
+    rkey_ = nullptr;
   }
 }
 
@@ -337,6 +280,17 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
     if (send != nullptr) worker_->release_op(send);
     return ResourceExhausted("too many operations in flight on worker");
   }
+  // The payload is copied so that a request abandoned at its deadline never reads the
+  // caller's buffer afterwards; UCX reads the copy until the send completes.
+  if (payload_bytes > 0) {
+    send->owned_payload = static_cast<uint8_t*>(std::malloc(payload_bytes));
+    if (send->owned_payload == nullptr) {
+      worker_->release_op(send);
+      worker_->release_op(wait);
+      return ResourceExhausted("out of memory for an RPC request");
+    }
+    std::memcpy(send->owned_payload, payload, payload_bytes);
+  }
   send->kind = PendingOp::Kind::kRpcSend;
   send->endpoint = this;
   send->header = header;
@@ -358,7 +312,8 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
   p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
   ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcRequest, &send->header,
-                                       sizeof(send->header), payload, payload_bytes, &p);
+                                       sizeof(send->header), send->owned_payload, payload_bytes,
+                                       &p);
   if (UCS_PTR_IS_ERR(r)) {
     worker_->unregister_reply(wait);
     worker_->release_op(wait);
@@ -370,7 +325,9 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
 Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
                             size_t payload_bytes) {
   FARMEM_RETURN_IF_ERROR(check_usable());
-  if (payload_bytes > wire::kMaxRpcPayloadBytes) payload_bytes = wire::kMaxRpcPayloadBytes;
+  const size_t limit = code == StatusCode::kOk ? wire::kMaxRpcPayloadBytes
+                                               : wire::kMaxErrorMessageBytes;
+  if (payload_bytes > limit) payload_bytes = limit;
   auto* buf = static_cast<uint8_t*>(std::malloc(sizeof(wire::RpcHeader) + payload_bytes + 1));
   if (buf == nullptr) return ResourceExhausted("out of memory for a reply");
   wire::RpcHeader h = request;
@@ -395,14 +352,34 @@ Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, con
   return OkStatus();
 }
 
-std::string Endpoint::transports() const {
-  if (ep_ == nullptr) return "closed";
+namespace {
+
+// UCX's description of an endpoint's configuration (ucp_ep_print_info).
+std::string ep_info(ucp_ep_h ep) {
   char* text = nullptr;
   size_t size = 0;
   FILE* f = open_memstream(&text, &size);
-  if (f == nullptr) return "unknown";
-  ucp_ep_print_info(ep_, f);
+  if (f == nullptr) return {};
+  ucp_ep_print_info(ep, f);
   std::fclose(f);
+  std::string out(text, size);
+  std::free(text);
+  return out;
+}
+
+}  // namespace
+
+bool Endpoint::native_rma() const {
+  // UCX lists the lanes of one-sided protocols as "get[i]: ..."/"put[i]: ..."; with emulation
+  // (TCP) there are none.
+  return ep_ != nullptr && ep_info(ep_).find("get[") != std::string::npos;
+}
+
+std::string Endpoint::transports() const {
+  if (ep_ == nullptr) return "closed";
+  const std::string info = ep_info(ep_);
+  const char* text = info.data();
+  const size_t size = info.size();
   // Lines look like "#   lane[0]:  3:posix/memory.0 md[3] ... am am_bw#0".
   std::set<std::string> seen;
   std::string out;
@@ -424,7 +401,6 @@ std::string Endpoint::transports() const {
     if (seen.insert(tl).second) out += (out.empty() ? "" : ",") + tl;
     pos = end;
   }
-  std::free(text);
   return out.empty() ? "unknown" : out;
 }
 

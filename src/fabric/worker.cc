@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cassert>
 #include <cstring>
 #include <new>
@@ -59,6 +60,15 @@ unsigned Worker::progress() {
   return n;
 }
 
+std::string Worker::address() const {
+  ucp_address_t* a = nullptr;
+  size_t n = 0;
+  if (ucp_worker_get_address(worker_, &a, &n) != UCS_OK) return {};
+  std::string out(reinterpret_cast<const char*>(a), n);
+  ucp_worker_release_address(worker_, a);
+  return out;
+}
+
 bool Worker::arm() { return ucp_worker_arm(worker_) == UCS_OK; }
 
 Status Worker::fence() { return from_ucs(ucp_worker_fence(worker_), "ucp_worker_fence"); }
@@ -92,6 +102,8 @@ void Worker::release_op(PendingOp* op) {
     --in_flight_;
     return;  // the UCX request is freed by its callback
   }
+  std::free(op->owned_payload);
+  op->owned_payload = nullptr;
   op->kind = PendingOp::Kind::kFree;
   op->completion = nullptr;
   op->endpoint = nullptr;
@@ -132,15 +144,21 @@ void Worker::unregister_reply(PendingOp* op) {
   untrack(op);
 }
 
-void Worker::fail_replies_of(Endpoint* ep, const Status& why) {
+void Worker::detach_ops_of(Endpoint* ep, const Status& why) {
   std::vector<PendingOp*> victims;
-  for (auto& [id, op] : replies_) {
+  for (PendingOp* op = head_; op != nullptr; op = op->next) {
     if (op->endpoint == ep) victims.push_back(op);
   }
   for (PendingOp* op : victims) {
-    unregister_reply(op);
     Completion* c = op->completion;
-    release_op(op);
+    op->completion = nullptr;
+    if (op->kind == PendingOp::Kind::kRpcReply) {
+      unregister_reply(op);
+      release_op(op);
+    } else {
+      untrack(op);
+      op->endpoint = nullptr;
+    }
     if (c) c->complete_one(why);
   }
 }
@@ -157,13 +175,17 @@ void Worker::expire(uint64_t now) {
     if (op->kind == PendingOp::Kind::kRpcReply) {
       replies_.erase(op->request_id);
       release_op(op);
+    } else if (op->kind == PendingOp::Kind::kRpcSend) {
+      // UCX still owns the send (it reads the record's own copy of the payload); the record
+      // is released by the send callback. Only the waiter gives up.
+      op->endpoint = nullptr;
     } else if (ep != nullptr) {
-      // The UCX request is still alive and may touch the poster's buffers: close the
+      // The UCX request is still alive and may write into the poster's buffer: close the
       // endpoint now so that nothing lands after the waiter resumes.
+      op->endpoint = nullptr;
       ep->fail(PeerFailed(fmt::format("connection to {} abandoned after a timed-out operation",
                                       peer)));
       ep->close_now();
-      fail_replies_of(ep, ep->failure());
     }
     if (c) c->complete_one(why);
   }
@@ -175,14 +197,15 @@ void Worker::schedule_close(Endpoint* ep) {
 
 void Worker::forget_endpoint(Endpoint* ep) {
   to_close_.erase(std::remove(to_close_.begin(), to_close_.end(), ep), to_close_.end());
+  closed_.erase(std::remove(closed_.begin(), closed_.end(), ep), closed_.end());
 }
 
 void Worker::close_failed_endpoints() {
   std::vector<Endpoint*> eps;
   eps.swap(to_close_);
   for (Endpoint* ep : eps) {
-    fail_replies_of(ep, ep->failure());
     ep->close_now();
+    if (options_.collect_closed) closed_.push_back(ep);
   }
 }
 
@@ -201,7 +224,7 @@ ucs_status_t Worker::on_rpc_reply(void* arg, const void* header, size_t header_l
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
     s = ProtocolError("reply arrived as rendezvous; replies must be eager");
   } else if (h.status != 0) {
-    if (h.status < 0 || h.status > static_cast<int32_t>(StatusCode::kCancelled)) {
+    if (h.status < 0 || h.status > static_cast<int32_t>(kLastStatusCode)) {
       s = ProtocolError(fmt::format("reply carries unknown status {}", h.status));
     } else {
       std::string_view msg(static_cast<const char*>(data), std::min<size_t>(length, 1024));

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <toml++/toml.h>
 
 #include "farmem/common/units.h"
-#include "farmem/fabric/wire.h"
+#include "farmem/fabric/door.h"
 
 namespace farmem::memnode {
 namespace {
@@ -32,8 +35,10 @@ Result<ServerConfig> parse(const toml::table& root) {
   }
   const toml::table* t = root["memnode"].as_table();
   if (t == nullptr) return InvalidArgument("config has no [memnode] table");
-  static const std::set<std::string> known = {"node_id", "listen", "port", "capacity",
-                                              "workers", "idle_spin_us", "tls", "net_devices"};
+  static const std::set<std::string> known = {
+      "node_id",      "listen",       "port",          "capacity",         "workers",
+      "idle_spin_us", "max_sessions", "door_timeout_ms", "cluster_key_file", "tls",
+      "net_devices"};
   for (auto&& [k, v] : *t) {
     if (!known.count(std::string(k.str()))) {
       return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
@@ -51,10 +56,21 @@ Result<ServerConfig> parse(const toml::table& root) {
   auto spin = get_int(*t, "idle_spin_us", 200, 0, 10'000'000);
   if (!spin.ok()) return spin.status();
   c.idle_spin_us = static_cast<uint32_t>(*spin);
+  auto max_sessions = get_int(*t, "max_sessions", 1024, 1, 65536);
+  if (!max_sessions.ok()) return max_sessions.status();
+  c.max_sessions = static_cast<uint32_t>(*max_sessions);
+  auto door_timeout = get_int(*t, "door_timeout_ms", 2000, 10, 60'000);
+  if (!door_timeout.ok()) return door_timeout.status();
+  c.door_timeout_ms = static_cast<uint32_t>(*door_timeout);
   if (const toml::node* n = t->get("listen")) {
     auto s = n->value_exact<std::string>();
     if (!s) return InvalidArgument("memnode.listen must be a string");
     c.listen = *s;
+  }
+  if (const toml::node* n = t->get("cluster_key_file")) {
+    auto s = n->value_exact<std::string>();
+    if (!s) return InvalidArgument("memnode.cluster_key_file must be a string");
+    c.cluster_key_file = *s;
   }
   if (const toml::node* n = t->get("tls")) {
     auto s = n->value_exact<std::string>();
@@ -94,9 +110,37 @@ Status ServerConfig::validate() const {
   if (workers < 1 || workers > wire::kMaxServerWorkers) {
     return InvalidArgument(fmt::format("workers must be 1..{}", wire::kMaxServerWorkers));
   }
-  if (port != 0 && static_cast<uint32_t>(port) + workers - 1 > 65535) {
-    return InvalidArgument("port + workers - 1 exceeds 65535");
+  if (max_sessions < 1 || max_sessions > 65536) {
+    return InvalidArgument("max_sessions must be 1..65536");
   }
+  if (door_timeout_ms < 10 || door_timeout_ms > 60'000) {
+    return InvalidArgument("door_timeout_ms must be 10..60000");
+  }
+  if (listen.empty()) return InvalidArgument("listen address is empty");
+  return OkStatus();
+}
+
+Status ServerConfig::load_cluster_key() {
+  std::string key;
+  if (!cluster_key_file.empty()) {
+    std::ifstream f(cluster_key_file, std::ios::binary);
+    if (!f) {
+      return InvalidArgument(fmt::format("cannot read cluster key file '{}'", cluster_key_file));
+    }
+    key.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } else if (const char* env = std::getenv("FARMEM_CLUSTER_KEY")) {
+    key = env;
+  } else {
+    cluster_key.clear();
+    return OkStatus();
+  }
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  if (key.empty()) return InvalidArgument("the cluster key is empty");
+  if (key.size() > wire::kMaxClusterKeyBytes) {
+    return InvalidArgument(fmt::format("the cluster key is longer than {} bytes",
+                                       wire::kMaxClusterKeyBytes));
+  }
+  cluster_key = std::move(key);
   return OkStatus();
 }
 

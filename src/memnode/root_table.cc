@@ -14,18 +14,18 @@ Status RootTable::check_name(std::string_view name) {
   return OkStatus();
 }
 
-Status RootTable::publish(std::string_view name, uint64_t address, bool replace) {
+Status RootTable::publish(std::string_view name, uint64_t address, bool replace, uint64_t owner) {
   FARMEM_RETURN_IF_ERROR(check_name(name));
   auto it = roots_.find(name);
   if (it != roots_.end()) {
     if (!replace) return AlreadyExists(fmt::format("root '{}' already exists", name));
-    it->second = address;
+    it->second = Root{address, owner};
     return OkStatus();
   }
   if (roots_.size() >= kMaxRoots) {
     return ResourceExhausted(fmt::format("root table is full ({} names)", kMaxRoots));
   }
-  roots_.emplace(std::string(name), address);
+  roots_.emplace(std::string(name), Root{address, owner});
   return OkStatus();
 }
 
@@ -33,7 +33,7 @@ Result<uint64_t> RootTable::lookup(std::string_view name) const {
   FARMEM_RETURN_IF_ERROR(check_name(name));
   auto it = roots_.find(name);
   if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
-  return it->second;
+  return it->second.address;
 }
 
 Status RootTable::remove(std::string_view name) {
@@ -42,6 +42,23 @@ Status RootTable::remove(std::string_view name) {
   if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
   roots_.erase(it);
   return OkStatus();
+}
+
+}  // namespace farmem::memnode
+
+namespace farmem::memnode {
+
+size_t RootTable::remove_owned(uint64_t owner) {
+  size_t n = 0;
+  for (auto it = roots_.begin(); it != roots_.end();) {
+    if (owner != 0 && it->second.owner == owner) {
+      it = roots_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
 }
 
 }  // namespace farmem::memnode

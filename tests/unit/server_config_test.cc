@@ -1,5 +1,6 @@
 // Unit tests for memnode::ServerConfig::from_toml_string and validate().
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -25,8 +26,11 @@ TEST(ServerConfigTest, EmptyMemnodeTableGivesDefaults) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ServerConfig defaults;
   EXPECT_EQ(r->node_id, 0);
-  EXPECT_EQ(r->listen, "0.0.0.0");
+  EXPECT_EQ(r->listen, "127.0.0.1");  // loopback unless told otherwise
   EXPECT_EQ(r->port, 7000);
+  EXPECT_EQ(r->max_sessions, 1024u);
+  EXPECT_EQ(r->door_timeout_ms, 2000u);
+  EXPECT_EQ(r->cluster_key_file, "");
   EXPECT_EQ(r->capacity_bytes, 1ull << 30);
   EXPECT_EQ(r->workers, 1u);
   EXPECT_EQ(r->idle_spin_us, 200u);
@@ -110,12 +114,40 @@ TEST(ServerConfigTest, OutOfRangeIntegersAreErrors) {
   ExpectInvalid("[memnode]\nidle_spin_us = 10000001\n", "memnode.idle_spin_us");
 }
 
-TEST(ServerConfigTest, PortRangeMustFitEveryWorker) {
-  // Worker i listens on port + i.
-  EXPECT_TRUE(Parse("[memnode]\nport = 65532\nworkers = 4\n").ok());
-  ExpectInvalid("[memnode]\nport = 65533\nworkers = 4\n", "port + workers");
-  // Port 0 picks free ports, so any worker count is fine.
+TEST(ServerConfigTest, OnePortServesEveryWorker) {
+  // The door is one port whatever the worker count.
+  EXPECT_TRUE(Parse("[memnode]\nport = 65535\nworkers = 16\n").ok());
   EXPECT_TRUE(Parse("[memnode]\nport = 0\nworkers = 16\n").ok());
+  ExpectInvalid("[memnode]\nport = 65536\n", "out of range");
+  ExpectInvalid("[memnode]\nport = -5\n", "out of range");
+}
+
+TEST(ServerConfigTest, SessionAndDoorBoundsAreChecked) {
+  auto r = Parse("[memnode]\nmax_sessions = 8\ndoor_timeout_ms = 50\n"
+                 "cluster_key_file = \"/etc/farmem/key\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->max_sessions, 8u);
+  EXPECT_EQ(r->door_timeout_ms, 50u);
+  EXPECT_EQ(r->cluster_key_file, "/etc/farmem/key");
+  ExpectInvalid("[memnode]\nmax_sessions = 0\n", "out of range");
+  ExpectInvalid("[memnode]\nmax_sessions = 65537\n", "out of range");
+  ExpectInvalid("[memnode]\ndoor_timeout_ms = 5\n", "out of range");
+  ExpectInvalid("[memnode]\ncluster_key = \"secret\"\n", "unknown key memnode.cluster_key");
+}
+
+TEST(ServerConfigTest, ClusterKeyComesFromAFileWithoutItsNewline) {
+  char path[] = "/tmp/farmem-key-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "s3cret\n", 7), 7);
+  close(fd);
+  ServerConfig c;
+  c.cluster_key_file = path;
+  ASSERT_TRUE(c.load_cluster_key().ok());
+  EXPECT_EQ(c.cluster_key, "s3cret");
+  c.cluster_key_file = std::string(path) + ".missing";
+  EXPECT_EQ(c.load_cluster_key().code(), StatusCode::kInvalidArgument);
+  unlink(path);
 }
 
 TEST(ServerConfigTest, WrongValueTypesAreErrors) {
@@ -174,9 +206,9 @@ TEST(ServerConfigTest, ValidateChecksAProgrammaticConfig) {
   EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
   c.workers = 16;
   c.port = 65535;
-  EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
-  c.port = 65520;
   EXPECT_TRUE(c.validate().ok());
+  c.max_sessions = 0;
+  EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Cluster: a compute process's connection to a set of memory nodes.
 //
-// connect() creates the UCX context, connects the calling thread to every memory node, runs
-// the versioned handshake (node id, exported region, remote key) and checks that node ids are
-// unique. thread_client() gives each thread its own ThreadClient (own worker and endpoints),
+// connect() creates the UCX context, connects the calling thread to every memory node through
+// its door (NodeSession: cluster key, versioned handshake, node id, exported region, remote
+// key) and checks that node ids are unique. thread_client() gives each thread its own ThreadClient (own worker and endpoints),
 // created and connected on first use from that thread.
 //
 // Named roots live on the node chosen by hashing the name (XXH3) over the sorted node ids, so
@@ -31,7 +31,7 @@ struct NodeInfo {
   uint16_t node_id = 0;
   HostPort address;
   uint64_t region_bytes = 0;
-  std::vector<uint16_t> worker_ports;
+  uint16_t worker_count = 0;  // 0 until the first thread connected
 };
 
 class Cluster {

@@ -15,6 +15,10 @@
 //   direct_access = true            # on shared memory, one-sided ops are CPU loads, stores and
 //                                   # atomics on UCX's mapping of the node's region (ucp_rkey_ptr)
 //                                   # instead of UCX calls; false always posts through UCX
+//   one_sided = "auto"              # auto | ucx | served: how one-sided operations travel; auto
+//                                   # = served by the node (one RPC per batch) where UCX has no
+//                                   # native one-sided transport to it (TCP), else UCX
+//   cluster_key_file = ""           # file with the cluster key (else FARMEM_CLUSTER_KEY)
 //   tls = ""                        # overrides UCX_TLS for this client when set
 //   net_devices = ""                # overrides UCX_NET_DEVICES for this client when set
 //
@@ -23,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "farmem/common/result.h"
@@ -30,6 +35,8 @@
 #include "farmem/runtime/throttle.h"
 
 namespace farmem::client {
+
+enum class OneSidedPath : uint8_t { kAuto, kUcx, kServed };
 
 struct ClientOptions {
   uint32_t op_timeout_ms = 5000;
@@ -41,15 +48,22 @@ struct ClientOptions {
   bool backoff = true;
   uint64_t chunk_bytes = 1ull << 20;
   bool direct_access = true;
+  OneSidedPath one_sided = OneSidedPath::kAuto;
+  std::string cluster_key_file;
+  std::string cluster_key;  // loaded by ClusterConfig::load_cluster_key(), never logged
   std::string tls;
   std::string net_devices;
 };
+
+Result<OneSidedPath> parse_one_sided(std::string_view text);
 
 struct ClusterConfig {
   std::vector<HostPort> memnodes;
   ClientOptions options;
 
   Status validate() const;
+  // Fills options.cluster_key from cluster_key_file, else FARMEM_CLUSTER_KEY (if set).
+  Status load_cluster_key();
   static Result<ClusterConfig> from_toml_file(const std::string& path);
   static Result<ClusterConfig> from_toml_string(const std::string& text);
   // "host:port,host:port"

@@ -7,11 +7,19 @@
 // One-sided operations return awaitables: `Status s = co_await c.read(addr, buf, n);`.
 // Before posting, each checks that the node exists and [offset, offset + bytes) lies in its
 // region (kNotFound / kOutOfRange), and that atomics are 8-byte aligned (kInvalidArgument).
-// Every operation carries the client's op deadline: past it the result is kTimedOut. A
-// one-sided operation (or RPC send) that times out also abandons the connection to that node
-// (later operations get kPeerFailed), since UCX may still touch its buffers; an RPC whose reply
-// is late only times out. A dead node gives kPeerFailed. A completed write is visible at the
-// memory node (the client flushes). Writes and atomics may not touch a node's reserved header.
+// Every operation has a deadline: the one given (absolute, now_ns() clock) or else the
+// client's op_timeout_ms; past it the result is kTimedOut and the operation may or may not
+// have been applied. A timeout fails only that operation, except for an operation UCX itself
+// still holds (one-sided through UCX on shared memory with direct access off, or RDMA): UCX
+// may still write into its buffer, so that connection is abandoned (later operations on the
+// node get kPeerFailed). A dead node gives kPeerFailed, a node shutting down kUnavailable (the
+// session's heartbeat notices both, and a stopped node, within op_timeout_ms).
+// A completed write is visible at the memory node. Writes and atomics may not touch a node's
+// reserved header. The full error model: docs/ARCHITECTURE.md "Errors".
+//
+// Paths: shared-memory nodes use direct access (below) or UCX's shared-memory transports; nodes
+// reached only over TCP use served operations (client/served_ops.h: the node performs them and
+// a Batch costs one round trip); RDMA uses UCX. ClientOptions::one_sided forces a path.
 //
 // Batch posts several operations and waits for all of them (doorbell batching).
 //
@@ -43,6 +51,8 @@
 #include "farmem/client/chunk_allocator.h"
 #include "farmem/client/cluster_config.h"
 #include "farmem/client/global_address.h"
+#include "farmem/client/node_session.h"
+#include "farmem/client/served_ops.h"
 #include "farmem/common/result.h"
 #include "farmem/fabric/completion.h"
 #include "farmem/fabric/endpoint.h"
@@ -67,6 +77,10 @@ struct NodeStats {
   uint64_t allocations = 0;
   uint16_t worker_count = 0;
   uint64_t uptime_ms = 0;
+  uint64_t objects = 0;          // named objects
+  uint64_t sessions_total = 0;   // sessions opened since the node started
+  uint64_t refused = 0;          // door connections refused
+  uint64_t rpcs_dropped = 0;     // requests dropped (session gone, flood)
 };
 
 // Per-thread counters, readable at any time by the owning thread.
@@ -81,7 +95,7 @@ enum class OpKind : uint8_t { kRead, kWrite, kCas, kFaa };
 class [[nodiscard]] OpAwaitable {
  public:
   OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf, size_t bytes,
-              uint64_t expected, uint64_t desired, uint64_t* result);
+              uint64_t expected, uint64_t desired, uint64_t* result, uint64_t deadline_ns);
   OpAwaitable(const OpAwaitable&) = delete;
   OpAwaitable& operator=(const OpAwaitable&) = delete;
 
@@ -94,6 +108,7 @@ class [[nodiscard]] OpAwaitable {
   static void on_credit(runtime::Throttle::Waiter* w);
   void post();
   bool post_direct(fabric::Endpoint* ep, GlobalAddress addr);
+  void post_served(fabric::Endpoint* ep);
   void finish_deferred();
 
   ThreadClient* client_;
@@ -106,6 +121,8 @@ class [[nodiscard]] OpAwaitable {
   size_t bytes_;
   uint64_t expected_;
   uint64_t* result_;
+  uint64_t deadline_ns_;                 // 0: the client's op_timeout_ms
+  std::unique_ptr<ServedOps> served_;    // the node performs it (TCP)
   fabric::Completion completion_;
   runtime::Throttle::Waiter waiter_;
   std::coroutine_handle<> handle_;
@@ -115,7 +132,9 @@ class [[nodiscard]] OpAwaitable {
 class Batch {
  public:
   static constexpr size_t kMaxOps = 64;
-  explicit Batch(ThreadClient& client);
+  // deadline_ns: absolute (now_ns() clock) for every operation of the batch; 0 = the client's
+  // op_timeout_ms from when each is posted.
+  explicit Batch(ThreadClient& client, uint64_t deadline_ns = 0);
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
   ~Batch();
@@ -150,6 +169,9 @@ class Batch {
   uint8_t* direct_target(fabric::Endpoint* ep, GlobalAddress addr) const;
   // Performs the deferred reads in posting order (a failed node fails them instead).
   void perform_deferred_reads();
+  // The served operations of ep's node in this batch (created on first use), or null when the
+  // node does not use served operations.
+  ServedOps* served_for(fabric::Endpoint* ep, uint16_t node);
 
   struct DeferredRead {
     void* dst;
@@ -158,9 +180,11 @@ class Batch {
     fabric::Endpoint* ep;
   };
   ThreadClient* client_;
+  uint64_t deadline_ns_;
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
   Status first_error_;
+  std::vector<ServedOps> served_;  // per served node, in first-use order
   size_t ops_ = 0;
   std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
   // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
@@ -182,35 +206,61 @@ class ThreadClient {
   ThreadClient& operator=(const ThreadClient&) = delete;
 
   // ---- one-sided operations (awaitables) ----
-  OpAwaitable read(GlobalAddress addr, void* dst, size_t bytes) {
-    return OpAwaitable(this, OpKind::kRead, addr, dst, bytes, 0, 0, nullptr);
+  // deadline_ns (every call): absolute, now_ns() clock; 0 = op_timeout_ms from posting.
+  OpAwaitable read(GlobalAddress addr, void* dst, size_t bytes, uint64_t deadline_ns = 0) {
+    return OpAwaitable(this, OpKind::kRead, addr, dst, bytes, 0, 0, nullptr, deadline_ns);
   }
-  OpAwaitable write(GlobalAddress addr, const void* src, size_t bytes) {
-    return OpAwaitable(this, OpKind::kWrite, addr, const_cast<void*>(src), bytes, 0, 0, nullptr);
+  OpAwaitable write(GlobalAddress addr, const void* src, size_t bytes, uint64_t deadline_ns = 0) {
+    return OpAwaitable(this, OpKind::kWrite, addr, const_cast<void*>(src), bytes, 0, 0, nullptr,
+                       deadline_ns);
   }
   // *old_value receives the value found; the swap happened iff it equals `expected`.
-  OpAwaitable cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value) {
-    return OpAwaitable(this, OpKind::kCas, addr, nullptr, 8, expected, desired, old_value);
+  OpAwaitable cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value,
+                  uint64_t deadline_ns = 0) {
+    return OpAwaitable(this, OpKind::kCas, addr, nullptr, 8, expected, desired, old_value,
+                       deadline_ns);
   }
-  OpAwaitable faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
-    return OpAwaitable(this, OpKind::kFaa, addr, nullptr, 8, 0, add, old_value);
+  OpAwaitable faa(GlobalAddress addr, uint64_t add, uint64_t* old_value,
+                  uint64_t deadline_ns = 0) {
+    return OpAwaitable(this, OpKind::kFaa, addr, nullptr, 8, 0, add, old_value, deadline_ns);
   }
+  // An absolute deadline `ms` from now (for the deadline_ns parameters).
+  static uint64_t deadline_in_ms(uint64_t ms);
   // Reads the 8-byte word, applies fn, CASes it in; retries with backoff. Returns the new value.
   runtime::Task<Result<uint64_t>> atomic_update(GlobalAddress addr,
                                                 std::function<uint64_t(uint64_t)> fn);
 
   // ---- control plane (RPC) ----
+  // Memory allocated here belongs to this thread's session with the node: it is returned when
+  // the session ends (this ThreadClient is destroyed, or the process dies). Memory that must
+  // outlive the session belongs to a named object (object_create; ds/common/object.h).
   // Small sizes come from locally carved chunks; large ones from a node's allocator directly.
   // Without a node, nodes are used round-robin.
   runtime::Task<Result<GlobalAddress>> allocate(uint64_t bytes);
   runtime::Task<Result<GlobalAddress>> allocate(uint64_t bytes, uint16_t node);
   // bytes must be the size passed to allocate().
   runtime::Task<Status> free(GlobalAddress addr, uint64_t bytes);
-  // Allocation straight from one node's allocator (alignment: power of two <= 4096).
+  // Allocation straight from one node's allocator (alignment: power of two <= 4096), owned by
+  // `owner`: wire::kOwnerSession (this session) or an object id from object_create/open.
   runtime::Task<Result<GlobalAddress>> allocate_on(uint16_t node, uint64_t bytes,
-                                                   uint64_t alignment = 64);
+                                                   uint64_t alignment = 64,
+                                                   uint64_t owner = wire::kOwnerSession);
   runtime::Task<Status> free_on(GlobalAddress addr);
-  runtime::Task<Status> publish_root(std::string name, GlobalAddress addr, bool replace = false);
+  // Named objects on one node (control.md "Objects"): create (ephemeral: destroyed with this
+  // session unless persisted), open by name, persist, destroy (frees all its memory and roots).
+  runtime::Task<Result<uint64_t>> object_create(uint16_t node, std::string name, bool ephemeral);
+  runtime::Task<Result<uint64_t>> object_open(uint16_t node, std::string name);
+  runtime::Task<Status> object_persist(uint16_t node, uint64_t id);
+  runtime::Task<Status> object_destroy(uint16_t node, uint64_t id);
+  // Whether each session id is open on `node` (for leases held by sessions; at most
+  // wire::kMaxSessionsPerQuery ids).
+  runtime::Task<Result<std::vector<bool>>> sessions_alive(uint16_t node,
+                                                          std::vector<uint64_t> ids);
+  // This thread's session id with `node` (0 for an unknown node).
+  uint64_t session_id(uint16_t node) const;
+  // owner: 0, or an object id on the root's node (root_node(name)) whose destruction removes it.
+  runtime::Task<Status> publish_root(std::string name, GlobalAddress addr, bool replace = false,
+                                     uint64_t owner = 0);
   runtime::Task<Result<GlobalAddress>> lookup_root(std::string name);
   runtime::Task<Status> remove_root(std::string name);
   runtime::Task<Result<NodeStats>> stats(uint16_t node);
@@ -253,6 +303,12 @@ class ThreadClient {
     fabric::Endpoint* ep = endpoint(node);
     return direct_access_ && ep != nullptr && ep->direct_base() != nullptr;
   }
+  // Whether one-sided operations on `node` are served by the node (RPC) rather than UCX.
+  bool served(uint16_t node) const { return node < served_.size() && served_[node]; }
+  // Checks every node session (heartbeats, closed connections) now if due. Cheap when not.
+  void check_liveness(uint64_t now_ns) {
+    for (auto& s : sessions_) s->check(now_ns);
+  }
   // Transports of the first node's endpoint, prefixed "direct+" when it uses direct access,
   // e.g. "direct+sysv/memory,posix/memory,tcp/lo".
   std::string transports() const;
@@ -264,6 +320,8 @@ class ThreadClient {
   friend class Batch;
   ThreadClient(Cluster& cluster, uint32_t index);
   Status connect_all();
+  // Opens the session with one node and checks the UCX connection with an echo RPC.
+  Status connect_node(size_t index);
   // The local mapping of ep's region if this operation may use the direct path, else null.
   // Progresses the worker every kDirectOpsPerProgress calls.
   uint8_t* direct_base(fabric::Endpoint* ep);
@@ -276,13 +334,15 @@ class ThreadClient {
   std::unique_ptr<fabric::Worker> worker_;
   std::unique_ptr<runtime::Scheduler> own_scheduler_;
   runtime::Scheduler* scheduler_ = nullptr;
-  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
+  std::vector<std::unique_ptr<NodeSession>> sessions_;  // in cluster config order
   std::vector<fabric::Endpoint*> by_node_;
+  std::vector<bool> served_;  // by node id: one-sided operations go as RPCs (served_ops.h)
   runtime::Throttle throttle_;
   bool throttle_on_;
   bool direct_access_;       // ClientOptions::direct_access
   uint64_t direct_ops_ = 0;  // direct_base() calls, for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
+  size_t liveness_ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;
   std::vector<ChunkAllocator> allocators_;  // per node id
   uint32_t next_node_ = 0;                  // round-robin for allocate(bytes)

@@ -29,7 +29,10 @@ enum class StatusCode : uint8_t {
   kUnavailable = 10,       // not connected / shutting down
   kInternal = 11,          // a bug or an unexpected transport error
   kCancelled = 12,         // the operation was abandoned locally
+  kPermissionDenied = 13,  // refused: wrong cluster key, or not the caller's to touch
+  kRetriesExhausted = 14,  // gave up after a bounded number of contended attempts; retry later
 };
+inline constexpr StatusCode kLastStatusCode = StatusCode::kRetriesExhausted;
 
 std::string_view status_code_name(StatusCode code);
 
@@ -68,6 +71,9 @@ Status VersionMismatch(std::string_view msg);
 Status Unavailable(std::string_view msg);
 Status Internal(std::string_view msg);
 Status Cancelled(std::string_view msg);
+Status PermissionDenied(std::string_view msg);
+// "<what> gave up after <attempts> contended attempts": the one form of retry exhaustion.
+Status RetriesExhausted(std::string_view what, uint64_t attempts);
 
 }  // namespace farmem
 

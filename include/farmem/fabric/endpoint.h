@@ -1,8 +1,9 @@
 // Endpoint: one UCX endpoint from a worker to a peer, with the peer's exported region.
 //
-// Client side: connect() opens a client-server endpoint to host:port (UCX listener) with
-// peer-failure error handling; attach_region() unpacks the peer's remote key for one-sided
-// operations. Server side: accept() answers a connection request.
+// create() opens an endpoint to a peer worker's UCX address (exchanged through the door,
+// fabric/door.h) with peer-failure error handling; when both sides create one to the other,
+// UCX pairs them into one connection. attach_region() unpacks the peer's remote key for
+// one-sided operations.
 //
 // post_*(): each posts one operation. If it completed at once it returns OK and leaves
 // `completion` untouched; if it is in flight it adds 1 to completion->remaining and returns OK
@@ -10,8 +11,10 @@
 // and adds nothing. Buffers passed in must stay valid until the completion fires.
 // deadline_ns is absolute (now_ns() clock); 0 means the worker's default timeout from the
 // moment the operation is found to be in flight (so immediate completions never read the clock).
-// An endpoint whose peer failed, or whose operation timed out, is closed: every later post
-// returns kPeerFailed with the reason.
+// An endpoint whose peer failed, or whose UCX one-sided operation timed out, is closed: every
+// later post returns kPeerFailed with the reason. A timed-out RPC only fails its waiter: its
+// payload is copied at post time and a late reply is dropped, so nothing can touch the
+// caller's buffers afterwards.
 //
 // Direct access: when UCX maps the peer's region into this process (shared memory, checked
 // with ucp_rkey_ptr at attach_region), direct_base() is a local pointer to its first byte and
@@ -37,10 +40,12 @@ namespace farmem::fabric {
 
 class Endpoint {
  public:
-  // Starts connecting; operations posted before the handshake finishes are queued by UCX.
-  static Result<std::unique_ptr<Endpoint>> connect(Worker& worker, const std::string& host,
-                                                   uint16_t port);
-  static Result<std::unique_ptr<Endpoint>> accept(Worker& worker, ucp_conn_request_h request);
+  // Starts connecting to the worker whose UCX address is given; operations posted before the
+  // connection is up are queued by UCX. `peer` names the peer in messages.
+  static Result<std::unique_ptr<Endpoint>> create(Worker& worker, const void* address,
+                                                  size_t address_bytes, std::string peer);
+  // Force-closes the endpoint if still open. Never progresses the worker, so it may run from
+  // the owning thread's loop at any time (not from inside a UCX callback).
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -71,6 +76,7 @@ class Endpoint {
                   uint32_t reply_capacity, uint32_t* reply_bytes, Completion* c,
                   uint64_t deadline_ns);
   // Sends a reply (server side). The payload is copied; the send is fire-and-forget.
+  // Messages longer than wire::kMaxErrorMessageBytes are cut for error replies.
   Status send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
                     size_t payload_bytes);
   // Test hook: sends an arbitrary header + payload as an RPC request, unvalidated.
@@ -86,11 +92,16 @@ class Endpoint {
   void fail(Status why);
   // The UCX transports this endpoint uses, e.g. "posix/memory,cma/memory" or "tcp/eth0".
   std::string transports() const;
+  // Whether UCX reaches the peer's memory with a native one-sided transport (shared memory,
+  // RDMA), rather than emulating reads, writes and atomics with messages the peer's worker
+  // must serve (TCP). Read from UCX's endpoint configuration.
+  bool native_rma() const;
   const std::string& peer() const { return peer_; }
   ucp_ep_h handle() const { return ep_; }
   Worker& worker() const { return *worker_; }
 
-  // Internal: called by the worker to close a failed endpoint outside UCX callbacks.
+  // Force-closes now (idempotent): outstanding UCX requests complete with this endpoint's
+  // failure. Called by the worker for failed endpoints, outside UCX callbacks.
   void close_now();
 
  private:

@@ -1,4 +1,5 @@
-// Wire formats of farmem's RPC (two-sided) messages. Byte-level spec: docs/formats/rpc.md.
+// Wire formats of farmem's RPC (two-sided) messages. Byte-level spec: docs/formats/rpc.md,
+// control.md, memops.md; the door (connection set-up) is in door.h and docs/formats/door.md.
 // Every struct here is little-endian, trivially copyable, and pinned by static_asserts.
 //
 // An RPC is one UCX active message (AM id kAmRpcRequest) whose AM header is an RpcHeader and
@@ -32,14 +33,16 @@ struct RegionHeader {
 static_assert(sizeof(RegionHeader) == 64);
 
 inline constexpr uint32_t kRpcMagic = 0x50524D46;  // "FMRP" little-endian
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr uint32_t kMaxRpcPayloadBytes = 64 * 1024;  // requests and responses
+inline constexpr uint32_t kMaxErrorMessageBytes = 1024;     // error replies are cut here
 inline constexpr uint16_t kAmRpcRequest = 11;
 inline constexpr uint16_t kAmRpcResponse = 12;
 inline constexpr uint16_t kMaxServerWorkers = 16;
 
+// Opcodes 1..255 belong to the memory node's core service; services register ranges of their
+// own from kFirstServiceOpcode up (memnode/service.h).
 enum class Opcode : uint16_t {
-  kHello = 1,
   kAlloc = 2,
   kFree = 3,
   kRootPublish = 4,
@@ -47,8 +50,15 @@ enum class Opcode : uint16_t {
   kRootRemove = 6,
   kStats = 7,
   kEcho = 8,  // returns its payload; used by tests and latency probes
-  kFirstUser = 256,
+  kObjectCreate = 9,
+  kObjectOpen = 10,
+  kObjectDestroy = 11,
+  kObjectPersist = 12,
+  kSessionsAlive = 13,
+  kMemOps = 14,  // one-sided operations served by the node (memops.md)
+  kFirstServiceOpcode = 256,
 };
+inline constexpr uint16_t kLastCoreOpcode = 255;
 
 struct RpcHeader {
   uint32_t magic;          // kRpcMagic
@@ -63,36 +73,21 @@ static_assert(sizeof(RpcHeader) == 32);
 static_assert(offsetof(RpcHeader, request_id) == 8);
 static_assert(offsetof(RpcHeader, payload_bytes) == 16);
 static_assert(offsetof(RpcHeader, status) == 20);
+static_assert(offsetof(RpcHeader, reserved) == 24);
 static_assert(std::is_trivially_copyable_v<RpcHeader>);
 
-struct HelloRequest {
-  uint32_t magic;           // kRpcMagic
-  uint16_t version;         // kProtocolVersion the client speaks
-  uint16_t reserved;
-  uint64_t client_tag;      // free-form (the client thread's index), logged at debug level
-};
-static_assert(sizeof(HelloRequest) == 16);
-
-// Followed by rkey_bytes bytes of packed UCX remote key.
-struct HelloResponse {
-  uint32_t magic;           // kRpcMagic
-  uint16_t version;         // kProtocolVersion the server speaks
-  uint16_t node_id;         // the memory node's id (unique in a cluster)
-  uint64_t region_base;     // remote virtual address of offset 0 of the exported region
-  uint64_t region_bytes;    // size of the exported region
-  uint32_t rkey_bytes;      // length of the packed rkey that follows this struct
-  uint16_t worker_count;    // number of server worker threads (1..kMaxServerWorkers)
-  uint16_t worker_index;    // which worker answered
-  uint16_t worker_ports[kMaxServerWorkers];  // listening port of each worker
-};
-static_assert(sizeof(HelloResponse) == 64);
-static_assert(offsetof(HelloResponse, worker_ports) == 32);
+// Who owns an allocation (control.md "Ownership"): 0 = the caller's session (returned when the
+// session ends); an object id (kObjectOwnerBit set) = that named object (kept until it is
+// destroyed). Session ids never have kObjectOwnerBit set.
+inline constexpr uint64_t kObjectOwnerBit = 1ull << 63;
+inline constexpr uint64_t kOwnerSession = 0;
 
 struct AllocRequest {
   uint64_t bytes;       // 1..region size
   uint64_t alignment;   // power of two <= 4096, or 0 for the default (64)
+  uint64_t owner;       // kOwnerSession or an object id
 };
-static_assert(sizeof(AllocRequest) == 16);
+static_assert(sizeof(AllocRequest) == 24);
 
 struct AllocResponse {
   uint64_t offset;      // offset of the block in the region
@@ -106,15 +101,17 @@ struct FreeRequest {
 static_assert(sizeof(FreeRequest) == 8);
 
 inline constexpr uint32_t kMaxRootNameBytes = 128;
+inline constexpr uint32_t kRootFlagReplace = 1u;
 
 // kRootPublish: RootRequest followed by name_bytes bytes of name.
-// kRootLookup / kRootRemove: same, address ignored. Lookup replies with RootResponse.
+// kRootLookup / kRootRemove: same, address and owner ignored. Lookup replies with RootResponse.
 struct RootRequest {
   uint64_t address;     // packed GlobalAddress (docs/formats/global_address.md)
   uint32_t name_bytes;  // 1..kMaxRootNameBytes
-  uint32_t flags;       // bit 0: replace an existing name on publish
+  uint32_t flags;       // kRootFlagReplace: replace an existing name on publish
+  uint64_t owner;       // publish: 0, or an object id whose destruction removes the root
 };
-static_assert(sizeof(RootRequest) == 16);
+static_assert(sizeof(RootRequest) == 24);
 
 struct RootResponse {
   uint64_t address;
@@ -125,14 +122,77 @@ struct StatsResponse {
   uint64_t capacity_bytes;  // size of the exported region
   uint64_t used_bytes;      // bytes handed out by the allocator (incl. reserved header)
   uint64_t rpcs_served;     // RPC requests answered, all opcodes
-  uint64_t connections;     // endpoints currently connected
+  uint64_t connections;     // sessions currently open
   uint64_t roots;           // named roots stored
   uint64_t allocations;     // live allocations
   uint16_t node_id;
   uint16_t worker_count;
-  uint32_t reserved;
+  uint32_t objects;         // named objects
   uint64_t uptime_ms;
+  uint64_t sessions_total;  // sessions opened since start
+  uint64_t refused;         // door connections refused (junk, wrong key, full, timeout)
+  uint64_t rpcs_dropped;    // requests dropped (session gone, flood)
+  uint64_t reserved[5];
 };
-static_assert(sizeof(StatsResponse) == 64);
+static_assert(sizeof(StatsResponse) == 128);
+static_assert(offsetof(StatsResponse, uptime_ms) == 56);
+
+// ---- named objects (control.md "Objects") ----
+inline constexpr uint32_t kMaxObjectNameBytes = 128;
+inline constexpr uint32_t kObjectEphemeral = 1u;  // destroyed when the creating session ends
+
+// kObjectCreate / kObjectOpen: ObjectRequest followed by name_bytes of name (id ignored).
+// kObjectDestroy / kObjectPersist: ObjectRequest with the id (name_bytes 0).
+struct ObjectRequest {
+  uint64_t id;          // destroy/persist: the object id (kObjectOwnerBit set)
+  uint32_t name_bytes;  // create/open: 1..kMaxObjectNameBytes
+  uint32_t flags;       // create: kObjectEphemeral
+};
+static_assert(sizeof(ObjectRequest) == 16);
+
+struct ObjectResponse {
+  uint64_t id;          // kObjectOwnerBit | node-local number
+  uint32_t flags;       // kObjectEphemeral while the object is bound to a session
+  uint32_t reserved;
+};
+static_assert(sizeof(ObjectResponse) == 16);
+
+// kSessionsAlive: count u32, reserved u32, then count session ids (u64); the reply is count
+// bytes, 1 = the session is open on this node, 0 = it ended (or never existed).
+inline constexpr uint32_t kMaxSessionsPerQuery = 1024;
+struct SessionsAliveRequest {
+  uint32_t count;
+  uint32_t reserved;
+};
+static_assert(sizeof(SessionsAliveRequest) == 8);
+
+// ---- served one-sided operations (memops.md) ----
+enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4 };
+
+// kMemOps request: MemOpsHeader, then per operation a MemOp followed (writes only) by its
+// data padded to a multiple of 8. The reply holds, in operation order, each read's data padded
+// to a multiple of 8 and each CAS/FAA's old value (8 bytes); writes add nothing.
+struct MemOpsHeader {
+  uint32_t count;       // 1..kMaxMemOpsPerMessage
+  uint32_t reserved;    // 0
+};
+static_assert(sizeof(MemOpsHeader) == 8);
+
+struct MemOp {
+  uint8_t kind;         // MemOpKind
+  uint8_t reserved0;    // 0
+  uint16_t reserved1;   // 0
+  uint32_t bytes;       // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8
+  uint64_t offset;      // in the region; writes and atomics not below kRegionHeaderBytes
+  uint64_t operand0;    // CAS: expected; FAA: addend; otherwise 0
+  uint64_t operand1;    // CAS: desired; otherwise 0
+};
+static_assert(sizeof(MemOp) == 32);
+static_assert(offsetof(MemOp, offset) == 8);
+
+inline constexpr uint32_t kMaxMemOpsPerMessage = 256;
+// A read or write larger than this is split into several operations by the client.
+inline constexpr uint32_t kMaxMemOpBytes = 32 * 1024;
+inline constexpr uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
 
 }  // namespace farmem::wire

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "farmem/common/result.h"
@@ -43,8 +45,10 @@ struct PendingOp {
   uint64_t request_id = 0;    // kRpcReply
   PendingOp* prev = nullptr;
   PendingOp* next = nullptr;
-  // kRpcSend: the header UCX reads until the send completes (outlives the poster's frame).
+  // kRpcSend: the header and a copy of the payload UCX reads until the send completes
+  // (outlive the poster's frame; the copy is freed when the record is released).
   wire::RpcHeader header{};
+  uint8_t* owned_payload = nullptr;
   // kRpcReply: where the reply goes.
   void* reply_buffer = nullptr;
   uint32_t reply_capacity = 0;
@@ -55,6 +59,7 @@ struct WorkerOptions {
   uint32_t max_pending_ops = 16384;   // bound on operations in flight on this worker
   uint64_t default_timeout_ns = 5'000'000'000ull;
   bool register_rpc_client = true;    // install the RPC reply handler
+  bool collect_closed = false;        // keep failed-and-closed endpoints for take_closed()
 };
 
 class Worker {
@@ -67,12 +72,17 @@ class Worker {
   ucp_worker_h handle() const { return worker_; }
   // Drives UCX; returns the number of events processed. Also closes endpoints that failed.
   unsigned progress();
-  // Fails every operation whose deadline is before now_ns with kTimedOut. An RMA operation or
-  // RPC send that timed out poisons its endpoint (force-closed; later ops get kPeerFailed),
-  // because its buffers could otherwise be touched after the waiter has gone.
+  // Fails every operation whose deadline is before now_ns with kTimedOut. A UCX one-sided
+  // operation that timed out poisons its endpoint (force-closed; later ops get kPeerFailed),
+  // because UCX could otherwise still write into the caller's buffer. An RPC only fails its
+  // waiter: its send record lives on (untracked) until UCX completes it, and a late reply is
+  // dropped.
   void expire(uint64_t now_ns);
   uint64_t next_deadline_ns() const { return head_ ? head_->deadline_ns : UINT64_MAX; }
   size_t in_flight() const { return in_flight_; }
+
+  // This worker's UCX address (for the door handshake); empty on failure.
+  std::string address() const;
 
   // Sleep support: event_fd() is readable when arm() returned true and something arrived.
   int event_fd() const { return event_fd_; }
@@ -96,9 +106,14 @@ class Worker {
   uint64_t next_request_id() { return ++request_seq_; }
   void register_reply(PendingOp* op);
   void unregister_reply(PendingOp* op);
-  // Fails and forgets every reply awaited from `ep` (its connection is gone).
-  void fail_replies_of(Endpoint* ep, const Status& why);
+  // Fails every operation in flight on `ep` with `why` and makes its record forget `ep` (its
+  // connection is gone): awaited replies are dropped, UCX-owned records are released when
+  // UCX calls back.
+  void detach_ops_of(Endpoint* ep, const Status& why);
   void schedule_close(Endpoint* ep);
+  // Endpoints that failed and were closed by progress() since the last call (only with
+  // WorkerOptions::collect_closed). The pointers are still valid: their owners delete them.
+  std::vector<Endpoint*> take_closed() { return std::exchange(closed_, {}); }
   void forget_endpoint(Endpoint* ep);
   Status set_am_handler(uint16_t id, ucp_am_recv_callback_t cb, void* arg);
 
@@ -119,6 +134,7 @@ class Worker {
   uint64_t request_seq_ = 0;
   std::unordered_map<uint64_t, PendingOp*> replies_;
   std::vector<Endpoint*> to_close_;
+  std::vector<Endpoint*> closed_;
 };
 
 }  // namespace farmem::fabric

@@ -2,15 +2,20 @@
 //
 //   [memnode]
 //   node_id = 0            # unique in the cluster, 0..65535
-//   listen = "0.0.0.0"     # address to listen on
-//   port = 7000            # worker i listens on port + i; 0 picks free ports
-//   capacity = "1GiB"      # exported bytes (64KiB .. 256TiB)
+//   listen = "127.0.0.1"   # address of the door; "0.0.0.0" for every interface
+//   port = 7000            # the door's TCP port; 0 picks a free one
+//   capacity = "1GiB"      # exported bytes (64KiB .. 256TiB, and what the machine can back)
 //   workers = 1            # progress threads, 1..16
 //   idle_spin_us = 200     # busy-poll this long after the last event before sleeping
+//   max_sessions = 1024    # client sessions (one per client thread), 1..65536
+//   door_timeout_ms = 2000 # a connecting client must complete its hello within this
+//   cluster_key_file = ""  # file holding the cluster key clients must present (optional)
 //   tls = ""               # overrides UCX_TLS for this node
-//   net_devices = ""       # overrides UCX_NET_DEVICES for this node
+//   net_devices = ""       # overrides UCX_NET_DEVICES; by default the device of `listen`
 //
-// Unknown keys are errors (a typo must not silently fall back to a default).
+// Unknown keys are errors (a typo must not silently fall back to a default). The cluster key
+// comes from cluster_key_file or the FARMEM_CLUSTER_KEY environment variable, never from the
+// command line (load_cluster_key).
 // Thread safety: a plain value.
 #pragma once
 
@@ -23,17 +28,24 @@ namespace farmem::memnode {
 
 struct ServerConfig {
   uint16_t node_id = 0;
-  std::string listen = "0.0.0.0";
+  std::string listen = "127.0.0.1";
   uint16_t port = 7000;
   uint64_t capacity_bytes = 1ull << 30;
   uint32_t workers = 1;
   uint32_t idle_spin_us = 200;
+  uint32_t max_sessions = 1024;
+  uint32_t door_timeout_ms = 2000;
+  std::string cluster_key_file;
+  std::string cluster_key;  // loaded by load_cluster_key(); empty = no key required
   // Transport override for this node (empty: UCX_TLS from the environment).
   std::string tls;
   // Network device override for this node (empty: UCX_NET_DEVICES from the environment).
   std::string net_devices;
 
   Status validate() const;
+  // Fills cluster_key from cluster_key_file, else from FARMEM_CLUSTER_KEY (trailing newline
+  // removed). A named file that cannot be read, or an empty key, is an error.
+  Status load_cluster_key();
   static Result<ServerConfig> from_toml_file(const std::string& path);
   static Result<ServerConfig> from_toml_string(const std::string& text);
 };

@@ -1,0 +1,25 @@
+// Served one-sided operations (docs/formats/memops.md): the memory node performs a client's
+// reads, writes, CAS and FAA on its own region and returns the results in one reply. Used over
+// transports where UCX would emulate one-sided operations with messages anyway (TCP), so that
+// a batch costs one round trip, a late reply is simply dropped, and UCX's software RMA path on
+// the node is never exercised.
+//
+// execute_memops validates the whole request (sizes, kinds, reserved fields, bounds, the
+// reserved region header, alignment) before performing anything: a malformed request changes
+// nothing. Atomics are CPU atomics on the region, atomic with respect to direct (shared-memory)
+// clients and UCX's own atomics. Thread safety: pure except for the region bytes it touches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "farmem/common/status.h"
+
+namespace farmem::memnode {
+
+// `region` is this process's mapping of the exported region (region_bytes long).
+Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* request,
+                      size_t request_bytes, std::string* reply);
+
+}  // namespace farmem::memnode

@@ -1,0 +1,54 @@
+// NodeState: what every worker thread and service of one memory node shares.
+//
+// The exported region, the heap (allocations with owners), named objects, named roots and the
+// set of open sessions, all guarded by `mu` (control path only: the data path never takes it),
+// plus counters. Ending a session releases everything it owned.
+// Thread safety: fields marked (mu) under `mu`; counters are atomics; the rest is immutable
+// after start-up.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "farmem/memnode/config.h"
+#include "farmem/memnode/heap.h"
+#include "farmem/memnode/object_table.h"
+#include "farmem/memnode/root_table.h"
+
+namespace farmem::memnode {
+
+struct NodeState {
+  NodeState(const ServerConfig& c, uint64_t reserved_bytes)
+      : config(c), heap(c.capacity_bytes, reserved_bytes) {}
+
+  const ServerConfig config;
+  uint8_t* region_base = nullptr;  // this process's mapping of the exported region
+  uint64_t region_bytes = 0;
+  std::string packed_rkey;         // what clients need to reach the region (door welcome)
+  uint32_t worker_count = 0;
+  uint64_t start_ns = 0;
+
+  std::mutex mu;
+  Heap heap;                                // (mu)
+  ObjectTable objects;                      // (mu)
+  RootTable roots;                          // (mu)
+  std::unordered_set<uint64_t> sessions;    // (mu) open sessions
+
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> next_session{1};
+  std::atomic<uint64_t> sessions_total{0};
+  std::atomic<uint64_t> rpcs_served{0};
+  std::atomic<uint64_t> rpcs_dropped{0};
+  std::atomic<uint64_t> refused{0};
+
+  // Destroys an object: frees its allocations and removes its roots. Requires mu held.
+  Status destroy_object_locked(uint64_t id);
+  // Forgets a session and releases what it owned (allocations, ephemeral objects). Takes mu.
+  void end_session(uint64_t session);
+  bool session_open(uint64_t session);  // takes mu
+};
+
+}  // namespace farmem::memnode

@@ -1,0 +1,47 @@
+// ObjectTable: the memory node's named objects, the owners of shared allocations.
+//
+// An object is a name (1..128 bytes) with a node-local id (wire::kObjectOwnerBit | n). A data
+// structure creates one object per node it uses and allocates with the object as owner; its
+// memory stays until the object is destroyed. An ephemeral object is bound to the session that
+// created it and is destroyed when that session ends (a temporary table, or a create that
+// never finished); persist() unbinds it. Bounded at kMaxObjects.
+// Thread safety: not thread-safe; the server serialises calls (Server::mu_).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "farmem/common/result.h"
+
+namespace farmem::memnode {
+
+class ObjectTable {
+ public:
+  static constexpr size_t kMaxObjects = 65536;
+  struct Object {
+    uint64_t id = 0;
+    std::string name;
+    uint64_t session = 0;  // the binding session while ephemeral, else 0
+  };
+
+  Result<Object> create(std::string_view name, uint64_t ephemeral_session);
+  Result<Object> open(std::string_view name) const;
+  Result<Object> find(uint64_t id) const;
+  Status persist(uint64_t id);
+  Status remove(uint64_t id);
+  // Ids of the ephemeral objects bound to `session`.
+  std::vector<uint64_t> bound_to(uint64_t session) const;
+  size_t size() const { return by_id_.size(); }
+  static Status check_name(std::string_view name);
+
+ private:
+  uint64_t next_ = 1;
+  std::map<std::string, uint64_t, std::less<>> by_name_;
+  std::unordered_map<uint64_t, Object> by_id_;
+};
+
+}  // namespace farmem::memnode

@@ -1,0 +1,250 @@
+// The core service: the memory node's own RPCs (docs/formats/control.md, memops.md).
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+
+#include "farmem/common/clock.h"
+#include "farmem/memnode/memops.h"
+#include "farmem/memnode/service.h"
+
+namespace farmem::memnode {
+namespace {
+
+namespace w = farmem::wire;
+
+// Reads a request struct from the start of the payload (exactly sizeof(T) plus `extra`).
+template <typename T>
+Status parse(const Request& r, T* out, const char* what, size_t extra = 0) {
+  if (r.payload.size() < sizeof(T)) {
+    return InvalidArgument(fmt::format("{} request is {} bytes, expected {}", what,
+                                       r.payload.size(), sizeof(T) + extra));
+  }
+  std::memcpy(out, r.payload.data(), sizeof(T));
+  return OkStatus();
+}
+
+template <typename T>
+std::string_view bytes_of(const T& v) {
+  return {reinterpret_cast<const char*>(&v), sizeof(v)};
+}
+
+// The name that follows a fixed-size struct in the payload, checked against its length field.
+Result<std::string_view> trailing_name(const Request& r, size_t fixed, uint32_t name_bytes,
+                                       const char* what) {
+  if (r.payload.size() != fixed + name_bytes) {
+    return InvalidArgument(fmt::format("{} request announces a {}-byte name but carries {}", what,
+                                       name_bytes, r.payload.size() - fixed));
+  }
+  return std::string_view(reinterpret_cast<const char*>(r.payload.data()) + fixed, name_bytes);
+}
+
+class CoreWorker : public ServiceWorker {
+ public:
+  explicit CoreWorker(const WorkerContext& c) : node_(*c.node) {}
+
+  void handle(Request& r, Responder responder) override {
+    std::string out;
+    Status s = dispatch(r, &out);
+    responder.finish(s, out);
+  }
+
+ private:
+  Status dispatch(const Request& r, std::string* out) {
+    switch (static_cast<w::Opcode>(r.header.opcode)) {
+      case w::Opcode::kAlloc: return alloc(r, out);
+      case w::Opcode::kFree: return free_block(r);
+      case w::Opcode::kRootPublish:
+      case w::Opcode::kRootLookup:
+      case w::Opcode::kRootRemove: return root(r, out);
+      case w::Opcode::kStats: return stats(r, out);
+      case w::Opcode::kEcho:
+        out->assign(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
+        return OkStatus();
+      case w::Opcode::kObjectCreate:
+      case w::Opcode::kObjectOpen: return object_by_name(r, out);
+      case w::Opcode::kObjectDestroy:
+      case w::Opcode::kObjectPersist: return object_by_id(r);
+      case w::Opcode::kSessionsAlive: return sessions_alive(r, out);
+      case w::Opcode::kMemOps:
+        return execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
+                              r.payload.size(), out);
+      default:
+        return InvalidArgument(fmt::format("unknown RPC opcode {}", r.header.opcode));
+    }
+  }
+
+  // An owner named in a request: the caller's session, or an existing object.
+  Result<uint64_t> owner_for(const Request& r, uint64_t requested) {
+    if (requested == w::kOwnerSession) return r.session;
+    if ((requested & w::kObjectOwnerBit) == 0) {
+      return InvalidArgument("owner must be 0 (this session) or an object id");
+    }
+    FARMEM_RETURN_IF_ERROR(node_.objects.find(requested).status());
+    return requested;
+  }
+
+  Status alloc(const Request& r, std::string* out) {
+    w::AllocRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "alloc"));
+    if (r.payload.size() != sizeof(req)) return InvalidArgument("alloc request has extra bytes");
+    if (req.alignment > 4096) return InvalidArgument("alignment above 4096 is not supported");
+    std::lock_guard<std::mutex> lock(node_.mu);
+    auto owner = owner_for(r, req.owner);
+    if (!owner.ok()) return owner.status();
+    auto b = node_.heap.allocate(req.bytes, req.alignment, *owner);
+    if (!b.ok()) return b.status();
+    out->assign(bytes_of(w::AllocResponse{b->offset, b->bytes}));
+    return OkStatus();
+  }
+
+  Status free_block(const Request& r) {
+    w::FreeRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "free"));
+    if (r.payload.size() != sizeof(req)) return InvalidArgument("free request has extra bytes");
+    std::lock_guard<std::mutex> lock(node_.mu);
+    return node_.heap.free(req.offset, r.session);
+  }
+
+  Status root(const Request& r, std::string* out) {
+    w::RootRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "root"));
+    auto name = trailing_name(r, sizeof(req), req.name_bytes, "root");
+    if (!name.ok()) return name.status();
+    const auto op = static_cast<w::Opcode>(r.header.opcode);
+    if ((req.flags & ~w::kRootFlagReplace) != 0) return InvalidArgument("unknown root flags");
+    std::lock_guard<std::mutex> lock(node_.mu);
+    if (op == w::Opcode::kRootPublish) {
+      if (req.owner != 0) {
+        if ((req.owner & w::kObjectOwnerBit) == 0) {
+          return InvalidArgument("a root's owner must be an object id or 0");
+        }
+        FARMEM_RETURN_IF_ERROR(node_.objects.find(req.owner).status());
+      }
+      return node_.roots.publish(*name, req.address, (req.flags & w::kRootFlagReplace) != 0,
+                                 req.owner);
+    }
+    if (op == w::Opcode::kRootLookup) {
+      auto a = node_.roots.lookup(*name);
+      if (!a.ok()) return a.status();
+      out->assign(bytes_of(w::RootResponse{*a}));
+      return OkStatus();
+    }
+    return node_.roots.remove(*name);
+  }
+
+  Status stats(const Request& r, std::string* out) {
+    w::StatsResponse s{};
+    {
+      std::lock_guard<std::mutex> lock(node_.mu);
+      s.capacity_bytes = node_.region_bytes;
+      s.used_bytes = node_.heap.used_bytes();
+      s.roots = node_.roots.size();
+      s.allocations = node_.heap.live_allocations();
+      s.objects = static_cast<uint32_t>(node_.objects.size());
+      s.connections = node_.sessions.size();
+    }
+    s.rpcs_served = node_.rpcs_served.load() + 1;  // count this one
+    s.node_id = node_.config.node_id;
+    s.worker_count = static_cast<uint16_t>(node_.worker_count);
+    s.uptime_ms = (now_ns() - node_.start_ns) / 1'000'000;
+    s.sessions_total = node_.sessions_total.load();
+    s.refused = node_.refused.load();
+    s.rpcs_dropped = node_.rpcs_dropped.load();
+    out->assign(bytes_of(s));
+    return OkStatus();
+  }
+
+  Status object_by_name(const Request& r, std::string* out) {
+    w::ObjectRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "object"));
+    auto name = trailing_name(r, sizeof(req), req.name_bytes, "object");
+    if (!name.ok()) return name.status();
+    if (req.id != 0) return InvalidArgument("object create/open takes a name, not an id");
+    const bool create = static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectCreate;
+    if ((req.flags & ~(create ? w::kObjectEphemeral : 0u)) != 0) {
+      return InvalidArgument("unknown object flags");
+    }
+    std::lock_guard<std::mutex> lock(node_.mu);
+    auto o = create ? node_.objects.create(*name, (req.flags & w::kObjectEphemeral) ? r.session : 0)
+                    : node_.objects.open(*name);
+    if (!o.ok()) return o.status();
+    out->assign(bytes_of(w::ObjectResponse{o->id, o->session ? w::kObjectEphemeral : 0u, 0}));
+    return OkStatus();
+  }
+
+  Status object_by_id(const Request& r) {
+    w::ObjectRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "object"));
+    if (r.payload.size() != sizeof(req) || req.name_bytes != 0 || req.flags != 0) {
+      return InvalidArgument("object destroy/persist takes only an id");
+    }
+    if ((req.id & w::kObjectOwnerBit) == 0) return InvalidArgument("not an object id");
+    std::lock_guard<std::mutex> lock(node_.mu);
+    if (static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectPersist) {
+      return node_.objects.persist(req.id);
+    }
+    return node_.destroy_object_locked(req.id);
+  }
+
+  Status sessions_alive(const Request& r, std::string* out) {
+    w::SessionsAliveRequest req;
+    FARMEM_RETURN_IF_ERROR(parse(r, &req, "sessions-alive"));
+    if (req.reserved != 0 || req.count == 0 || req.count > w::kMaxSessionsPerQuery ||
+        r.payload.size() != sizeof(req) + 8ull * req.count) {
+      return InvalidArgument(fmt::format("sessions-alive request for {} ids in {} bytes",
+                                         req.count, r.payload.size()));
+    }
+    out->assign(req.count, '\0');
+    std::lock_guard<std::mutex> lock(node_.mu);
+    for (uint32_t i = 0; i < req.count; ++i) {
+      uint64_t id;
+      std::memcpy(&id, r.payload.data() + sizeof(req) + 8 * i, 8);
+      (*out)[i] = node_.sessions.count(id) ? 1 : 0;
+    }
+    return OkStatus();
+  }
+
+  NodeState& node_;
+};
+
+class CoreService : public Service {
+ public:
+  std::string_view name() const override { return "core"; }
+  uint16_t first_opcode() const override { return 1; }
+  uint16_t last_opcode() const override { return w::kLastCoreOpcode; }
+  std::unique_ptr<ServiceWorker> start_worker(const WorkerContext& c) override {
+    return std::make_unique<CoreWorker>(c);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Service> make_core_service() { return std::make_shared<CoreService>(); }
+
+Status ServiceRegistry::add(std::shared_ptr<Service> s) {
+  if (s == nullptr) return InvalidArgument("null service");
+  if (s->first_opcode() == 0 || s->first_opcode() > s->last_opcode()) {
+    return InvalidArgument(fmt::format("service {}: empty opcode range", s->name()));
+  }
+  for (const auto& o : services_) {
+    if (s->first_opcode() <= o->last_opcode() && o->first_opcode() <= s->last_opcode()) {
+      return InvalidArgument(fmt::format("service {}: opcodes {}..{} overlap service {}",
+                                         s->name(), s->first_opcode(), s->last_opcode(),
+                                         o->name()));
+    }
+  }
+  services_.push_back(std::move(s));
+  return OkStatus();
+}
+
+int ServiceRegistry::find(uint16_t opcode) const {
+  for (size_t i = 0; i < services_.size(); ++i) {
+    if (opcode >= services_[i]->first_opcode() && opcode <= services_[i]->last_opcode()) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace farmem::memnode

@@ -1,0 +1,54 @@
+#include "farmem/memnode/heap.h"
+
+#include <fmt/format.h>
+
+#include "farmem/fabric/wire.h"
+
+namespace farmem::memnode {
+
+Result<BuddyAllocator::Block> Heap::allocate(uint64_t bytes, uint64_t alignment, uint64_t owner) {
+  auto b = allocator_.allocate(bytes, alignment);
+  if (!b.ok()) return b;
+  owner_of_[b->offset] = owner;
+  owned_[owner].insert(b->offset);
+  return b;
+}
+
+Status Heap::free(uint64_t offset, uint64_t requester) {
+  auto it = owner_of_.find(offset);
+  if (it == owner_of_.end()) {
+    return NotFound(fmt::format("offset {:#x} is not the start of a live allocation", offset));
+  }
+  const uint64_t owner = it->second;
+  if ((owner & wire::kObjectOwnerBit) == 0 && owner != requester) {
+    return InvalidArgument(
+        fmt::format("offset {:#x} belongs to another client session; only it may free it", offset));
+  }
+  FARMEM_RETURN_IF_ERROR(allocator_.free(offset));
+  owner_of_.erase(it);
+  auto o = owned_.find(owner);
+  if (o != owned_.end()) {
+    o->second.erase(offset);
+    if (o->second.empty()) owned_.erase(o);
+  }
+  return OkStatus();
+}
+
+size_t Heap::release(uint64_t owner) {
+  auto o = owned_.find(owner);
+  if (o == owned_.end()) return 0;
+  size_t n = 0;
+  for (uint64_t offset : o->second) {
+    if (allocator_.free(offset).ok()) ++n;
+    owner_of_.erase(offset);
+  }
+  owned_.erase(o);
+  return n;
+}
+
+size_t Heap::owned_by(uint64_t owner) const {
+  auto o = owned_.find(owner);
+  return o == owned_.end() ? 0 : o->second.size();
+}
+
+}  // namespace farmem::memnode

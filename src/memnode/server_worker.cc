@@ -1,0 +1,430 @@
+#include "server_worker.h"
+
+#include <fmt/format.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "farmem/common/clock.h"
+#include "farmem/common/log.h"
+#include "farmem/fabric/door.h"
+#include "farmem/fabric/rpc.h"
+
+namespace farmem::memnode {
+
+namespace w = farmem::wire;
+
+namespace {
+
+// Bounds on what clients can make a worker hold.
+constexpr size_t kMaxQueued = 4096;                 // requests per worker
+constexpr size_t kMaxQueuedBytes = 16u << 20;       // payload bytes per worker
+constexpr size_t kMaxQueuedPerSession = 512;        // requests per session
+constexpr uint32_t kEventRounds = 64;               // busy rounds between socket polls
+constexpr uint64_t kShutdownFlushNs = 200'000'000;  // replies get this long to leave at exit
+
+// epoll tags: the kind in the top byte, a session id in the rest.
+constexpr uint64_t kTagUcx = 1ull << 56;
+constexpr uint64_t kTagStop = 2ull << 56;
+constexpr uint64_t kTagHandoff = 3ull << 56;
+constexpr uint64_t kTagSession = 4ull << 56;
+constexpr uint64_t kTagMask = 0xFFull << 56;
+
+void send_frame(int fd, w::Beat kind, uint32_t seq) {
+  w::HeartbeatFrame f{static_cast<uint32_t>(kind), seq};
+  // Best effort: a full socket buffer means the client is not reading; it will time out.
+  (void)::send(fd, &f, sizeof(f), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Responder
+
+Responder::Responder(Responder&& o) noexcept
+    : worker_(std::exchange(o.worker_, nullptr)), session_(o.session_), header_(o.header_) {}
+
+Responder& Responder::operator=(Responder&& o) noexcept {
+  if (this != &o) {
+    if (worker_ != nullptr) fail(Internal("request abandoned by its service"));
+    worker_ = std::exchange(o.worker_, nullptr);
+    session_ = o.session_;
+    header_ = o.header_;
+  }
+  return *this;
+}
+
+Responder::~Responder() {
+  if (worker_ != nullptr) fail(Internal("request abandoned by its service"));
+}
+
+void Responder::ok(const void* data, size_t bytes) {
+  if (worker_ == nullptr) return;
+  std::exchange(worker_, nullptr)->send_reply(session_, header_, StatusCode::kOk, data, bytes);
+}
+
+void Responder::fail(const Status& s) {
+  if (worker_ == nullptr) return;
+  StatusCode code = s.ok() ? StatusCode::kInternal : s.code();
+  std::string_view msg = s.ok() ? std::string_view("failed without a status") : s.message();
+  std::exchange(worker_, nullptr)->send_reply(session_, header_, code, msg.data(), msg.size());
+}
+
+void Responder::finish(const Status& s, std::string_view bytes) {
+  if (s.ok()) {
+    ok(bytes);
+  } else {
+    fail(s);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set-up
+
+ServerWorker::ServerWorker(NodeState& node, const ServiceRegistry& services, uint32_t index,
+                           int stop_fd)
+    : node_(node), services_(services), index_(index), stop_fd_(stop_fd) {}
+
+ServerWorker::~ServerWorker() {
+  for (auto& [id, s] : sessions_) {
+    if (s->fd >= 0) ::close(s->fd);
+  }
+  sessions_.clear();
+  service_workers_.clear();
+  worker_.reset();
+  for (Admission& a : handoff_) ::close(a.fd);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (handoff_fd_ >= 0) ::close(handoff_fd_);
+}
+
+Status ServerWorker::init(fabric::Context& context) {
+  fabric::WorkerOptions wo;
+  wo.register_rpc_client = false;
+  wo.collect_closed = true;
+  auto worker = fabric::Worker::create(context, wo);
+  if (!worker.ok()) return worker.status();
+  worker_ = std::move(*worker);
+  FARMEM_RETURN_IF_ERROR(
+      worker_->set_am_handler(w::kAmRpcRequest, &ServerWorker::on_request, this));
+  address_ = worker_->address();
+  if (address_.empty()) return Internal("cannot read the UCX worker address");
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  handoff_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || handoff_fd_ < 0) {
+    return Internal(fmt::format("epoll/eventfd: {}", std::strerror(errno)));
+  }
+  const std::pair<int, uint64_t> fds[] = {
+      {worker_->event_fd(), kTagUcx}, {stop_fd_, kTagStop}, {handoff_fd_, kTagHandoff}};
+  for (auto [fd, tag] : fds) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return Internal(fmt::format("epoll_ctl: {}", std::strerror(errno)));
+    }
+  }
+  WorkerContext wc{&node_, index_};
+  for (const auto& s : services_.services()) service_workers_.push_back(s->start_worker(wc));
+  return OkStatus();
+}
+
+void ServerWorker::adopt(Admission a) {
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    handoff_.push_back(std::move(a));
+  }
+  uint64_t one = 1;
+  ssize_t r = ::write(handoff_fd_, &one, sizeof(one));
+  (void)r;
+}
+
+size_t ServerWorker::pending_admissions() {
+  std::lock_guard<std::mutex> lock(handoff_mu_);
+  return handoff_.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop
+
+void ServerWorker::run() {
+  const uint64_t spin_ns = static_cast<uint64_t>(node_.config.idle_spin_us) * 1000;
+  uint64_t last_active = now_ns();
+  uint32_t rounds = 0;
+  while (!node_.stopping.load(std::memory_order_relaxed)) {
+    unsigned n = worker_->progress();
+    end_failed_sessions();
+    if (!queue_.empty()) n += process_queue();
+    poll_services();
+    if (++rounds % kEventRounds == 0) n += poll_events(0);
+    if (n > 0) {
+      last_active = now_ns();
+      continue;
+    }
+    if (now_ns() - last_active < spin_ns) {
+      sched_yield();  // stay responsive, but let a client on this core run
+      continue;
+    }
+    n = poll_events(0);
+    if (n > 0 || !worker_->arm()) continue;  // events arrived meanwhile
+    // Woken by traffic, a socket, a new session or stop; or by the timeout (sleep again).
+    last_active = poll_events(1000) > 0 ? now_ns() : 0;
+  }
+  shut_down();
+}
+
+void ServerWorker::poll_services() {
+  if (service_workers_.size() < 2) return;  // the core service needs no polling
+  const uint64_t now = now_ns();
+  for (auto& sw : service_workers_) sw->poll(now);
+}
+
+unsigned ServerWorker::poll_events(int timeout_ms) {
+  epoll_event events[64];
+  int ready = epoll_wait(epoll_fd_, events, 64, timeout_ms);
+  unsigned n = 0;
+  for (int i = 0; i < ready; ++i) {
+    const uint64_t tag = events[i].data.u64;
+    switch (tag & kTagMask) {
+      case kTagHandoff: {
+        uint64_t v;
+        ssize_t r = ::read(handoff_fd_, &v, sizeof(v));
+        (void)r;
+        take_admissions();
+        ++n;
+        break;
+      }
+      case kTagSession:
+        on_socket(tag & ~kTagMask);
+        ++n;
+        break;
+      default:  // UCX events are handled by the next progress(); stop by the loop condition
+        ++n;
+        break;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+void ServerWorker::take_admissions() {
+  std::vector<Admission> batch;
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    batch.swap(handoff_);
+  }
+  for (Admission& a : batch) open_session(a);
+}
+
+void ServerWorker::open_session(Admission& a) {
+  w::DoorWelcome m{};
+  m.magic = w::kDoorMagic;
+  m.version = w::kProtocolVersion;
+  auto ep = fabric::Endpoint::create(*worker_, a.client_address.data(), a.client_address.size(),
+                                     fmt::format("client {}", a.peer));
+  if (!ep.ok()) {
+    std::string msg(ep.status().message().substr(0, w::kMaxDoorMessageBytes));
+    m.status = static_cast<uint16_t>(ep.status().code());
+    m.message_bytes = static_cast<uint32_t>(msg.size());
+    std::string out(reinterpret_cast<const char*>(&m), sizeof(m));
+    out += msg;
+    (void)fabric::send_all(a.fd, out.data(), out.size(), now_ns() + 100'000'000);
+    ::close(a.fd);
+    node_.refused.fetch_add(1);
+    log::warn("node {}: could not connect back to {}: {}", node_.config.node_id, a.peer,
+              ep.status().to_string());
+    return;
+  }
+  auto s = std::make_unique<Session>();
+  s->id = a.session_id;
+  s->fd = a.fd;
+  s->ep = std::move(*ep);
+  s->peer = a.peer;
+  {
+    std::lock_guard<std::mutex> lock(node_.mu);
+    node_.sessions.insert(s->id);
+  }
+  node_.sessions_total.fetch_add(1);
+  m.node_id = node_.config.node_id;
+  m.worker_count = static_cast<uint16_t>(node_.worker_count);
+  m.worker_index = static_cast<uint16_t>(index_);
+  m.session_id = s->id;
+  m.region_base = reinterpret_cast<uint64_t>(node_.region_base);
+  m.region_bytes = node_.region_bytes;
+  m.rkey_bytes = static_cast<uint32_t>(node_.packed_rkey.size());
+  m.address_bytes = static_cast<uint32_t>(address_.size());
+  std::string out(reinterpret_cast<const char*>(&m), sizeof(m));
+  out += node_.packed_rkey;
+  out += address_;
+  by_ep_[s->ep->handle()] = s->id;
+  by_endpoint_[s->ep.get()] = s->id;
+  const uint64_t id = s->id;
+  const int fd = s->fd;
+  sessions_.emplace(id, std::move(s));
+  Status sent = fabric::send_all(fd, out.data(), out.size(), now_ns() + 1'000'000'000);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = kTagSession | id;
+  if (!sent.ok() || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    end_session(id, "the welcome could not be sent");
+    return;
+  }
+  log::debug("node {}: session {} opened for {} (tag {:#x}) on worker {}", node_.config.node_id,
+             id, a.peer, a.client_tag, index_);
+}
+
+void ServerWorker::on_socket(uint64_t id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  Session& s = *it->second;
+  uint8_t buf[512];
+  ssize_t n = ::recv(s.fd, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n == 0) return end_session(id, "the client closed its connection");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    return end_session(id, "its connection failed");
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    s.rx[s.rx_bytes++] = buf[i];
+    if (s.rx_bytes < sizeof(w::HeartbeatFrame)) continue;
+    s.rx_bytes = 0;
+    w::HeartbeatFrame f;
+    std::memcpy(&f, s.rx, sizeof(f));
+    if (f.kind != static_cast<uint32_t>(w::Beat::kPing)) {
+      return end_session(id, "it sent something other than a heartbeat");
+    }
+    send_frame(s.fd, w::Beat::kPong, f.seq);
+  }
+}
+
+void ServerWorker::end_session(uint64_t id, const char* why) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  std::unique_ptr<Session> s = std::move(it->second);
+  sessions_.erase(it);
+  log::debug("node {}: session {} of {} ended: {}", node_.config.node_id, id, s->peer, why);
+  by_ep_.erase(s->ep->handle());
+  by_endpoint_.erase(s->ep.get());
+  s->ep.reset();  // force-closes; never progresses
+  if (s->fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s->fd, nullptr);
+    ::close(s->fd);
+  }
+  for (auto& sw : service_workers_) sw->on_session_end(id);
+  node_.end_session(id);
+}
+
+void ServerWorker::end_failed_sessions() {
+  for (fabric::Endpoint* ep : worker_->take_closed()) {
+    auto it = by_endpoint_.find(ep);
+    if (it != by_endpoint_.end()) end_session(it->second, "its endpoint failed");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+ucs_status_t ServerWorker::on_request(void* arg, const void* header, size_t header_length,
+                                      void* data, size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<ServerWorker*>(arg);
+  // Only sessions opened through the door are served; anything else is dropped.
+  auto sit = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                 ? self->by_ep_.find(param->reply_ep)
+                 : self->by_ep_.end();
+  Session* s = nullptr;
+  if (sit != self->by_ep_.end()) {
+    auto it = self->sessions_.find(sit->second);
+    if (it != self->sessions_.end()) s = it->second.get();
+  }
+  if (s == nullptr || self->queue_.size() >= 2 * kMaxQueued ||
+      s->queued >= 2 * kMaxQueuedPerSession) {
+    self->node_.rpcs_dropped.fetch_add(1, std::memory_order_relaxed);
+    return UCS_OK;  // unknown sender, or flooded: the sender times out
+  }
+  Incoming in;
+  in.request.session = s->id;
+  in.request.worker = self->index_;
+  in.error = fabric::validate_request_header(header, header_length, length, &in.request.header);
+  if (in.error.ok() && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    in.error = InvalidArgument("RPC requests must be sent eagerly");
+  }
+  if (in.error.ok()) {
+    if (self->queue_.size() >= kMaxQueued || s->queued >= kMaxQueuedPerSession ||
+        self->queued_bytes_ + length > kMaxQueuedBytes) {
+      in.error = ResourceExhausted("memory node request queue is full; retry later");
+    } else {
+      const auto* b = static_cast<const uint8_t*>(data);
+      in.request.payload.assign(b, b + length);
+      self->queued_bytes_ += length;
+    }
+  }
+  ++s->queued;
+  self->queue_.push_back(std::move(in));
+  // Data of a rendezvous message we do not receive is dropped by returning UCS_OK.
+  return UCS_OK;
+}
+
+unsigned ServerWorker::process_queue() {
+  unsigned n = 0;
+  while (!queue_.empty()) {
+    Incoming in = std::move(queue_.front());
+    queue_.pop_front();
+    queued_bytes_ -= in.request.payload.size();
+    ++n;
+    dispatch(in);
+  }
+  return n;
+}
+
+void ServerWorker::dispatch(Incoming& in) {
+  auto it = sessions_.find(in.request.session);
+  if (it == sessions_.end()) {  // the session ended while its request waited
+    node_.rpcs_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  --it->second->queued;
+  node_.rpcs_served.fetch_add(1, std::memory_order_relaxed);
+  Responder responder(this, in.request.session, in.request.header);
+  if (!in.error.ok()) return responder.fail(in.error);
+  int svc = services_.find(in.request.header.opcode);
+  if (svc < 0) {
+    return responder.fail(
+        InvalidArgument(fmt::format("unknown RPC opcode {}", in.request.header.opcode)));
+  }
+  service_workers_[static_cast<size_t>(svc)]->handle(in.request, std::move(responder));
+}
+
+void ServerWorker::send_reply(uint64_t session, const w::RpcHeader& request, StatusCode code,
+                              const void* payload, size_t bytes) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;  // the session ended: nobody to answer
+  Status s = it->second->ep->send_reply(request, code, payload, bytes);
+  if (!s.ok()) log::debug("reply to {} failed: {}", it->second->peer, s.to_string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown: answer what is queued, say goodbye, give the replies a moment to leave.
+
+void ServerWorker::shut_down() {
+  process_queue();
+  for (auto& [id, s] : sessions_) send_frame(s->fd, w::Beat::kBye, 0);
+  const uint64_t until = now_ns() + kShutdownFlushNs;
+  for (int i = 0; i < 1000 && now_ns() < until; ++i) {
+    if (worker_->progress() == 0 && i > 10) break;
+  }
+  std::vector<uint64_t> ids;
+  for (auto& [id, s] : sessions_) ids.push_back(id);
+  for (uint64_t id : ids) end_session(id, "the memory node is shutting down");
+  std::lock_guard<std::mutex> lock(handoff_mu_);
+  for (Admission& a : handoff_) ::close(a.fd);
+  handoff_.clear();
+}
+
+}  // namespace farmem::memnode
