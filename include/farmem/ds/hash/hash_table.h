@@ -1,5 +1,6 @@
 // HashTable: a key-value hash table in far memory, read and written with one-sided operations
-// only (RACE hashing as adapted by SMART-HT). Memory nodes' CPUs do nothing on its data path.
+// only (RACE hashing as adapted by SMART-HT). Memory nodes' CPUs do nothing on its data path
+// (over TCP the node performs the one-sided operations it is sent, client/served_ops.h).
 //
 // The table is split into one shard per memory node (shard = hash(key) mod shards); a shard is
 // an extendible-hashing directory of subtables of 64-byte buckets, with KV blocks stored out
@@ -14,33 +15,48 @@
 // Concurrency is lock-free: slots change only by CAS; an insert claims a slot as "pending",
 // re-reads, and commits only if its slot is the only one holding the key (a committed rival
 // means kAlreadyExists; with rival pending inserts the higher slot withdraws and retries, the
-// lower waits). Readers ignore pending slots. CAS retry loops use the thread's backoff. A
-// client that dies between claiming and committing leaves a pending slot behind (ignored by
-// readers; a later insert of that key gives up after max_attempts). Replaced blocks are retired and reused after a grace period longer than
-// any operation can hold a slot word it read (reads also validate checksum and key).
+// lower waits). Readers ignore pending slots. CAS retry loops use the thread's backoff and give
+// up with kRetriesExhausted after max_attempts. A client that dies between claiming and
+// committing leaves a pending slot behind; its block names the writer's session, and an insert
+// of the same key that waits on it clears it once the node reports that session ended.
+// Replaced blocks are retired and reused after a grace period longer than any operation can
+// hold a slot word it read (ds/common/reclaimer.h; reads also validate checksum and key).
+//
+// Memory: everything the table allocates belongs to its object on each node
+// (ds/common/far_object.h). create() that fails part-way, or whose process dies, leaves
+// nothing; destroy() returns all of it; a temporary table (HashTableOptions::temporary) is
+// destroyed with its creator's sessions. A dropped handle leaves its unused chunk space and
+// retired blocks allocated to the table until it is destroyed.
 //
 // A HashTable object is a per-thread handle: open one per thread with that thread's
 // ThreadClient. Keys and values passed to an operation must stay alive until it completes.
 //
-// Growth is online: an insert that finds both of its buckets full splits the subtable (extendible
-// hashing, RACE). The splitter locks the subtable, freezes every slot (a CAS per slot sets bit 0,
-// so no other CAS on it can succeed), copies the committed slots into two new subtables one depth
-// deeper, doubles the shard's directory if needed and publishes them, and retires the frozen
-// subtable (freed after the grace period). Every operation that sees a frozen slot among its
-// buckets refreshes its directory and retries with backoff, so nothing is read from or written
-// to a subtable that is being replaced. Splits stop at max_depth (then kResourceExhausted).
+// Growth is online: an insert that finds both of its buckets full splits the subtable
+// (extendible hashing, RACE). The splitter takes the subtable's lease lock
+// (ds/common/lease_lock.h), freezes every slot (a CAS per slot sets bit 0), copies the committed
+// slots into two new subtables one depth deeper, records them in the old subtable, and
+// publishes them under the directory's lease lock with an intent record; the frozen subtable is
+// retired. Every operation that sees a frozen slot refreshes its directory and retries with
+// backoff; one that waits longer than lease_check_ms checks the locks' holders, and takes over a
+// lock whose holder's session ended: it finishes the split if its halves were recorded and
+// undoes it otherwise. Splits stop at max_depth (then kResourceExhausted).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "farmem/client/thread_client.h"
-#include "farmem/runtime/backoff.h"
+#include "farmem/ds/common/direct_mapped_cache.h"
+#include "farmem/ds/common/far_object.h"
+#include "farmem/ds/common/lease_lock.h"
+#include "farmem/ds/common/object_heap.h"
+#include "farmem/ds/common/reclaimer.h"
+#include "farmem/ds/common/retry.h"
 #include "farmem/ds/hash/layout.h"
+#include "farmem/runtime/backoff.h"
 
 namespace farmem::ds::hash {
 
@@ -48,6 +64,9 @@ struct HashTableOptions {
   uint32_t main_buckets_log2 = 14;   // per subtable (create only): 16384 main buckets, 1.5 MiB
   uint32_t initial_depth = 3;        // 2^depth subtables per shard (create only)
   uint32_t max_depth = kMaxDepth;    // splits stop here (create only; initial_depth..kMaxDepth)
+  // create only: the table lives as long as the creating thread's sessions (a benchmark's
+  // scratch table); otherwise it lives until destroy().
+  bool temporary = false;
   bool speculative_lookup = true;    // SMART's key -> slot cache
   uint32_t spec_cache_log2 = 18;     // entries in the per-handle cache (16 B each: 4 MiB)
   // A retired block is reused only after this. 0 = auto: 2 x the client's op_timeout_ms + 1 s,
@@ -58,9 +77,12 @@ struct HashTableOptions {
   // grace); above the bound retiring operations wait, which stalls an update-heavy thread.
   size_t max_retired = size_t{1} << 24;
   uint32_t max_attempts = 100000;    // bound on retries of one operation
-  // An operation waits at most this long for splits (then kTimedOut: the splitter may have
-  // died). 0 = auto: max(10 s, 4 x the client's op_timeout_ms).
+  // An operation waits at most this long for splits (then kTimedOut: the splitter is alive but
+  // stopped or very slow). 0 = auto: max(10 s, 4 x the client's op_timeout_ms).
   uint64_t split_wait_ms = 0;
+  // How long an operation waits on a frozen subtable or a pending rival before it asks the node
+  // whether the holder's session is still open (and takes over if not).
+  uint64_t lease_check_ms = 20;
 };
 
 struct HashStats {
@@ -76,6 +98,8 @@ struct HashStats {
   uint64_t split_failures = 0;   // splits that failed (and undid themselves when they could)
   uint64_t split_waits = 0;      // retries because a split had frozen the buckets
   uint64_t directory_reads = 0;  // directory refreshes (stale cache, split, periodic check)
+  uint64_t takeovers = 0;        // locks taken over from ended sessions (splits finished/undone)
+  uint64_t pending_cleared = 0;  // pending slots of ended sessions cleared
 };
 
 class HashTable {
@@ -87,6 +111,10 @@ class HashTable {
   // does not name a hash table).
   static runtime::Task<Result<std::unique_ptr<HashTable>>> open(
       client::ThreadClient* client, std::string name, HashTableOptions options = {});
+  // Destroys the named table: frees all of its far memory and its root. Precondition: no
+  // handle uses it any more.
+  static runtime::Task<Status> destroy(client::ThreadClient* client, std::string name);
+  ~HashTable();
 
   // true and *value filled if present; false if absent.
   runtime::Task<Result<bool>> get(std::string_view key, std::string* value);
@@ -94,6 +122,8 @@ class HashTable {
   runtime::Task<Status> update(std::string_view key, std::string_view value);
   runtime::Task<Status> put(std::string_view key, std::string_view value);
   runtime::Task<Status> erase(std::string_view key);
+  // Destroys this handle's table (as the static destroy); the handle is unusable afterwards.
+  runtime::Task<Status> destroy();
 
   Result<bool> get_sync(std::string_view key, std::string* value);
   Status insert_sync(std::string_view key, std::string_view value);
@@ -101,7 +131,7 @@ class HashTable {
   Status put_sync(std::string_view key, std::string_view value);
   Status erase_sync(std::string_view key);
 
-  const HashStats& stats() const { return stats_; }
+  const HashStats& stats() const;
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
   // Global depth of shard i's directory as this handle last read it.
   uint32_t global_depth(uint32_t shard) const { return shards_.at(shard).global_depth; }
@@ -112,6 +142,11 @@ class HashTable {
   runtime::Task<Result<int>> committed_copies(std::string_view key);
   // Returns every retired block whose grace period has passed to the allocator.
   runtime::Task<void> reclaim(bool wait_for_all);
+
+  // Test hook: a split stops (as if its client died) after this step, leaving its locks held
+  // and whatever it wrote. 0 = never. Steps: 1 locked, 2 frozen, 3 halves recorded,
+  // 4 directory locked with the intent written, 5 entries written.
+  void set_split_stop_after_for_test(int step) { split_stop_after_ = step; }
 
  private:
   struct Shard {
@@ -131,6 +166,7 @@ class HashTable {
     int slot = -1;
     uint64_t word = 0;
     uint64_t block_bytes = 0;  // size of the KV block the slot points to
+    uint64_t owner = 0;        // the session that wrote the block
   };
   // Indexed by h1; the word's fingerprint is the tag. A wrong entry (another key with the same
   // index and fingerprint) only costs a wasted round trip: the block's key is compared.
@@ -139,41 +175,65 @@ class HashTable {
     uint64_t slot_word = 0;
   };
   static_assert(sizeof(SpecEntry) == 16);
-  struct Retired {
-    uint64_t addr;     // packed GlobalAddress
-    uint32_t bytes;
-    uint32_t when_ms;  // now_ns() / 1e6, truncated: ages are compared modulo 2^32 ms
-  };
-  static_assert(sizeof(Retired) == 16);
   // kFrozen: a split froze some slot of the buckets; refresh the directory and retry.
   enum class Scan { kOk, kTorn, kFrozen };
+  // Waiting on splits or pending rivals: when it started, when the locks were last checked.
+  struct Wait {
+    uint64_t since_ns = 0;
+    uint64_t checked_ns = 0;
+  };
+  // What an insert learned from one look at its buckets.
+  enum class Claim { kClaimed, kExists, kRetry, kLostRace, kFull };
 
-  HashTable(client::ThreadClient* client, HashTableOptions options);
+  HashTable(client::ThreadClient* client, HashTableOptions options, FarObject object);
   Status check_sizes(std::string_view key, std::string_view value) const;
   Shard& shard_of(const KeyHash& kh) { return shards_[(kh.h2 >> 32) % shards_.size()]; }
+  GlobalAddress subtable_of(const Shard& s, const KeyHash& kh) const;
   void bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const;
+  static runtime::Task<Status> create_shard(client::ThreadClient* c, const FarObject& object,
+                                            uint16_t node, const HashTableOptions& o, Shard* s);
   runtime::Task<Status> refresh_directory(Shard& s, uint32_t* rtt = nullptr);
   // Re-reads the directory header when the cache is older than a quarter of the grace period,
   // so no handle uses a subtable that was retired and freed (and the entries if it changed).
   runtime::Task<Status> check_directory(Shard& s, uint32_t* rtt = nullptr);
   bool directory_due(const Shard& s) const;
-  void clear_spec_cache();
-  // After seeing frozen slots: back off, then re-read the directory. kTimedOut once the
-  // operation has waited split_wait_ms in all (*since_ns: when it started waiting, 0 = not yet).
-  runtime::Task<Status> wait_for_split(Shard& s, runtime::Backoff& backoff, uint64_t* since_ns,
-                                       uint32_t* rtt = nullptr);
+  // After seeing frozen slots: back off, check the split's locks when waiting long, then
+  // re-read the directory. kTimedOut once the operation has waited split_wait_ms in all.
+  runtime::Task<Status> wait_for_split(Shard& s, const KeyHash& kh, runtime::Backoff& backoff,
+                                       Wait* wait, uint32_t* rtt = nullptr);
+  // After reading buckets that belong to another subtable: refresh the directory, and when
+  // it has not changed, wait like for a split (a split is publishing, or died doing so).
+  runtime::Task<Status> resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff,
+                               Wait* wait, uint32_t* rtt);
   uint64_t split_wait_ns() const;
+  uint64_t lease_check_ns() const { return options_.lease_check_ms * 1'000'000; }
+
+  // ---- growth (split.cc) ----
   // Splits the subtable that holds kh if it is still live and below max_depth: true when this
-  // call split it, false when it is already being split or the cache was stale (retry either
-  // way), kResourceExhausted at max_depth.
+  // call split it (or finished a dead splitter's split), false when it is being split by a live
+  // client or the cache was stale (retry either way), kResourceExhausted at max_depth.
   runtime::Task<Result<bool>> split(Shard& s, const KeyHash& kh);
-  // Best effort after a failed split: unfreezes the slots frozen so far and unlocks.
-  runtime::Task<void> abandon_split(GlobalAddress sub);
+  // With the subtable's lock held: freeze, copy into two halves, record them, publish, retire.
+  runtime::Task<Status> run_split(Shard& s, GlobalAddress sub, const SubtableHeader& h);
+  // With the lock taken over from a dead splitter: finish (halves recorded) or undo.
+  runtime::Task<Status> recover_split(Shard& s, GlobalAddress sub);
+  // If a split has frozen kh's subtable (or locked the directory) for a session that ended,
+  // takes over and finishes or undoes it.
+  runtime::Task<Status> repair_stuck_split(Shard& s, const KeyHash& kh);
   runtime::Task<Status> freeze(GlobalAddress sub, std::vector<Bucket>* buckets);
-  // *maybe_published: the directory entries may have been written (no undo after that).
-  runtime::Task<Status> publish_split(Shard& s, uint32_t depth, uint32_t suffix,
-                                      GlobalAddress old_sub, GlobalAddress sub0,
-                                      GlobalAddress sub1, bool* maybe_published);
+  runtime::Task<Status> build_halves(Shard& s, GlobalAddress sub, const SubtableHeader& h,
+                                     const std::vector<Bucket>& buckets, GlobalAddress halves[2]);
+  // Unfreezes the slots frozen so far and unlocks (after a failed or abandoned split).
+  runtime::Task<void> abandon_split(GlobalAddress sub, ds::LeaseLock& lock);
+  // Takes the directory lock (taking it over from a dead holder, finishing its intent).
+  runtime::Task<Result<std::unique_ptr<ds::LeaseLock>>> lock_directory(Shard& s);
+  // With the directory locked: writes the intent, the entries and the header, clears the
+  // intent. The entries are recomputed from the current ones, so it may run again.
+  runtime::Task<Status> apply_intent(Shard& s, const DirectoryHeader& intent);
+  runtime::Task<Status> publish_split(Shard& s, GlobalAddress sub, uint32_t depth,
+                                      uint32_t suffix, GlobalAddress half0, GlobalAddress half1);
+
+  // ---- lookups ----
   // `rtt` (optional) counts the round trips the calling operation waited on.
   // Reads both combined buckets (and writes `block` in the same batch when given).
   runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
@@ -184,6 +244,10 @@ class HashTable {
   runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
                                    const Buckets& b, bool pending_too, std::vector<Match>* out,
                                    std::string* value, uint32_t* rtt = nullptr);
+  // Reads the blocks of `cands` into bufs (a second round for blocks longer than the slot
+  // says).
+  runtime::Task<Status> read_blocks(const Shard& s, const std::vector<Match>& cands,
+                                    std::vector<std::string>* bufs, uint32_t* rtt);
   // The lowest committed slot holding `key` (bucket < 0: absent); `all`, when given, receives
   // every committed slot holding it.
   runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh,
@@ -193,6 +257,8 @@ class HashTable {
   runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
                                               const KeyHash& kh, std::string* value,
                                               uint32_t* rtt);
+
+  // ---- writes ----
   runtime::Task<Result<GlobalAddress>> write_block(const Shard& s, std::string_view key,
                                                    std::string_view value, std::string* bytes);
   // Claims a slot for an already written block and resolves duplicates. *published tells
@@ -200,28 +266,43 @@ class HashTable {
   runtime::Task<Status> insert_block(Shard& s, std::string_view key, const KeyHash& kh,
                                      GlobalAddress block, const std::string& bytes,
                                      bool block_written, bool* published);
+  // One look at the buckets: claims a free slot as pending (*my_slot, *pending) or says why not.
+  runtime::Task<Result<Claim>> claim_slot(Shard& s, std::string_view key, const KeyHash& kh,
+                                          GlobalAddress block, const std::string& bytes,
+                                          bool write_block_too, bool rivals_seen,
+                                          runtime::Backoff& backoff, Wait* wait,
+                                          GlobalAddress* my_slot, uint64_t* pending);
+  // With our pending slot claimed: commits it when it is the only one holding the key.
+  // kAlreadyExists (withdrawn), OK (committed), or kRetry-like: *restart set.
+  runtime::Task<Status> settle_claim(Shard& s, std::string_view key, const KeyHash& kh,
+                                     GlobalAddress my_slot, uint64_t pending,
+                                     runtime::Backoff& backoff, Wait* wait, bool* restart);
+  // Clears pending slots among `matches` whose writer's session ended (after waiting on them
+  // for lease_check_ms); true if it cleared any.
+  runtime::Task<Result<bool>> clear_dead_pending(const Shard& s, const Buckets& b,
+                                                 const std::vector<Match>& matches, Wait* wait);
   runtime::Task<Status> release_block(GlobalAddress block, uint64_t bytes, bool published);
   runtime::Task<Status> replace(Shard& s, std::string_view key, const KeyHash& kh,
                                 std::string_view value, bool insert_if_absent);
   void remember(const KeyHash& kh, GlobalAddress slot, uint64_t word);
   void forget(const KeyHash& kh);
-  runtime::Task<Status> retire(GlobalAddress addr, uint64_t bytes);
-  uint64_t grace_ns() const;
-  static uint64_t age_ns(const Retired& r);
+  uint64_t grace_ns() const { return reclaimer_.grace_ns(); }
   static GlobalAddress slot_addr(const Buckets& b, const Match& m) {
     return b.addr[m.bucket] + 8 + 8 * static_cast<uint64_t>(m.slot);
   }
 
   client::ThreadClient* client_;
   HashTableOptions options_;
+  FarObject object_;
+  ObjectHeap heap_;
+  Reclaimer reclaimer_;
   uint32_t main_buckets_log2_ = 0;
   uint32_t max_depth_ = kMaxDepth;
   uint64_t check_interval_cycles_ = 0;  // directory re-check period: a quarter of the grace
-  uint64_t split_token_ = 0;            // written into a subtable's lock while splitting it
+  int split_stop_after_ = 0;
   std::vector<Shard> shards_;
-  std::vector<SpecEntry> spec_;
-  std::deque<Retired> retired_;
-  HashStats stats_;
+  DirectMappedCache<SpecEntry> spec_;
+  mutable HashStats stats_;
 };
 
 }  // namespace farmem::ds::hash

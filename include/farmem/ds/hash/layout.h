@@ -1,17 +1,21 @@
 // Remote layout of the one-sided hash table (RACE design; SMART-HT). Byte-level spec:
 // docs/formats/hash_table.md. Everything is little-endian and lives in memory-node regions;
-// only the owning shard's node holds a shard's directory, subtables and KV blocks.
+// only the owning shard's node holds a shard's directory, subtables and KV blocks, all owned
+// by the table's object on that node (ds/common/far_object.h).
 //
 //   TableMeta      64 B + 8 B per shard (packed GlobalAddress of each shard's directory)
-//   Directory      64 B header {depth|lock, epoch} + 8 B per entry, 2^kMaxDepth entries
-//   Subtable       64 B header + groups of 3 buckets [main even, shared overflow, main odd]
+//   Directory      64 B header {depth, epoch, lock, split intent} + 8 B per entry, 2^kMaxDepth
+//   Subtable       64 B header {lock, depth, suffix, new halves} + groups of 3 buckets
+//                  [main even, shared overflow, main odd]
 //   Bucket         64 B: header {local_depth u32, suffix u32} + 7 slots
 //   Slot           8 B: fp:8 | pending:1 | len:7 | offset:48 with bit 0 = frozen  (0 = empty)
-//   KV block       {checksum u64, key_bytes u32, value_bytes u32, key, value}, padded to 64 B
+//   KV block       ds/common/kv_block.h: {checksum, key_bytes, value_bytes, owner, key, value}
 //
-// Growth: a full subtable is split by the client that finds it full: it freezes every slot
-// (bit 0), copies the committed ones into two new subtables one depth deeper, and publishes
-// them in the directory; the frozen subtable is retired. See docs/formats/hash_table.md.
+// Growth: a full subtable is split by the client that finds it full: it takes the subtable's
+// lease lock, freezes every slot (bit 0), copies the committed ones into two new subtables one
+// depth deeper, records them in the old header, and publishes them under the directory's lease
+// lock with an intent record, so that whoever takes over a lock from a dead holder can finish
+// (or undo) the split from what is in far memory. See docs/formats/hash_table.md.
 //
 // Thread safety: constants and pure functions.
 #pragma once
@@ -21,14 +25,16 @@
 #include <string_view>
 #include <type_traits>
 
+#include "farmem/ds/common/kv_block.h"
+
 namespace farmem::ds::hash {
 
 inline constexpr uint64_t kTableMagic = 0x3154485341484D46ull;  // "FMHASHT1"
-inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kBucketBytes = 64;
 inline constexpr uint32_t kSlotsPerBucket = 7;
 inline constexpr uint32_t kMaxDepth = 12;            // at most 4096 subtables per shard
-inline constexpr uint32_t kBlockUnit = 64;           // KV blocks are multiples of 64 B
+inline constexpr uint32_t kBlockUnit = kKvBlockUnit;  // KV blocks are multiples of 64 B
 inline constexpr uint32_t kMaxInlineUnits = 127;     // len field; 0 = "large, read header first"
 inline constexpr uint32_t kMaxKeyBytes = 64 * 1024;
 inline constexpr uint32_t kMaxValueBytes = 256 * 1024;
@@ -49,14 +55,22 @@ static_assert(offsetof(TableMeta, max_depth) == 24);
 static_assert(std::is_trivially_copyable_v<TableMeta>);
 
 struct DirectoryHeader {
-  uint64_t global_depth;  // bits 0..31 depth; bit 63 = locked by a splitter
+  uint64_t global_depth;  // bits 0..31 depth (the rest 0)
   uint64_t epoch;         // +1 at every change of the entries
-  uint64_t reserved[6];
+  uint64_t lock;          // lease lock: 0 or the publishing splitter's session id
+  // Split intent, written under the lock before any entry changes and cleared after the
+  // header: whoever takes the lock over from a dead holder redoes it (idempotent).
+  uint64_t intent_sub;    // offset of the subtable being split, 0 = no intent
+  uint64_t intent_half0;  // offsets of its two halves
+  uint64_t intent_half1;
+  uint64_t intent_dx;     // the split subtable's local depth << 32 | suffix
+  uint64_t reserved;
   // followed by uint64_t entry[1 << kMaxDepth]
 };
 static_assert(sizeof(DirectoryHeader) == 64);
 static_assert(offsetof(DirectoryHeader, epoch) == 8);
-inline constexpr uint64_t kDirectoryLockBit = 1ull << 63;
+static_assert(offsetof(DirectoryHeader, lock) == 16);
+static_assert(offsetof(DirectoryHeader, intent_sub) == 24);
 inline constexpr uint32_t directory_depth(uint64_t word) {
   return static_cast<uint32_t>(word & 0xFFFFFFFFu);
 }
@@ -69,12 +83,18 @@ inline constexpr uint64_t dir_entry_offset(uint64_t e) { return e & ((1ull << 48
 inline constexpr uint32_t dir_entry_depth(uint64_t e) { return static_cast<uint32_t>((e >> 48) & 0xFF); }
 
 struct SubtableHeader {
-  uint64_t lock;          // 0 = live; otherwise the splitter's token (being split or retired)
+  uint64_t lock;          // lease lock: 0 = live; else the splitter's session id (held for good
+                          // once the split is published: the subtable is retired)
   uint32_t local_depth;
   uint32_t suffix;
-  uint64_t reserved[6];
+  uint64_t half0;         // offsets of the two new subtables, written once they are complete
+  uint64_t half1;         // (0 until then)
+  uint64_t retired;       // 1 once the split is published and this subtable awaits its free
+  uint64_t reserved[3];
 };
 static_assert(sizeof(SubtableHeader) == 64);
+static_assert(offsetof(SubtableHeader, half0) == 16);
+static_assert(offsetof(SubtableHeader, retired) == 32);
 
 struct Bucket {
   uint32_t local_depth;
@@ -93,6 +113,11 @@ inline constexpr uint64_t make_slot(uint8_t fp, uint32_t len_units, uint64_t off
   return (static_cast<uint64_t>(fp) << 56) | (pending ? kSlotPendingBit : 0) |
          (static_cast<uint64_t>(len_units & 0x7F) << 48) | (offset & kSlotOffsetMask);
 }
+// The slot's len field for a block of `bytes`: its size in 64-byte units, or 0 ("large: read
+// its header first") when it does not fit the field.
+inline constexpr uint32_t len_units(uint64_t bytes) {
+  return bytes / kBlockUnit <= kMaxInlineUnits ? static_cast<uint32_t>(bytes / kBlockUnit) : 0;
+}
 inline constexpr uint8_t slot_fp(uint64_t s) { return static_cast<uint8_t>(s >> 56); }
 inline constexpr bool slot_pending(uint64_t s) { return (s & kSlotPendingBit) != 0; }
 inline constexpr bool slot_frozen(uint64_t s) { return (s & kSlotFrozenBit) != 0; }
@@ -108,15 +133,8 @@ static_assert(!slot_frozen(make_slot(0xFF, 127, ~0ull, true)));
 static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, false) | kSlotFrozenBit) == 0x123440);
 static_assert(slot_used(make_slot(0, 1, 64, false)) && !slot_used(kSlotFrozenBit) && !slot_used(0));
 
-struct BlockHeader {
-  uint64_t checksum;     // XXH3-64 of everything after this field, up to the end of the value
-  uint32_t key_bytes;
-  uint32_t value_bytes;
-};
-static_assert(sizeof(BlockHeader) == 16);
-
 inline constexpr uint64_t block_bytes(uint64_t key_bytes, uint64_t value_bytes) {
-  return (sizeof(BlockHeader) + key_bytes + value_bytes + kBlockUnit - 1) / kBlockUnit * kBlockUnit;
+  return kv_block_bytes(key_bytes, value_bytes);
 }
 
 // Geometry of a subtable with 2^main_log2 main buckets.
@@ -144,6 +162,5 @@ struct KeyHash {
   uint8_t fp() const { return static_cast<uint8_t>(h1 >> 56); }
 };
 KeyHash hash_key(std::string_view key);
-uint64_t block_checksum(const void* after_checksum, size_t bytes);
 
 }  // namespace farmem::ds::hash

@@ -1,0 +1,46 @@
+// RetryLoop: the bounded CAS retry loop every far-memory structure uses.
+//
+//   RetryLoop loop(client, "update", max_attempts);
+//   for (;;) {
+//     ... read, compute, CAS ...;
+//     if (won) { loop.succeeded(); break; }
+//     if (loop.exhausted()) co_return loop.give_up();  // kRetriesExhausted, one form everywhere
+//     co_await loop.retry();                            // backoff (SMART), other coroutines run
+//   }
+//
+// It wraps runtime::Backoff (truncated exponential backoff with the thread's adaptive ceiling)
+// and counts attempts against a bound; give_up() reports "<what> gave up after N contended
+// attempts" with code kRetriesExhausted.
+// Thread safety: one loop, one coroutine.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "farmem/client/thread_client.h"
+#include "farmem/runtime/backoff.h"
+
+namespace farmem::ds {
+
+class RetryLoop {
+ public:
+  RetryLoop(client::ThreadClient* c, std::string_view what, uint32_t max_attempts)
+      : backoff_(c->backoff_policy(), c->scheduler()), what_(what), max_(max_attempts) {}
+  bool exhausted() const { return attempts_ >= max_ || backoff_.exhausted(); }
+  runtime::Scheduler::SleepAwaiter retry() {
+    ++attempts_;
+    return backoff_.retry();
+  }
+  void succeeded() { backoff_.succeeded(); }
+  uint32_t attempts() const { return attempts_; }
+  Status give_up() const { return RetriesExhausted(what_, attempts_); }
+
+ private:
+  runtime::Backoff backoff_;
+  std::string_view what_;
+  uint32_t max_;
+  uint32_t attempts_ = 0;
+};
+
+}  // namespace farmem::ds

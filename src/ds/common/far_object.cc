@@ -1,0 +1,70 @@
+#include "farmem/ds/common/far_object.h"
+
+#include <fmt/format.h>
+
+#include "farmem/client/cluster.h"
+
+namespace farmem::ds {
+
+using runtime::Task;
+
+Task<Result<FarObject>> FarObject::create(client::ThreadClient* c, std::string name,
+                                          bool temporary) {
+  FarObject o;
+  o.name_ = std::move(name);
+  o.temporary_ = temporary;
+  for (const client::NodeInfo& n : c->cluster().nodes()) {
+    auto id = co_await c->object_create(n.node_id, o.name_, /*ephemeral=*/true);
+    if (!id.ok()) {
+      (void)co_await o.destroy(c);  // what was created so far
+      if (id.status().code() == StatusCode::kAlreadyExists) {
+        co_return AlreadyExists(fmt::format("a structure named '{}' already exists", o.name_));
+      }
+      co_return id.status();
+    }
+    o.ids_.emplace_back(n.node_id, *id);
+  }
+  co_return o;
+}
+
+Task<Result<FarObject>> FarObject::open(client::ThreadClient* c, std::string name) {
+  FarObject o;
+  o.name_ = std::move(name);
+  for (const client::NodeInfo& n : c->cluster().nodes()) {
+    auto id = co_await c->object_open(n.node_id, o.name_);
+    if (!id.ok()) co_return id.status();
+    o.ids_.emplace_back(n.node_id, *id);
+  }
+  co_return o;
+}
+
+Task<Status> FarObject::commit(client::ThreadClient* c, GlobalAddress root) {
+  const uint16_t home = c->cluster().root_node(name_);
+  Status s = co_await c->publish_root(name_, root, /*replace=*/false, owner(home));
+  if (!s.ok()) co_return s;
+  if (temporary_) co_return OkStatus();
+  for (const auto& [node, id] : ids_) {
+    Status p = co_await c->object_persist(node, id);
+    if (!p.ok()) co_return p;
+  }
+  co_return OkStatus();
+}
+
+Task<Status> FarObject::destroy(client::ThreadClient* c) {
+  Status first;
+  for (const auto& [node, id] : ids_) {
+    Status s = co_await c->object_destroy(node, id);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  ids_.clear();
+  co_return first;
+}
+
+uint64_t FarObject::owner(uint16_t node) const {
+  for (const auto& [n, id] : ids_) {
+    if (n == node) return id;
+  }
+  return wire::kOwnerSession;
+}
+
+}  // namespace farmem::ds
