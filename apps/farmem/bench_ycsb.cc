@@ -234,12 +234,26 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
   Shared sh;
   sh.flags = &f;
   sh.key_counter.store(f.records);
-  sh.table = fmt::format("ycsb-{}-{}", getpid(), std::time(nullptr));
+  // A scratch table lives as long as this process's sessions and is destroyed at the end;
+  // --keep-table names one that stays.
+  sh.table = f.keep_table.empty() ? fmt::format("ycsb-{}-{}", getpid(), std::time(nullptr))
+                                  : f.keep_table;
+  sh.table_options.temporary = f.keep_table.empty();
   sh.table_options.speculative_lookup = !f.no_speculative;
   if (f.initial_depth >= 0) sh.table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
   sh.table_options.spec_cache_log2 = f.spec_cache_log2;
+  ThreadClient* main_client = *(*cluster)->thread_client();
+  auto usage = [&]() {
+    uint64_t used = 0;
+    for (const auto& n : (*cluster)->nodes()) {
+      auto st = main_client->run(main_client->stats(n.node_id));
+      if (st.ok()) used += st->used_bytes;
+    }
+    return used;
+  };
+  const uint64_t used_before = usage();
   {
-    ThreadClient* c = *(*cluster)->thread_client();
+    ThreadClient* c = main_client;
     auto t = c->run(HashTable::create(c, sh.table, sh.table_options));
     if (!t.ok()) {
       fmt::print(stderr, "farmem bench ycsb: creating the table: {}\n", t.status().to_string());
@@ -263,15 +277,6 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     }
   }
   double load_s = (now_ns() - load_start) / 1e9;
-  ThreadClient* main_client = *(*cluster)->thread_client();
-  auto usage = [&]() {
-    uint64_t used = 0;
-    for (const auto& n : (*cluster)->nodes()) {
-      auto st = main_client->run(main_client->stats(n.node_id));
-      if (st.ok()) used += st->used_bytes;
-    }
-    return used;
-  };
   uint64_t used_after_load = usage();
   for (auto& p : per) {
     if (!p.error.ok()) {
@@ -321,6 +326,12 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
   for (auto& t : threads) t.join();
   double secs = (stop_t - start) / 1e9;
   uint64_t used_end = usage();
+  uint64_t used_after = used_end;
+  if (f.keep_table.empty()) {
+    Status ds = main_client->run(HashTable::destroy(main_client, sh.table));
+    if (!ds.ok()) fmt::print(stderr, "farmem bench ycsb: destroying the table: {}\n", ds.to_string());
+    used_after = usage();
+  }
 
   std::array<Histogram, kOps> hist;
   Histogram all;
@@ -366,8 +377,9 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
                hist[i].quantile(0.99) * us, hist[i].quantile(0.999) * us,
                misses[i] ? fmt::format(" absent={}", misses[i]) : "");
   }
-  fmt::print("  memory nodes: {} bytes used after load, {} at the end\n", used_after_load,
-             used_end);
+  fmt::print("  memory nodes: {} bytes used before, {} after load, {} at the end, {} after {}\n",
+             used_before, used_after_load, used_end, used_after,
+             f.keep_table.empty() ? "the table was destroyed" : "(table kept: " + f.keep_table + ")");
   if (!f.out.empty()) {
     nlohmann::ordered_json r;
     r["bench"] = "ycsb";
@@ -392,6 +404,8 @@ int run_bench_ycsb(const BenchYcsbFlags& f) {
     r["load_s"] = load_s;
     r["used_bytes_after_load"] = used_after_load;
     r["used_bytes_end"] = used_end;
+    r["used_bytes_before"] = used_before;
+    r["used_bytes_after_destroy"] = used_after;
     r["subtables_after_load"] = subtables;
     r["load_splits"] = load_splits;
     r["run_splits"] = st.splits;

@@ -53,6 +53,7 @@ struct BenchYcsbFlags {
   int initial_depth = -1;     // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 20;
   std::string direct;  // "", on, off: overrides [client] direct_access
+  std::string keep_table;  // "": a temporary table destroyed at the end
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 

@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
                    "on|off: direct access on shared memory (default: client config, on)")
       ->check(CLI::IsMember({"on", "off"}));
 
+  bench_ycsb->add_option("--keep-table", ycsb.keep_table,
+                         "create a persistent table with this name and keep it (default: a "
+                         "temporary table, destroyed at the end or when the run dies)");
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   add_cluster(status, status_flags);

@@ -12,8 +12,9 @@ int run_status(const ClusterFlags& flags) {
     fmt::print(stderr, "farmem status: {}\n", config.status().to_string());
     return 2;
   }
-  fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6} {:>12} {:>6} {:>6} {:>10}\n", "address", "node",
-             "capacity", "used", "used%", "rpcs", "conns", "roots", "uptime_s");
+  fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6} {:>7} {:>12} {:>6} {:>8} {:>6} {:>7} {:>8} {:>10}\n",
+             "address", "node", "capacity", "used", "used%", "allocs", "rpcs", "conns",
+             "sessions", "roots", "objects", "refused", "uptime_s");
   int rc = 0;
   // Each node is reached on its own, so one dead node does not hide the others.
   for (const HostPort& hp : config->memnodes) {
@@ -36,9 +37,12 @@ int run_status(const ClusterFlags& flags) {
       continue;
     }
     double pct = st->capacity_bytes ? 100.0 * st->used_bytes / st->capacity_bytes : 0.0;
-    fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6.2f} {:>12} {:>6} {:>6} {:>10.1f}\n", where,
-               st->node_id, st->capacity_bytes, st->used_bytes, pct, st->rpcs_served,
-               st->connections, st->roots, st->uptime_ms / 1000.0);
+    // `conns` counts this status probe's own session; `sessions` every session since start.
+    fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6.2f} {:>7} {:>12} {:>6} {:>8} {:>6} {:>7} {:>8} "
+               "{:>10.1f}\n",
+               where, st->node_id, st->capacity_bytes, st->used_bytes, pct, st->allocations,
+               st->rpcs_served, st->connections, st->sessions_total, st->roots, st->objects,
+               st->refused, st->uptime_ms / 1000.0);
   }
   return rc;
 }

@@ -96,13 +96,18 @@ NodeSession::~NodeSession() {
 void NodeSession::lost(Status why) {
   if (ep_ != nullptr && !ep_->failed()) ep_->fail(std::move(why));
   next_check_ns_ = UINT64_MAX;  // nothing more to watch
+  // The session is over for this client: closing the door connection lets the node (if it
+  // lives) end it too and take back what it owned.
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
 }
 
 void NodeSession::check_now(uint64_t now) {
   next_check_ns_ = now + options_.heartbeat_ns / 4;
   if (ep_ == nullptr || ep_->failed()) {
-    next_check_ns_ = UINT64_MAX;
-    return;
+    return lost(ep_ != nullptr ? ep_->failure() : Unavailable("no endpoint"));
   }
   uint8_t buf[256];
   for (;;) {

@@ -185,7 +185,7 @@ TEST_P(ControlTest, MalformedAndOversizedRpcsGetErrorRepliesAndServerKeepsServin
             StatusCode::kInvalidArgument);
   // Root request whose name length lies.
   std::vector<uint8_t> root(sizeof(w::RootRequest) + 4, 'a');
-  w::RootRequest rr{0, 200, 0};
+  w::RootRequest rr{0, 200, 0, 0};
   std::memcpy(root.data(), &rr, sizeof(rr));
   EXPECT_EQ(raw(header(static_cast<uint16_t>(w::Opcode::kRootLookup), root.size()), root).code(),
             StatusCode::kInvalidArgument);

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 namespace farmem::testing {
@@ -30,7 +32,7 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const ServerOptions& o) {
   std::string port_file = s->dir_ + "/port";
   std::vector<std::string> args;
   if (!o.netns.empty()) args = {"ip", "netns", "exec", o.netns};
-  args.insert(args.end(), {FARMEM_SERVER_BIN, "--port", "0", "--listen", o.listen, "--capacity",
+  args.insert(args.end(), {FARMEM_SERVER_BIN, "--port", std::to_string(o.port), "--listen", o.listen, "--capacity",
                            std::to_string(o.capacity_bytes), "--node-id",
                            std::to_string(o.node_id), "--port-file", port_file});
   if (!o.tls.empty()) args.insert(args.end(), {"--tls", o.tls});
@@ -113,6 +115,94 @@ client::ClusterConfig config_for(const std::vector<const ServerProcess*>& server
   c.options.op_timeout_ms = op_timeout_ms;
   c.options.connect_timeout_ms = 5000;
   return c;
+}
+
+std::unique_ptr<ChildProcess> ChildProcess::start(const std::vector<std::string>& args,
+                                                  const std::vector<std::string>& env) {
+  auto c = std::make_unique<ChildProcess>();
+  char tmpl[] = "/tmp/farmem-child-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return nullptr;
+  close(fd);
+  c->out_path_ = tmpl;
+  pid_t pid = fork();
+  if (pid < 0) return nullptr;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+    FILE* out = std::fopen(tmpl, "w");
+    if (out) {
+      dup2(fileno(out), STDOUT_FILENO);
+      dup2(fileno(out), STDERR_FILENO);
+    }
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  c->pid_ = pid;
+  return c;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (!out_path_.empty()) std::remove(out_path_.c_str());
+}
+
+void ChildProcess::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+std::string ChildProcess::output() const {
+  std::ifstream f(out_path_);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string ChildProcess::wait_for_line(const std::string& prefix, int limit_ms) {
+  for (int waited = 0; waited <= limit_ms; waited += 5) {
+    std::istringstream lines(output());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind(prefix, 0) == 0) return line;
+    }
+    if (!running()) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return "";
+}
+
+uint64_t ChildProcess::acked() const {
+  std::istringstream lines(output());
+  std::string line;
+  uint64_t best = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("acked ", 0) == 0) best = std::max<uint64_t>(best, std::stoull(line.substr(6)));
+  }
+  return best;
+}
+
+bool ChildProcess::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_status_ = status;
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+int ChildProcess::wait_exit(int limit_ms) {
+  for (int waited = 0; waited <= limit_ms; waited += 5) {
+    if (!running()) return exit_status_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
 }
 
 int run_command(const std::string& cmd, std::string* out) {

@@ -30,6 +30,7 @@ struct ServerOptions {
   uint64_t capacity_bytes = 256ull << 20;
   std::string netns;          // run inside this network namespace (ip netns exec)
   std::string listen = "127.0.0.1";
+  uint16_t port = 0;          // 0: any free port
   std::string net_devices;
   std::vector<std::string> extra_args;
 };
@@ -51,6 +52,32 @@ class ServerProcess {
   uint16_t port_ = 0;
   std::string host_;
   std::string dir_;
+};
+
+// A child process whose standard output goes to a file the test reads (failure matrix
+// clients). Killed (SIGKILL) when destroyed if still running.
+class ChildProcess {
+ public:
+  static std::unique_ptr<ChildProcess> start(const std::vector<std::string>& args,
+                                             const std::vector<std::string>& env = {});
+  ~ChildProcess();
+  pid_t pid() const { return pid_; }
+  void signal(int sig);
+  // Everything written so far.
+  std::string output() const;
+  // Waits (polling, up to `limit_ms` of real time: a hang guard, not a measurement) until the
+  // output has a line starting with `prefix`; returns that line, or "" on timeout or exit.
+  std::string wait_for_line(const std::string& prefix, int limit_ms);
+  // The highest N of "acked N" lines so far (0 if none).
+  uint64_t acked() const;
+  // Waits up to limit_ms for the exit; returns the waitpid status, or -1 if still running.
+  int wait_exit(int limit_ms);
+  bool running();
+
+ private:
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+  std::string out_path_;
 };
 
 client::ClusterConfig config_for(const std::vector<const ServerProcess*>& servers,

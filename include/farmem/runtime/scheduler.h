@@ -106,6 +106,9 @@ class Scheduler {
     }
   };
 
+  static constexpr uint64_t kPauseNs = 50'000'000;  // a gap this long means we were paused
+  uint64_t last_check_ns_ = 0;
+  uint32_t pause_grace_checks_ = 0;
   SchedulerOptions options_;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> running_;

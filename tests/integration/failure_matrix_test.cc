@@ -1,0 +1,286 @@
+// The failure matrix: {kill -9, SIGSTOP then SIGCONT} x {memory node, a client} x {workload}
+// over shared memory and TCP, every process started by the test and signalled by its PID.
+//
+// Expected outcomes (docs/ARCHITECTURE.md "Failure matrix"):
+//  - a killed or stopped client never takes the node down; other clients go on; writes it had
+//    acknowledged are there; memory its session owned comes back; a stopped client carries on
+//    after SIGCONT;
+//  - a killed node makes its clients fail cleanly (kPeerFailed, no hang) and can be restarted
+//    on the same port at once; a stopped node makes them fail cleanly (heartbeat silence or a
+//    deadline) or simply wait, and after SIGCONT it serves a fresh client with every
+//    acknowledged write intact.
+// Every wait below is a hang guard (a generous bound), never a measurement.
+//
+// Rows: each workload is one Row {name, client mode, table options}; structures of later
+// issues add theirs to kRows.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "farmem/ds/hash/hash_table.h"
+#include "harness.h"
+
+namespace farmem::testing {
+namespace {
+
+using client::Cluster;
+using client::ThreadClient;
+using ds::hash::HashTable;
+using ds::hash::HashTableOptions;
+
+constexpr uint32_t kOpTimeoutMs = 1000;  // clients' deadline: detection is bounded by it
+constexpr int kGuardMs = 30'000;         // hang guard for any single wait
+
+struct Row {
+  const char* name;
+  const char* mode;  // farmem_fault_client --mode
+  bool table;        // needs a hash table (object-owned: survives its writers)
+  bool tiny;         // a table that splits all the time
+};
+
+const Row kRows[] = {
+    {"idle", "idle", false, false},
+    {"reads", "reads", false, false},
+    {"writes", "writes", false, false},
+    {"hash_inserts", "hash", true, false},
+    {"split_in_progress", "split", true, true},
+};
+
+enum class Fault { kKill, kStopCont };
+enum class Victim { kNode, kClient };
+
+struct Case {
+  Transport transport;
+  Fault fault;
+  Victim victim;
+  Row row;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.transport.name << (c.fault == Fault::kKill ? " kill -9 " : " SIGSTOP+SIGCONT ")
+      << (c.victim == Victim::kNode ? "of the node, " : "of a client, ") << c.row.name;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return fmt::format("{}_{}_{}_{}", c.transport.name, c.fault == Fault::kKill ? "kill" : "stop",
+                     c.victim == Victim::kNode ? "node" : "client", c.row.name);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const Transport& t : all_transports()) {
+    for (Fault f : {Fault::kKill, Fault::kStopCont}) {
+      for (Victim v : {Victim::kNode, Victim::kClient}) {
+        for (const Row& r : kRows) out.push_back(Case{t, f, v, r});
+      }
+    }
+  }
+  return out;
+}
+
+HashTableOptions table_options(const Row& r) {
+  HashTableOptions o;
+  if (r.tiny) {
+    o.main_buckets_log2 = 4;
+    o.initial_depth = 0;
+  } else {
+    o.main_buckets_log2 = 10;
+    o.initial_depth = 1;
+  }
+  o.split_wait_ms = 3000;
+  return o;
+}
+
+class FailureMatrixTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.tls = GetParam().transport.tls;
+    o.node_id = 3;
+    o.capacity_bytes = 256ull << 20;
+    server_ = ServerProcess::start(o);
+    ASSERT_NE(server_, nullptr);
+    observer_ = connect();
+    ASSERT_NE(observer_, nullptr);
+    obs_ = *observer_->thread_client();
+    // The observer's own chunk is part of the baseline.
+    auto warm = obs_->run(obs_->allocate(64));
+    ASSERT_TRUE(warm.ok());
+    ASSERT_TRUE(obs_->run(obs_->free(*warm, 64)).ok());
+    baseline_ = used_bytes(obs_);
+  }
+
+  std::unique_ptr<Cluster> connect() {
+    auto c = Cluster::connect(config_for({server_.get()}, GetParam().transport.tls, kOpTimeoutMs));
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  uint64_t used_bytes(ThreadClient* c) {
+    auto st = c->run(c->stats(3));
+    EXPECT_TRUE(st.ok()) << st.status().to_string();
+    return st.ok() ? st->used_bytes : 0;
+  }
+
+  std::unique_ptr<ChildProcess> start_client(const std::string& table) {
+    std::vector<std::string> args = {FARMEM_FAULT_CLIENT_BIN, "--servers", server_->address(),
+                                     "--mode", GetParam().row.mode, "--table", table,
+                                     "--op-timeout-ms", std::to_string(kOpTimeoutMs)};
+    auto c = ChildProcess::start(args, {"UCX_TLS=" + GetParam().transport.tls});
+    EXPECT_NE(c, nullptr);
+    if (c == nullptr) return nullptr;
+    EXPECT_NE(c->wait_for_line("ready", kGuardMs), "") << c->output();
+    return c;
+  }
+
+  // Lets the client make progress: a few acknowledged operations (idle ones have none).
+  void let_it_work(ChildProcess& c) {
+    if (std::string(GetParam().row.mode) == "idle") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    for (int waited = 0; c.acked() < 50 && waited < kGuardMs && c.running(); waited += 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_GE(c.acked(), 50u) << c.output();
+  }
+
+  // Every key the client acknowledged is in the table (read by a fresh handle).
+  void expect_acked_keys(ThreadClient* c, const std::string& table, uint64_t acked) {
+    auto t = c->run(HashTable::open(c, table, table_options(GetParam().row)));
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    std::string v;
+    for (uint64_t i = 0; i < acked; ++i) {
+      auto r = (*t)->get_sync(fmt::format("{}-k{}", table, i), &v);
+      ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
+      ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
+      EXPECT_EQ(v, fmt::format("v{}", i));
+    }
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Cluster> observer_;
+  ThreadClient* obs_ = nullptr;
+  uint64_t baseline_ = 0;
+};
+
+TEST_P(FailureMatrixTest, OutcomeIsClean) {
+  const Case& k = GetParam();
+  const std::string table = "t" + std::to_string(getpid());
+  if (k.row.table) {
+    auto t = obs_->run(HashTable::create(obs_, table, table_options(k.row)));
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+  }
+  auto client = start_client(table);
+  ASSERT_NE(client, nullptr);
+  let_it_work(*client);
+
+  if (k.victim == Victim::kClient) {
+    if (k.fault == Fault::kKill) {
+      client->signal(SIGKILL);
+      ASSERT_NE(client->wait_exit(kGuardMs), -1);
+    } else {
+      client->signal(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * kOpTimeoutMs / 2));
+    }
+    // The node lives and other clients go on (split rows: the observer's own inserts need the
+    // subtables the victim may hold; a stopped holder makes them wait, a dead one is taken over).
+    EXPECT_TRUE(server_->pid() > 0 && ::kill(server_->pid(), 0) == 0);
+    uint64_t probe = 0;
+    auto a = obs_->run(obs_->allocate(64));
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    EXPECT_TRUE(obs_->write_sync(*a, &probe, 8).ok());
+    EXPECT_TRUE(obs_->run(obs_->free(*a, 64)).ok());
+    if (k.fault == Fault::kStopCont) {
+      const uint64_t before = client->acked();
+      client->signal(SIGCONT);
+      if (std::string(k.row.mode) != "idle") {
+        for (int w = 0; client->acked() <= before + 10 && w < kGuardMs && client->running(); w += 5) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        EXPECT_GT(client->acked(), before + 10) << "the client did not carry on: "
+                                                << client->output();
+      }
+      EXPECT_TRUE(client->running()) << client->output();
+      client->signal(SIGKILL);
+      ASSERT_NE(client->wait_exit(kGuardMs), -1);
+    }
+    const uint64_t acked = client->acked();
+    if (k.row.table) {
+      expect_acked_keys(obs_, table, acked);
+      ASSERT_TRUE(obs_->run(HashTable::destroy(obs_, table)).ok());
+    }
+    // The client's session ended (EOF on its door connection): what it owned comes back.
+    uint64_t used = used_bytes(obs_);
+    for (int w = 0; used != baseline_ && w < kGuardMs; w += 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      used = used_bytes(obs_);
+    }
+    EXPECT_EQ(used, baseline_);
+    return;
+  }
+
+  // The memory node is the victim.
+  if (k.fault == Fault::kKill) {
+    const uint16_t port = server_->port();
+    server_->signal(SIGKILL);
+    const int status = client->wait_exit(kGuardMs);
+    ASSERT_NE(status, -1) << "the client hung after its node was killed: " << client->output();
+    EXPECT_EQ(WEXITSTATUS(status), 1) << client->output();
+    EXPECT_NE(client->output().find("error PeerFailed"), std::string::npos) << client->output();
+    // The observer learns it too, and a new node binds the same port at once.
+    Status s;
+    for (int w = 0; w < kGuardMs; w += 5) {
+      s = obs_->run(obs_->stats(3)).status();
+      if (!s.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
+    ServerOptions o;
+    o.tls = k.transport.tls;
+    o.node_id = 3;
+    o.port = port;
+    auto again = ServerProcess::start(o);
+    ASSERT_NE(again, nullptr) << "could not restart on port " << port;
+    EXPECT_EQ(again->port(), port);
+    return;
+  }
+  server_->signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * kOpTimeoutMs));
+  server_->signal(SIGCONT);
+  // The client either failed cleanly (it noticed the silence) or carries on.
+  const int status = client->wait_exit(3 * kOpTimeoutMs);
+  if (status != -1) {
+    const std::string out = client->output();
+    EXPECT_TRUE(out.find("error PeerFailed") != std::string::npos ||
+                out.find("error TimedOut") != std::string::npos)
+        << out;
+  }
+  const uint64_t acked = client->acked();
+  client.reset();  // SIGKILL if still running
+  // The node lives and serves a fresh client; what was acknowledged is there.
+  auto fresh = connect();
+  ASSERT_NE(fresh, nullptr);
+  ThreadClient* fc = *fresh->thread_client();
+  if (k.row.table) {
+    expect_acked_keys(fc, table, acked);
+    ASSERT_TRUE(fc->run(HashTable::destroy(fc, table)).ok());
+  }
+  uint64_t used = used_bytes(fc);
+  for (int w = 0; used != baseline_ && w < kGuardMs; w += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    used = used_bytes(fc);
+  }
+  EXPECT_EQ(used, baseline_);
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, FailureMatrixTest, ::testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
+}  // namespace farmem::testing
