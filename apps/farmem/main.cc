@@ -14,9 +14,22 @@
 
 #include "commands.h"
 #include "farmem/common/log.h"
+#include "farmem/common/units.h"
 #include "farmem/ds/hash/layout.h"
 
 namespace farmem::apps {
+
+// A CLI11 transform that accepts sizes with units ("16MiB", "4k", "4096") for byte options.
+CLI::Validator bytes_unit() {
+  return CLI::Validator(
+      [](std::string& text) {
+        auto b = farmem::parse_bytes(text);
+        if (!b.ok()) return std::string(b.status().message());
+        text = std::to_string(*b);
+        return std::string();
+      },
+      "SIZE");
+}
 
 Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
                                               std::unique_ptr<LocalNode>* local) {
@@ -55,10 +68,12 @@ int main(int argc, char** argv) {
   bench_ops->add_option("--depth", ops.depth, "operations in flight per thread")
       ->check(CLI::Range(1, 4096));
   bench_ops->add_option("--block-bytes", ops.block_bytes, "bytes per read/write")
+      ->transform(farmem::apps::bytes_unit())
       ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
   bench_ops->add_option("--duration", ops.duration_s, "seconds")->check(CLI::Range(0.1, 86400.0));
   bench_ops->add_option("--span-bytes", ops.span_bytes,
                         "per-thread working set; offsets are random in it (default 64MiB)")
+      ->transform(farmem::apps::bytes_unit())
       ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
   bench_ops->add_option("--out", ops.out, "append results to FILE.json or FILE.csv");
   bench_ops->add_option("--throttle", ops.throttle, "off|fixed|adaptive (default: client config)")
@@ -80,8 +95,10 @@ int main(int argc, char** argv) {
   bench_ycsb->add_option("--records", ycsb.records, "records loaded before the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
   bench_ycsb->add_option("--key-bytes", ycsb.key_bytes, "key length (>= 8)")
+      ->transform(farmem::apps::bytes_unit())
       ->check(CLI::Range(size_t{8}, size_t{64 * 1024}));
   bench_ycsb->add_option("--value-bytes", ycsb.value_bytes, "value length")
+      ->transform(farmem::apps::bytes_unit())
       ->check(CLI::Range(size_t{0}, size_t{256 * 1024}));
   bench_ycsb->add_option("--distribution", ycsb.distribution, "zipfian|uniform")
       ->check(CLI::IsMember({"zipfian", "uniform"}));

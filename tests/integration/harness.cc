@@ -98,6 +98,11 @@ int ServerProcess::stop() {
   return status;
 }
 
+std::string ServerProcess::log() const {
+  std::ifstream f(dir_ + "/stderr.log");
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 ServerProcess::~ServerProcess() {
   stop();
   std::error_code ec;

@@ -46,6 +46,8 @@ class ServerProcess {
   void signal(int sig);
   // SIGTERM and wait; returns the exit status as from waitpid.
   int stop();
+  // What the server wrote to its standard error (its log).
+  std::string log() const;
 
  private:
   pid_t pid_ = -1;
