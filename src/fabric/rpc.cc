@@ -24,6 +24,9 @@ Status validate_request_header(const void* header, size_t header_bytes, size_t d
         "client speaks farmem protocol v{}, this memory node speaks v{}; upgrade the older side",
         out->version, wire::kProtocolVersion));
   }
+  if (out->status != 0 || out->reserved != 0) {
+    return ProtocolError("RPC request with non-zero status or reserved header fields");
+  }
   if (out->payload_bytes != data_bytes) {
     return ProtocolError(fmt::format("RPC header announces {} payload bytes but {} arrived",
                                      out->payload_bytes, data_bytes));

@@ -153,3 +153,26 @@ TEST(ValidateRequestHeaderTest, ChecksRunInOrderSizeMagicVersionPayload) {
 
 }  // namespace
 }  // namespace farmem::fabric
+
+namespace farmem::fabric {
+namespace {
+
+TEST(ValidateRequestHeaderTest, NonZeroStatusOrReservedFieldsAreProtocolErrors) {
+  wire::RpcHeader h{};
+  h.magic = wire::kRpcMagic;
+  h.version = wire::kProtocolVersion;
+  h.opcode = static_cast<uint16_t>(wire::Opcode::kEcho);
+  wire::RpcHeader out;
+  wire::RpcHeader with_status = h;
+  with_status.status = 3;
+  EXPECT_EQ(validate_request_header(&with_status, sizeof(h), 0, &out).code(),
+            StatusCode::kProtocolError);
+  wire::RpcHeader with_reserved = h;
+  with_reserved.reserved = 1;
+  EXPECT_EQ(validate_request_header(&with_reserved, sizeof(h), 0, &out).code(),
+            StatusCode::kProtocolError);
+  EXPECT_TRUE(validate_request_header(&h, sizeof(h), 0, &out).ok());
+}
+
+}  // namespace
+}  // namespace farmem::fabric
