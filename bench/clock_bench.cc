@@ -1,6 +1,7 @@
-// Micro-benchmarks of the time source on the data path: now_ns(), cycles(), and the scheduler
-// rounds that read the clock (an idle poll reads it every round, a busy one every
-// time_check_interval rounds). Built as farmem_clock_bench; not run by ctest.
+// Micro-benchmarks of the time source on the data path: now_ns() without and with a virtual
+// clock, cycles(), and the scheduler rounds that read the clock (an idle poll reads it every
+// round, a busy one every time_check_interval rounds). Built as farmem_clock_bench; not run by
+// ctest.
 //
 //   build/bench/farmem_clock_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "farmem/common/clock.h"
+#include "farmem/common/virtual_clock.h"
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/task.h"
 
@@ -30,6 +32,16 @@ void BM_NowNs(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NowNs);
+
+// now_ns() on a thread with a VirtualClock installed (the test path).
+void BM_NowNsVirtual(benchmark::State& state) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(now_ns());
+  }
+}
+BENCHMARK(BM_NowNsVirtual);
 
 void BM_Cycles(benchmark::State& state) {
   for (auto _ : state) {
