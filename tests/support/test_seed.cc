@@ -49,6 +49,8 @@ std::atomic<bool> used_in_test{false};
 
 class SeedListener : public ::testing::EmptyTestEventListener {
  public:
+  // A malformed FARMEM_TEST_SEED stops the binary before the first test, not inside one.
+  void OnTestProgramStart(const ::testing::UnitTest&) override { (void)process_seed(); }
   void OnTestStart(const ::testing::TestInfo&) override { used_in_test.store(false); }
   void OnTestEnd(const ::testing::TestInfo& info) override {
     if (!used_in_test.load() || !info.result()->Failed()) return;
