@@ -21,8 +21,7 @@ uint64_t mix(uint64_t x) {
 BackoffPolicy::BackoffPolicy(const BackoffOptions& options)
     : options_(options),
       ceiling_ns_(options.ceiling_max_ns),
-      rng_(mix(options.seed != 0 ? options.seed
-                                 : reinterpret_cast<uintptr_t>(this) ^ cycles())) {
+      rng_(mix(options.seed != 0 ? options.seed : reinterpret_cast<uintptr_t>(this) ^ cycles())) {
   if (rng_ == 0) rng_ = 1;
   // Start in the middle of the range; adaptation moves it.
   ceiling_ns_ = std::clamp<uint64_t>(options.ceiling_max_ns / 32, options.ceiling_min_ns,

@@ -54,12 +54,11 @@ class SeedListener : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo&) override { used_in_test.store(false); }
   void OnTestEnd(const ::testing::TestInfo& info) override {
     if (!used_in_test.load() || !info.result()->Failed()) return;
-    std::printf("[   SEED   ] %s.%s failed with seed=%llu; replay: FARMEM_TEST_SEED=%llu "
-                "--gtest_filter=%s.%s\n",
-                info.test_suite_name(), info.name(),
-                static_cast<unsigned long long>(process_seed()),
-                static_cast<unsigned long long>(process_seed()), info.test_suite_name(),
-                info.name());
+    std::printf(
+        "[   SEED   ] %s.%s failed with seed=%llu; replay: FARMEM_TEST_SEED=%llu "
+        "--gtest_filter=%s.%s\n",
+        info.test_suite_name(), info.name(), static_cast<unsigned long long>(process_seed()),
+        static_cast<unsigned long long>(process_seed()), info.test_suite_name(), info.name());
     std::fflush(stdout);
   }
 };

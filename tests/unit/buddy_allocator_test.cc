@@ -10,6 +10,7 @@
 #include <random>
 #include <string_view>
 #include <vector>
+
 #include "test_seed.h"
 
 namespace farmem::memnode {

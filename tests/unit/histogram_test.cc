@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <vector>
+
 #include "test_seed.h"
 
 namespace farmem {
