@@ -1,15 +1,17 @@
 # farmem: the two commands of the README.
 #   make run   - install dependencies, build, run the op-rate benchmark on a local memory node
 #   make test  - install dependencies, build, run every test (release + ASan/UBSan builds)
-# Other targets: build, unit, integration, asan, bench-compare, clean.
+# Other targets: build, unit, integration, asan, tsan, stress, bench-compare, clean.
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS ?= 2
 CTEST_FLAGS ?= --output-on-failure --no-tests=error
+STRESS_REPEAT ?= 50
+STRESS_LOAD ?= 4
 
-.PHONY: run test deps build unit integration asan tsan bench-compare clean
+.PHONY: run test deps build unit integration asan tsan stress bench-compare clean
 
 deps:
 	./scripts/install-deps
@@ -47,6 +49,12 @@ test: build
 	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
 	$(MAKE) asan
 	$(MAKE) tsan
+
+# The runtime and client unit tests STRESS_REPEAT times in a row under STRESS_LOAD busy loops;
+# fails if any repetition fails (scripts/stress-unit.sh).
+stress: build
+	REPEAT=$(STRESS_REPEAT) LOAD=$(STRESS_LOAD) UNIT_TESTS=$(BUILD)/tests/farmem_unit_tests \
+	  LOG=$(BUILD)/stress-unit.log ./scripts/stress-unit.sh
 
 bench-compare: build
 	./bench/compare_perftest.sh

@@ -6,10 +6,22 @@
 
 namespace farmem::runtime {
 
+namespace {
+
+// splitmix64's finaliser: spreads a small or structured seed over all 64 bits of the state.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 BackoffPolicy::BackoffPolicy(const BackoffOptions& options)
     : options_(options),
       ceiling_ns_(options.ceiling_max_ns),
-      rng_(0x9E3779B97F4A7C15ull ^ reinterpret_cast<uintptr_t>(this) ^ cycles()) {
+      rng_(mix(options.seed != 0 ? options.seed : reinterpret_cast<uintptr_t>(this) ^ cycles())) {
   if (rng_ == 0) rng_ = 1;
   // Start in the middle of the range; adaptation moves it.
   ceiling_ns_ = std::clamp<uint64_t>(options.ceiling_max_ns / 32, options.ceiling_min_ns,

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "farmem/common/virtual_clock.h"
+
 namespace farmem::runtime {
 namespace {
 
@@ -93,7 +95,19 @@ void Scheduler::add_timer(uint64_t when_ns, std::coroutine_handle<> h) {
   timers_.push(Timer{when_ns, ++timer_seq_, h});
 }
 
-void Scheduler::check_time() {
+void Scheduler::auto_advance_virtual_clock() {
+  VirtualClock* clock = VirtualClock::current();
+  if (clock == nullptr || clock->mode() != VirtualClock::Mode::kAutoAdvance) return;
+  if (timers_.empty() || !ready_.empty()) return;
+  // A real operation in flight completes in real time; jumping past its deadline would expire it.
+  for (const fabric::Worker* w : workers_) {
+    if (w->in_flight() > 0) return;
+  }
+  clock->auto_advance_to(timers_.top().when_ns);
+}
+
+void Scheduler::check_time(bool idle) {
+  if (idle) auto_advance_virtual_clock();
   uint64_t now = now_ns();
   // A long gap since the last check means this thread did not run (stopped, descheduled, or a
   // coroutine that hogged it): replies may be waiting unread. Deadlines that passed meanwhile
@@ -148,7 +162,7 @@ bool Scheduler::poll_once() {
   }
   if (!busy || ++polls_since_check_ >= options_.time_check_interval) {
     polls_since_check_ = 0;
-    check_time();
+    check_time(/*idle=*/!busy);
   }
   return busy;
 }

@@ -1,6 +1,7 @@
 // Unit tests for runtime::Backoff and runtime::BackoffPolicy. The policy's adaptation is driven
-// with synthetic timestamps; Backoff::retry() reads the real clock, so its sleeps are bracketed
-// by clock reads taken around the call.
+// with synthetic timestamps. Backoff reads now_ns(), so its tests run on a VirtualClock: a sleep
+// is exactly the awaiter's deadline minus the clock, and a retry loop's total sleep is exactly
+// how far the auto-advancing clock moved. Jitter comes from BackoffOptions::seed = test_seed().
 #include "farmem/runtime/backoff.h"
 
 #include <gtest/gtest.h>
@@ -10,10 +11,14 @@
 #include <vector>
 
 #include "farmem/common/clock.h"
+#include "farmem/common/virtual_clock.h"
 #include "farmem/runtime/scheduler.h"
+#include "test_seed.h"
 
 namespace farmem::runtime {
 namespace {
+
+using ::farmem::testing::test_seed;
 
 // Options with a fixed ceiling and no adaptation, so Backoff's own growth is visible.
 BackoffOptions FixedCeiling(uint64_t base_ns, uint64_t jitter_ns, uint64_t ceiling_ns) {
@@ -23,19 +28,20 @@ BackoffOptions FixedCeiling(uint64_t base_ns, uint64_t jitter_ns, uint64_t ceili
   o.ceiling_min_ns = ceiling_ns;
   o.ceiling_max_ns = ceiling_ns;
   o.adaptive = false;
+  o.seed = test_seed();
   return o;
 }
 
-// Calls retry() and returns the sleep it chose, bracketed as [lo, hi] by clock reads.
-struct SleepBounds {
-  uint64_t lo;
-  uint64_t hi;
-};
-SleepBounds RetrySleep(Backoff* b) {
-  uint64_t before = now_ns();
+// Calls retry() and returns the sleep it chose (the clock does not move during the call).
+uint64_t RetrySleep(Backoff* b) {
   Scheduler::SleepAwaiter a = b->retry();
-  uint64_t after = now_ns();
-  return SleepBounds{a.until_ns > after ? a.until_ns - after : 0, a.until_ns - before};
+  return a.until_ns - now_ns();
+}
+
+BackoffOptions Seeded() {
+  BackoffOptions o;
+  o.seed = test_seed();
+  return o;
 }
 
 TEST(BackoffPolicyTest, InitialCeilingIsOneThirtySecondOfTheMaximumClamped) {
@@ -59,7 +65,7 @@ TEST(BackoffPolicyTest, CountsRetriesAndSuccesses) {
 }
 
 TEST(BackoffPolicyTest, RandomBelowStaysBelowTheBoundAndCoversTheRange) {
-  BackoffPolicy p;
+  BackoffPolicy p(Seeded());
   EXPECT_EQ(p.random_below(0), 0u);
   EXPECT_EQ(p.random_below(1), 0u);
   std::vector<int> histogram(10, 0);
@@ -69,9 +75,23 @@ TEST(BackoffPolicyTest, RandomBelowStaysBelowTheBoundAndCoversTheRange) {
     ++histogram[r];
   }
   for (int v = 0; v < 10; ++v) {
-    EXPECT_GT(histogram[v], 700) << "value " << v;  // ~1000 expected for each
+    EXPECT_GT(histogram[v], 700) << "value " << v;  // 1000 +- 30 (sd) expected for each
     EXPECT_LT(histogram[v], 1300) << "value " << v;
   }
+}
+
+TEST(BackoffPolicyTest, TheSameSeedGivesTheSameJitter) {
+  BackoffOptions o = Seeded();
+  BackoffPolicy a(o), b(o);
+  o.seed = test_seed() + 1;
+  BackoffPolicy c(o);
+  int equal_to_c = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t x = a.random_below(1'000'000'000);
+    ASSERT_EQ(x, b.random_below(1'000'000'000));
+    equal_to_c += x == c.random_below(1'000'000'000);
+  }
+  EXPECT_LT(equal_to_c, 5);  // about 1e-6 expected
 }
 
 class AdaptiveBackoffPolicyTest : public ::testing::Test {
@@ -162,6 +182,8 @@ TEST(BackoffPolicyTest, NonAdaptivePolicyKeepsItsCeiling) {
 }
 
 TEST(BackoffTest, SleepGrowsExponentiallyUpToTheCeiling) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   BackoffPolicy policy(FixedCeiling(/*base_ns=*/1000, /*jitter_ns=*/0, /*ceiling=*/16'000));
   Backoff b(policy, s);
@@ -169,9 +191,7 @@ TEST(BackoffTest, SleepGrowsExponentiallyUpToTheCeiling) {
   EXPECT_EQ(b.current_ns(), 1000u);
   for (size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE(i);
-    SleepBounds sleep = RetrySleep(&b);
-    EXPECT_LE(sleep.lo, expected[i]);
-    EXPECT_GE(sleep.hi, expected[i]);
+    EXPECT_EQ(RetrySleep(&b), expected[i]);
     EXPECT_EQ(b.current_ns(), std::min<uint64_t>(expected[i] * 2, 16'000));
   }
   EXPECT_EQ(b.attempts(), expected.size());
@@ -179,21 +199,24 @@ TEST(BackoffTest, SleepGrowsExponentiallyUpToTheCeiling) {
 }
 
 TEST(BackoffTest, JitterStaysWithinItsBound) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   constexpr uint64_t kBase = 10'000, kJitter = 5'000;
   BackoffPolicy policy(FixedCeiling(kBase, kJitter, kBase));
   Backoff b(policy, s);
   for (int i = 0; i < 2000; ++i) {
-    uint64_t before = now_ns();
-    Scheduler::SleepAwaiter a = b.retry();
-    uint64_t after = now_ns();
-    ASSERT_GE(a.until_ns, before + kBase);
-    ASSERT_LE(a.until_ns, after + kBase + kJitter);
+    const uint64_t sleep = RetrySleep(&b);
+    ASSERT_GE(sleep, kBase);
+    ASSERT_LE(sleep, kBase + kJitter);
     ASSERT_EQ(b.current_ns(), kBase);
+    clock.advance(i);  // retries at different times choose their sleeps the same way
   }
 }
 
 TEST(BackoffTest, JitterSpreadsSleepsAcrossItsWholeRange) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   constexpr uint64_t kJitter = 1'000'000;
   // base 0: every sleep is pure jitter, uniform in [0, kJitter].
@@ -201,13 +224,24 @@ TEST(BackoffTest, JitterSpreadsSleepsAcrossItsWholeRange) {
   Backoff b(policy, s);
   uint64_t smallest = UINT64_MAX, largest = 0;
   for (int i = 0; i < 1000; ++i) {
-    SleepBounds sleep = RetrySleep(&b);
-    ASSERT_LE(sleep.lo, kJitter);
-    smallest = std::min(smallest, sleep.hi);
-    largest = std::max(largest, sleep.lo);
+    const uint64_t sleep = RetrySleep(&b);
+    ASSERT_LE(sleep, kJitter);
+    smallest = std::min(smallest, sleep);
+    largest = std::max(largest, sleep);
   }
+  // Each bound fails for a given seed with probability 0.9^1000 (about 1e-46).
   EXPECT_LT(smallest, kJitter / 10);
   EXPECT_GT(largest, kJitter * 9 / 10);
+}
+
+TEST(BackoffTest, TheSameSeedReplaysTheSameSleeps) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  BackoffPolicy p1(FixedCeiling(1000, 1'000'000, 1000));
+  BackoffPolicy p2(FixedCeiling(1000, 1'000'000, 1000));
+  Backoff b1(p1, s), b2(p2, s);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(RetrySleep(&b1), RetrySleep(&b2)) << "retry " << i;
 }
 
 TEST(BackoffTest, GrowthIsCappedByThePolicyCeilingNotTheMaximum) {
@@ -294,14 +328,36 @@ TEST(BackoffTest, DisabledRetryLoopCompletesInASinglePoll) {
 }
 
 TEST(BackoffTest, EnabledRetryLoopSleepsForTheBackoffSchedule) {
+  VirtualClock clock(VirtualClock::Mode::kAutoAdvance);
+  ScopedVirtualClock use(clock);
   Scheduler s;
-  // Sleeps of 100 us, 200 us, 400 us: at least 700 us in total.
+  // Sleeps of 100 us, 200 us, 400 us: 700 us in total, one after the other.
   BackoffPolicy policy(FixedCeiling(100'000, 0, 400'000));
-  uint64_t start = now_ns();
+  const uint64_t start = now_ns();
   EXPECT_EQ(s.block_on(RetryLoop(&s, &policy, 3)), 4);
-  EXPECT_GE(now_ns() - start, 700'000u);
+  EXPECT_EQ(now_ns() - start, 700'000u);
+  EXPECT_EQ(clock.auto_advances(), 3u);  // one per sleep
   EXPECT_EQ(policy.retries(), 3u);
   EXPECT_EQ(policy.successes(), 1u);
+}
+
+// Backoff records retries and successes at now_ns(), so the policy's epochs follow the clock.
+TEST(BackoffTest, PolicyEpochsFollowTheThreadsClock) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  BackoffOptions o = Seeded();
+  o.epoch_ns = 1'000'000;
+  BackoffPolicy policy(o);
+  const uint64_t initial = policy.ceiling_ns();
+  Backoff b(policy, s);
+  for (int i = 0; i < 10; ++i) (void)b.retry();  // all retries: rate 100%
+  clock.advance(o.epoch_ns - 1);
+  (void)b.retry();
+  EXPECT_EQ(policy.ceiling_ns(), initial);  // the epoch has not passed yet
+  clock.advance(1);
+  (void)b.retry();
+  EXPECT_EQ(policy.ceiling_ns(), 2 * initial);  // a high retry rate doubles the ceiling
 }
 
 TEST(BackoffTest, RetryLoopGivesUpWhenExhausted) {

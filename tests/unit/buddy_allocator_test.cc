@@ -11,8 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "test_seed.h"
+
 namespace farmem::memnode {
 namespace {
+
+using ::farmem::testing::test_seed;
 
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * kKiB;
@@ -65,7 +69,7 @@ TEST(BuddyAllocatorTest, RoundsRequestsUpToPowersOfTwoOfAtLeast64Bytes) {
 
 TEST(BuddyAllocatorTest, BlocksAreNaturallyAligned) {
   BuddyAllocator a(16 * kMiB, 0);
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(test_seed());
   for (int i = 0; i < 500; ++i) {
     uint64_t bytes = 1 + rng() % (16 * kKiB);
     Block b = MustAllocate(&a, bytes);
@@ -145,7 +149,7 @@ TEST(BuddyAllocatorTest, FreeingEveryBlockCoalescesToOneBlock) {
   EXPECT_EQ(a.used_bytes(), 256 * kKiB);
   EXPECT_EQ(a.largest_free_bytes(), 0u);
   // Free in a scrambled order so that merges happen at every level in different sequences.
-  std::mt19937_64 rng(5);
+  std::mt19937_64 rng(test_seed());
   std::shuffle(offsets.begin(), offsets.end(), rng);
   for (uint64_t off : offsets) ASSERT_TRUE(a.free(off).ok());
   EXPECT_EQ(a.used_bytes(), 0u);
@@ -289,7 +293,7 @@ TEST(BuddyAllocatorTest, RandomAllocAndFreeNeverOverlapAndAccountingHolds) {
   const uint64_t capacity = 3 * kMiB + 320 * kKiB + 448;  // not a power of two
   const uint64_t reserved = 4096;
   BuddyAllocator a(capacity, reserved);
-  std::mt19937_64 rng(20240601);
+  std::mt19937_64 rng(test_seed());
   std::map<uint64_t, uint64_t> shadow;  // offset -> block bytes
   uint64_t expected_used = reserved;
   int failures = 0;

@@ -12,9 +12,12 @@
 
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/task.h"
+#include "test_seed.h"
 
 namespace farmem::runtime {
 namespace {
+
+using ::farmem::testing::test_seed;
 
 Task<int> Leaf(int v) { co_return v; }
 
@@ -111,7 +114,7 @@ TEST(FramePoolTest, LargestPooledSizeStaysInThePool) {
 }
 
 TEST(FramePoolTest, LiveFramesAreAlignedAndDoNotOverlap) {
-  std::mt19937 rng(11);
+  std::mt19937_64 rng(test_seed());
   std::uniform_int_distribution<size_t> size_dist(1, kMaxPooledBytes);
   std::map<uintptr_t, size_t> live;  // address -> bytes
   std::vector<std::pair<void*, size_t>> frames;

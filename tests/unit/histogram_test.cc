@@ -9,8 +9,12 @@
 #include <random>
 #include <vector>
 
+#include "test_seed.h"
+
 namespace farmem {
 namespace {
+
+using ::farmem::testing::test_seed;
 
 // Relative error allowed between a quantile estimate and the exact order statistic.
 constexpr double kMaxRelativeError = 0.04;
@@ -49,7 +53,7 @@ TEST(HistogramTest, SmallValuesAreRecordedExactly) {
 }
 
 TEST(HistogramTest, BucketLowIsAtMostTheValueAndWithinOneSubBucket) {
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(test_seed());
   for (int i = 0; i < 10000; ++i) {
     uint64_t v = rng() >> (rng() % 64);
     if (v >= (1ull << Histogram::kMaxExp)) continue;
@@ -105,7 +109,7 @@ TEST(HistogramTest, UniformDistributionQuantilesWithinFourPercent) {
 }
 
 TEST(HistogramTest, LogNormalLatencyQuantilesWithinFourPercent) {
-  std::mt19937_64 rng(7);
+  std::mt19937_64 rng(test_seed());
   std::lognormal_distribution<double> dist(std::log(20'000.0), 1.0);  // ~20 us median
   Histogram h;
   std::vector<uint64_t> values;
@@ -140,7 +144,7 @@ TEST(HistogramTest, QuantileNeverExceedsMax) {
 
 TEST(HistogramTest, MergeEqualsRecordingEverythingInOne) {
   Histogram a, b, all;
-  std::mt19937_64 rng(3);
+  std::mt19937_64 rng(test_seed());
   for (int i = 0; i < 5000; ++i) {
     uint64_t v = rng() % 1'000'000;
     (i % 2 ? a : b).record(v);

@@ -1,5 +1,7 @@
 // Unit tests for runtime::Scheduler: posting, spawning, bounds, timers, yielding, block_on and
-// sync_wait. Timer tests use real (short) sleeps of a few milliseconds.
+// sync_wait. Every test that involves time runs on a VirtualClock: time moves only when the test
+// advances it or when an idle scheduler auto-advances it to the next timer, so the tests assert
+// order and outcome, never how long something took in real time.
 #include "farmem/runtime/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +11,21 @@
 #include <vector>
 
 #include "farmem/common/clock.h"
+#include "farmem/common/virtual_clock.h"
 
 namespace farmem::runtime {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr VirtualClock::Mode kAuto = VirtualClock::Mode::kAutoAdvance;
+constexpr VirtualClock::Mode kManual = VirtualClock::Mode::kManual;
+
+// Posts `t` on `s` as block_on does, without polling; the test drives poll_once() itself.
+template <typename T>
+void Start(Scheduler* s, Task<T>& t) {
+  t.handle().promise().continuation = std::noop_coroutine();
+  s->post(t.handle());
+}
 
 Task<void> SetFlag(bool* flag) {
   *flag = true;
@@ -196,31 +208,37 @@ TEST(SchedulerTest, RunUntilIdleReturnsImmediatelyWithNothingSpawned) {
 }
 
 TEST(SchedulerTest, RunUntilIdleWaitsForSleepers) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   bool flag = false;
-  uint64_t start = now_ns();
+  const uint64_t start = now_ns();
   ASSERT_TRUE(s.spawn(SleepThenSet(&s, 2 * kMs, &flag)).ok());
   s.run_until_idle();
   EXPECT_TRUE(flag);
-  EXPECT_GE(now_ns() - start, 2 * kMs);
+  EXPECT_EQ(now_ns(), start + 2 * kMs);  // it returned only once the sleep's deadline came
 }
 
 TEST(SchedulerTest, TimersFireInDeadlineOrderNotSpawnOrder) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   std::vector<int> order;
-  uint64_t base = now_ns();
+  const uint64_t base = now_ns();
   ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 3 * kMs, 3, &order)).ok());
   ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 1 * kMs, 1, &order)).ok());
   ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 2 * kMs, 2, &order)).ok());
-  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base, 0, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base, 0, &order)).ok());  // already due
   s.run_until_idle();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(now_ns(), base + 3 * kMs);
 }
 
 TEST(SchedulerTest, SleepForNsWakesShortestSleepFirst) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   std::vector<int> order;
-  // Gaps of 5 ms dwarf the time between the coroutines' first steps.
   ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 15 * kMs, 3, &order)).ok());
   ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 5 * kMs, 1, &order)).ok());
   ASSERT_TRUE(s.spawn(SleepThenRecord(&s, 10 * kMs, 2, &order)).ok());
@@ -229,41 +247,135 @@ TEST(SchedulerTest, SleepForNsWakesShortestSleepFirst) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
-TEST(SchedulerTest, TimersWithEqualDeadlinesFireInArrivalOrder) {
+// Virtual time resolves deadlines exactly, however close they are.
+TEST(SchedulerTest, TimersOneNanosecondApartFireInDeadlineOrder) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   std::vector<int> order;
-  uint64_t when = now_ns() + 2 * kMs;
+  const uint64_t base = now_ns();
+  for (int id : {4, 2, 0, 3, 1}) {
+    ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 1 + id, id, &order)).ok());
+  }
+  s.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(clock.auto_advances(), 5u);  // one jump per distinct deadline
+}
+
+TEST(SchedulerTest, TimersWithEqualDeadlinesFireInArrivalOrder) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  std::vector<int> order;
+  const uint64_t when = now_ns() + 2 * kMs;
   for (int id = 0; id < 8; ++id) {
     ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, when, id, &order)).ok());
   }
   s.run_until_idle();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(clock.auto_advances(), 1u);  // they fire together
 }
 
-TEST(SchedulerTest, SleepLastsAtLeastTheRequestedTime) {
+// A sleeper wakes neither a nanosecond before its deadline nor later than the first time check
+// after it.
+TEST(SchedulerTest, SleepLastsExactlyUntilItsDeadline) {
+  VirtualClock clock(kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
-  uint64_t slept = s.block_on(SleepAndMeasure(&s, 3 * kMs));
-  EXPECT_GE(slept, 3 * kMs);
-  EXPECT_LT(slept, 1000 * kMs);  // and does not hang
+  Task<uint64_t> t = SleepAndMeasure(&s, 3 * kMs);
+  Start(&s, t);
+  for (int i = 0; i < 100; ++i) s.poll_once();
+  EXPECT_FALSE(t.done());  // nothing moves a manual clock but the test
+  clock.advance(3 * kMs - 1);
+  for (int i = 0; i < 100; ++i) s.poll_once();
+  EXPECT_FALSE(t.done());
+  clock.advance(1);
+  s.poll_once();  // idle round: the time check moves the timer to the ready queue
+  s.poll_once();  // the sleeper runs
+  ASSERT_TRUE(t.done());
+  EXPECT_EQ(t.take_result(), 3 * kMs);
+}
+
+TEST(SchedulerTest, BlockOnASleepingTaskReturnsWithTheClockAtItsDeadline) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  const uint64_t start = now_ns();
+  constexpr uint64_t kHour = 3600 * 1000 * kMs;
+  EXPECT_EQ(s.block_on(SleepAndMeasure(&s, kHour)), kHour);  // no real hour passes
+  EXPECT_EQ(now_ns(), start + kHour);
+  EXPECT_EQ(clock.auto_advances(), 1u);
 }
 
 TEST(SchedulerTest, SleepAwaiterInThePastIsReadyWithoutSuspending) {
+  VirtualClock clock(kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   EXPECT_TRUE(s.sleep_until_ns(0).await_ready());
   EXPECT_TRUE(s.sleep_until_ns(now_ns()).await_ready());
-  EXPECT_FALSE(s.sleep_for_ns(1000 * kMs).await_ready());
+  EXPECT_TRUE(s.sleep_for_ns(0).await_ready());
+  EXPECT_FALSE(s.sleep_for_ns(1).await_ready());
+  EXPECT_FALSE(s.sleep_until_ns(now_ns() + 1).await_ready());
   EXPECT_FALSE(s.yield().await_ready());
 }
 
+// A busy scheduler never auto-advances the clock; once the test advances it, the timer fires at
+// the next time check, at most time_check_interval busy rounds later.
 TEST(SchedulerTest, TimersFireWhileOtherCoroutinesKeepTheSchedulerBusy) {
-  Scheduler s;
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
+  SchedulerOptions options;
+  Scheduler s(options);
   bool stop = false;
   int spins = 0;
   ASSERT_TRUE(s.spawn(YieldForever(&s, &stop, &spins)).ok());
   ASSERT_TRUE(s.spawn(SleepThenSet(&s, 1 * kMs, &stop)).ok());
-  s.run_until_idle();  // terminates only if the timer fires despite the busy yielder
-  EXPECT_TRUE(stop);
-  EXPECT_GT(spins, 0);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(s.poll_once());  // the yielder keeps it busy
+  EXPECT_FALSE(stop);
+  EXPECT_EQ(clock.auto_advances(), 0u);
+  clock.advance(1 * kMs);
+  uint32_t rounds = 0;
+  while (!stop) {
+    ASSERT_LE(++rounds, options.time_check_interval + 1) << "the timer did not fire";
+    ASSERT_TRUE(s.poll_once());
+  }
+  s.run_until_idle();  // the yielder sees stop and finishes
+  EXPECT_GE(spins, 100);
+}
+
+TEST(SchedulerTest, AutoAdvanceNeedsATimerAndNothingReady) {
+  VirtualClock clock(kAuto);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  const uint64_t start = now_ns();
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(s.poll_once());  // idle, but no timer to jump to
+  EXPECT_EQ(now_ns(), start);
+  int counter = 0;
+  ASSERT_TRUE(s.spawn(YieldThenIncrement(&s, &counter)).ok());
+  s.run_until_idle();  // only ready work: the clock stays
+  EXPECT_EQ(counter, 1);
+  EXPECT_EQ(now_ns(), start);
+  EXPECT_EQ(clock.auto_advances(), 0u);
+}
+
+TEST(SchedulerTest, ManualClockMovesOnlyWhenTheTestAdvancesIt) {
+  VirtualClock clock(kManual);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  std::vector<int> order;
+  const uint64_t base = now_ns();
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 2 * kMs, 2, &order)).ok());
+  ASSERT_TRUE(s.spawn(SleepUntilThenRecord(&s, base + 1 * kMs, 1, &order)).ok());
+  for (int i = 0; i < 100; ++i) s.poll_once();
+  EXPECT_TRUE(order.empty());
+  EXPECT_EQ(now_ns(), base);
+  clock.advance_to(base + 1 * kMs);
+  for (int i = 0; i < 3; ++i) s.poll_once();
+  EXPECT_EQ(order, (std::vector<int>{1}));
+  clock.advance_to(base + 5 * kMs);  // past the second deadline: it fires at the next check
+  s.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(clock.auto_advances(), 0u);
 }
 
 TEST(SchedulerTest, YieldingCoroutinesTakeStrictTurns) {
@@ -343,15 +455,16 @@ TEST(SchedulerTest, SyncWaitWithoutASchedulerUsesATemporaryOne) {
 }
 
 TEST(SchedulerTest, TickersRunAtClockChecksUntilRemoved) {
+  VirtualClock clock(kManual);
+  ScopedVirtualClock use(clock);
   Scheduler s;
   std::vector<uint64_t> ticks;
   size_t id = s.add_ticker([&ticks](uint64_t now) { ticks.push_back(now); });
-  uint64_t before = now_ns();
+  const uint64_t before = now_ns();
   s.poll_once();  // idle poll: checks the clock
+  clock.advance(5);
   s.poll_once();
-  ASSERT_EQ(ticks.size(), 2u);
-  EXPECT_GE(ticks[0], before);
-  EXPECT_LE(ticks[0], ticks[1]);
+  EXPECT_EQ(ticks, (std::vector<uint64_t>{before, before + 5}));  // tickers get the clock's time
   s.remove_ticker(id);
   s.poll_once();
   EXPECT_EQ(ticks.size(), 2u);

@@ -1,5 +1,6 @@
 // Unit tests for runtime::Throttle and parse_throttle_mode. The adaptive tuner is driven with
-// synthetic timestamps and completion counts.
+// synthetic timestamps and completion counts, and once through a scheduler ticker on a
+// VirtualClock (as ThreadClient runs it).
 #include "farmem/runtime/throttle.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,9 @@
 #include <functional>
 #include <map>
 #include <vector>
+
+#include "farmem/common/virtual_clock.h"
+#include "farmem/runtime/scheduler.h"
 
 namespace farmem::runtime {
 namespace {
@@ -340,6 +344,31 @@ TEST_F(AdaptiveThrottleTest, RaisingTheCapAdmitsQueuedWaiters) {
   t.release();  // one more slot: waiter 4
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(t.in_flight(), 8u);
+}
+
+// The client registers tick() as a scheduler ticker; the tuner's epochs then follow the thread's
+// clock, checked at the scheduler's time checks.
+TEST_F(AdaptiveThrottleTest, TunerRunByASchedulerTickerFollowsTheVirtualClock) {
+  VirtualClock clock(VirtualClock::Mode::kManual);
+  ScopedVirtualClock use(clock);
+  Scheduler s;
+  Throttle t(Options(10));
+  s.add_ticker([&t](uint64_t now) { t.tick(now); });
+  s.poll_once();  // idle round: the first tick starts the first epoch
+  std::vector<uint32_t> swept;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t cap = t.cap();
+    Complete(&t, EightIsBest(cap));
+    clock.advance(kEpoch - 1);
+    s.poll_once();
+    ASSERT_EQ(t.cap(), cap) << "the epoch ended early";
+    clock.advance(1);
+    s.poll_once();
+    swept.push_back(cap);
+  }
+  EXPECT_EQ(swept, (std::vector<uint32_t>{4, 8, 16, Throttle::kUnlimited}));
+  EXPECT_EQ(t.cap(), 8u);
+  EXPECT_EQ(t.rounds(), 1u);
 }
 
 TEST_F(AdaptiveThrottleTest, EmptyCandidateListFallsBackToSixteen) {

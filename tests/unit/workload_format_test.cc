@@ -13,9 +13,12 @@
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/rng.h"
 #include "farmem/workload/value_format.h"
+#include "test_seed.h"
 
 namespace farmem::workload {
 namespace {
+
+using ::farmem::testing::test_seed;
 
 uint64_t prefix_of(const char* key) {
   uint64_t v;
@@ -64,7 +67,7 @@ TEST(KeyFormatTest, KeyIndexInvertsFormatKey) {
     format_key(i, 16, buf);
     ASSERT_EQ(key_index(buf), i);
   }
-  Rng rng(1);
+  Rng rng(test_seed());
   for (int i = 0; i < 100'000; ++i) {
     const uint64_t x = rng.next_u64();
     ASSERT_EQ(unscramble_index(scramble_index(x)), x);

@@ -4,7 +4,9 @@
 // rate seen by all of the thread's retry loops: below low_retry_rate the ceiling halves
 // (contention is rare, retry fast); above high_retry_rate it doubles. Backoff is per retry loop
 // (one operation): each wait() sleeps current + uniform(0, jitter) and doubles current up to
-// the policy's ceiling. Sleeping yields the thread to other coroutines.
+// the policy's ceiling. Sleeping yields the thread to other coroutines. Sleeps and epochs are
+// measured with now_ns(), so a test drives them with a VirtualClock (common/virtual_clock.h);
+// the jitter is reproducible with BackoffOptions::seed.
 //
 // Every CAS retry loop in farmem uses it:
 //   Backoff b(policy, scheduler);
@@ -34,6 +36,9 @@ struct BackoffOptions {
   double low_retry_rate = 0.10;
   double high_retry_rate = 0.50;
   uint32_t max_retries = 100'000;  // a retry loop gives up after this many attempts
+  // Seed of the jitter generator. 0 (the default): derived from the policy's address and the
+  // TSC, so threads and runs differ. Tests set it to replay the same jitter.
+  uint64_t seed = 0;
 };
 
 class BackoffPolicy {

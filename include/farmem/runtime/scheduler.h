@@ -6,6 +6,10 @@
 // to time fails operations past their deadline and fires due timers and tickers. Spawned
 // (detached) coroutines are bounded by SchedulerOptions::max_coroutines.
 //
+// Time is now_ns() (common/clock.h): real time, or a VirtualClock installed on the thread. With
+// an auto-advancing virtual clock, an idle round with no operation in flight moves the clock to
+// the earliest timer, so sleeps finish at once and in deadline order (common/virtual_clock.h).
+//
 // Thread safety: everything on the owning thread only.
 #pragma once
 
@@ -94,7 +98,10 @@ class Scheduler {
 
  private:
   [[noreturn]] static void abort_nested_block_on();
-  void check_time();
+  // Expires worker deadlines, fires due timers and runs the tickers. On an idle round it first
+  // lets an auto-advancing virtual clock jump to the earliest timer (common/virtual_clock.h).
+  void check_time(bool idle);
+  void auto_advance_virtual_clock();
   bool in_poll_ = false;
 
   struct Timer {
