@@ -113,8 +113,10 @@ void Scheduler::check_time(bool idle) {
   // coroutine that hogged it): replies may be waiting unread. Deadlines that passed meanwhile
   // are judged only after the workers have been progressed for a few more checks, so a pause
   // of our own is not blamed on the peer.
-  if (last_check_ns_ != 0 && now - last_check_ns_ > kPauseNs) pause_grace_checks_ = 2;
-  last_check_ns_ = now;
+  // (Real time: a jump of a virtual clock is not a pause.)
+  const uint64_t real = steady_now_ns();
+  if (last_check_ns_ != 0 && real - last_check_ns_ > kPauseNs) pause_grace_checks_ = 2;
+  last_check_ns_ = real;
   if (pause_grace_checks_ > 0) {
     --pause_grace_checks_;
   } else {
