@@ -22,8 +22,10 @@ uint64_t Reclaimer::age_ns(const Retired& r) {
   return uint64_t{static_cast<uint32_t>(now_ms32() - r.when_ms)} * 1'000'000;
 }
 
-Task<Status> Reclaimer::retire(GlobalAddress addr, uint64_t bytes) {
-  retired_.push_back(Retired{addr.pack(), static_cast<uint32_t>(bytes), now_ms32()});
+Task<Status> Reclaimer::retire(GlobalAddress addr, uint64_t bytes, Kind kind) {
+  const uint32_t tagged =
+      static_cast<uint32_t>(bytes) | (kind == Kind::kNodeBlock ? kNodeBlockBit : 0u);
+  retired_.push_back(Retired{addr.pack(), tagged, now_ms32()});
   ++stats_.retired;
   if (retired_.size() > max_retired_) {
     // Bounded: wait for the oldest block's grace period rather than grow.
@@ -47,7 +49,11 @@ Task<void> Reclaimer::reclaim(bool wait_for_all) {
       continue;  // another coroutine of the handle may have freed it meanwhile
     }
     retired_.pop_front();
-    (void)co_await heap_->free(GlobalAddress::unpack(r.addr), r.bytes);
+    if (r.bytes & kNodeBlockBit) {
+      (void)co_await client_->free_on(GlobalAddress::unpack(r.addr));
+    } else {
+      (void)co_await heap_->free(GlobalAddress::unpack(r.addr), r.bytes);
+    }
     ++stats_.reclaimed;
   }
 }

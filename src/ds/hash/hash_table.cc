@@ -328,8 +328,9 @@ Task<Status> HashTable::wait_for_split(Shard& s, const KeyHash& kh, runtime::Bac
     wait->since_ns = now;
   } else if (now - wait->since_ns > split_wait_ns()) {
     co_return TimedOut(fmt::format(
-        "the hash table subtable for this key has been frozen by a split for {} ms; its "
-        "splitter is alive but does not finish (stopped?); the keys are intact",
+        "the hash table subtable for this key has been frozen by a split (or its directory left "
+        "half-published) for {} ms; the client holding it is alive but does not finish "
+        "(stopped?); the keys are intact",
         (now - wait->since_ns) / 1'000'000));
   }
   if (now - wait->since_ns >= lease_check_ns() && now - wait->checked_ns >= lease_check_ns()) {
@@ -655,7 +656,14 @@ Task<Status> HashTable::replace(Shard& s, std::string_view key, const KeyHash& k
         break;
       }
       Status st = co_await insert_block(s, key, kh, *block, bytes, true, &published);
-      if (st.code() == StatusCode::kAlreadyExists) continue;  // inserted meanwhile: update it
+      if (st.code() == StatusCode::kAlreadyExists) {  // inserted meanwhile: update it
+        if (loop.exhausted()) {
+          result = loop.give_up();
+          break;
+        }
+        co_await loop.retry();
+        continue;
+      }
       if (st.ok()) co_return st;
       result = st;
       break;

@@ -86,23 +86,37 @@ Task<Status> HashTable::run_split(Shard& s, GlobalAddress sub, const SubtableHea
   }
   if (!st.ok()) {
     ++stats_.split_failures;
-    for (GlobalAddress half : halves) {
-      if (!half.is_null()) (void)co_await client_->free_on(half);
+    // Undo first (the record is cleared before anything is unfrozen), then free the halves:
+    // a taker must never find a record naming freed memory.
+    const bool undone = co_await abandon_split(sub, lock);
+    if (undone) {
+      for (GlobalAddress half : halves) {
+        if (!half.is_null()) (void)co_await client_->free_on(half);
+      }
     }
-    co_await abandon_split(sub, lock);
     co_return st;
   }
   if (split_stop_after_ == 3) co_return stopped_for_test(3);
   // 4. Publish, then retire the frozen subtable (it stays locked and frozen until freed).
-  st = co_await publish_split(s, sub, h.local_depth, h.suffix, halves[0], halves[1]);
+  bool maybe_published = false;
+  st = co_await publish_split(s, sub, h.local_depth, h.suffix, halves[0], halves[1],
+                              &maybe_published);
   if (!st.ok()) {
     ++stats_.split_failures;
-    co_return st;  // recorded: a later taker finishes it if this session ends
+    if (st.code() == StatusCode::kCancelled || maybe_published) co_return st;
+    // Nothing reached the directory (its lock could not be had): undo, so that the subtable
+    // is not left frozen behind our live lease.
+    const bool undone = co_await abandon_split(sub, lock);
+    if (undone) {
+      for (GlobalAddress half : halves) (void)co_await client_->free_on(half);
+    }
+    co_return st;
   }
   const uint64_t one = 1;
   st = co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8);
   if (!st.ok()) co_return st;
-  Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_));
+  Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
+                                         Reclaimer::Kind::kNodeBlock);
   co_return rs;
 }
 
@@ -223,28 +237,37 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
   co_return OkStatus();
 }
 
-Task<void> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
+Task<bool> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
+  // The record of the halves goes first: from here a taker undoes rather than publishes.
+  const uint64_t none[2] = {0, 0};
+  Status st = co_await client_->write(sub + offsetof(SubtableHeader, half0), none, sizeof(none));
+  if (!st.ok()) co_return false;  // the node is unreachable: nothing more to do
   // Re-read rather than trust what freeze() saw: a batch that failed may have applied some of
   // its CAS. While we hold the lock, every frozen slot was frozen by a holder of it.
   const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
   std::vector<Bucket> buckets(nbuckets);
-  Status st = co_await client_->read(sub + sizeof(SubtableHeader), buckets.data(),
-                                     nbuckets * kBucketBytes);
-  if (!st.ok()) co_return;  // the node is unreachable: nothing more to do
-  uint64_t ignored = 0;
-  for (uint64_t bi = 0; bi < nbuckets; ++bi) {
-    for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
-      uint64_t w = buckets[bi].slots[k];
-      if (!slot_frozen(w)) continue;
-      st = co_await client_->cas(sub + subtable_slot_offset(bi, k), w, w & ~kSlotFrozenBit,
-                                 &ignored);
-      if (!st.ok()) co_return;
-    }
+  st = co_await client_->read(sub + sizeof(SubtableHeader), buckets.data(),
+                              nbuckets * kBucketBytes);
+  if (!st.ok()) co_return false;
+  std::vector<uint64_t> frozen;  // slot indices over the whole subtable
+  for (uint64_t i = 0; i < nbuckets * kSlotsPerBucket; ++i) {
+    if (slot_frozen(buckets[i / kSlotsPerBucket].slots[i % kSlotsPerBucket])) frozen.push_back(i);
   }
-  const uint64_t none[2] = {0, 0};
-  st = co_await client_->write(sub + offsetof(SubtableHeader, half0), none, sizeof(none));
-  if (!st.ok()) co_return;
-  (void)co_await lock.release();
+  std::array<uint64_t, kSplitOpsPerBatch> ignored{};
+  for (size_t at = 0; at < frozen.size(); at += kSplitOpsPerBatch) {
+    Batch batch(*client_);
+    for (size_t i = 0; i < std::min(kSplitOpsPerBatch, frozen.size() - at); ++i) {
+      const uint64_t idx = frozen[at + i];
+      const uint64_t w = buckets[idx / kSlotsPerBucket].slots[idx % kSlotsPerBucket];
+      (void)batch.cas(sub + subtable_slot_offset(idx / kSlotsPerBucket,
+                                                 static_cast<uint32_t>(idx % kSlotsPerBucket)),
+                      w, w & ~kSlotFrozenBit, &ignored[i]);
+    }
+    st = co_await batch.wait();
+    if (!st.ok()) co_return false;
+  }
+  st = co_await lock.release();
+  co_return st.ok();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -255,14 +278,35 @@ Task<Result<std::unique_ptr<LeaseLock>>> HashTable::lock_directory(Shard& s) {
                                           lease_check_ns());
   auto a = co_await lock->acquire(now_ns() + split_wait_ns());
   if (!a.ok()) co_return a.status();
-  if (a->taken_over) {
-    // Its holder died: redo the change it announced, if any.
-    ++stats_.takeovers;
-    DirectoryHeader h{};
-    FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, &h, sizeof(h)));
-    if (h.intent_sub != 0) FARMEM_CO_RETURN_IF_ERROR(co_await apply_intent(s, h));
+  if (a->taken_over) ++stats_.takeovers;
+  // An intent still recorded is a change its publisher announced but may not have finished
+  // (it died holding the lock, or failed part-way): redo it (idempotent).
+  DirectoryHeader h{};
+  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, &h, sizeof(h)));
+  if (h.intent_sub != 0) {
+    FARMEM_CO_RETURN_IF_ERROR(co_await apply_intent(s, h));
+    if (a->taken_over) FARMEM_CO_RETURN_IF_ERROR(co_await retire_orphan(s, h.intent_sub));
   }
   co_return lock;
+}
+
+Task<Status> HashTable::retire_orphan(Shard& s, uint64_t sub_offset) {
+  // The subtable of a published split whose splitter died before retiring it: take its lock
+  // over (so that exactly one client retires it) and retire it.
+  const GlobalAddress sub(s.node, sub_offset);
+  SubtableHeader h{};
+  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  if (h.retired != 0 || h.lock == 0) co_return OkStatus();
+  LeaseLock lock(client_, sub, 0);
+  auto a = co_await lock.try_acquire();
+  if (!a.ok()) co_return a.status();
+  if (!a->taken_over) co_return OkStatus();  // its splitter lives on and retires it itself
+  const uint64_t one = 1;
+  FARMEM_CO_RETURN_IF_ERROR(
+      co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
+  Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
+                                         Reclaimer::Kind::kNodeBlock);
+  co_return rs;
 }
 
 Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
@@ -317,7 +361,8 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
 }
 
 Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, uint32_t x,
-                                      GlobalAddress half0, GlobalAddress half1) {
+                                      GlobalAddress half0, GlobalAddress half1,
+                                      bool* maybe_published) {
   auto lock = co_await lock_directory(s);
   if (!lock.ok()) co_return lock.status();
   // Changes happen only under the lock: these reads are current.
@@ -345,6 +390,7 @@ Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, u
     intent.intent_half0 = half0.offset();
     intent.intent_half1 = half1.offset();
     intent.intent_dx = (uint64_t{d} << 32) | x;
+    *maybe_published = true;
     st = co_await apply_intent(s, intent);
     if (st.code() == StatusCode::kCancelled) co_return st;  // test hook: "died" holding it
   }
@@ -373,19 +419,22 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
   for (uint64_t e : s.entries) pointed = pointed || dir_entry_offset(e) == sub.offset();
   if (!pointed || (h.half0 != 0 && h.half1 != 0)) {
     if (pointed) {
+      bool maybe_published = false;
       FARMEM_CO_RETURN_IF_ERROR(co_await publish_split(s, sub, h.local_depth, h.suffix,
                                                        GlobalAddress(s.node, h.half0),
-                                                       GlobalAddress(s.node, h.half1)));
+                                                       GlobalAddress(s.node, h.half1),
+                                                       &maybe_published));
     }
     const uint64_t one = 1;
     FARMEM_CO_RETURN_IF_ERROR(
         co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
-    Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_));
+    Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
+                                         Reclaimer::Kind::kNodeBlock);
     co_return rs;
   }
   // Not published and no halves recorded: undo (unfreeze, unlock); the next insert that finds
   // the buckets full splits it again. Halves it may have allocated stay with the table's object.
-  co_await abandon_split(sub, lock);
+  (void)co_await abandon_split(sub, lock);
   co_return OkStatus();
 }
 

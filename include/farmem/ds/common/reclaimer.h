@@ -33,9 +33,13 @@ struct ReclaimerStats {
 
 class Reclaimer {
  public:
+  // kHeapBlock: handed out by the ObjectHeap (freed back to it); kNodeBlock: allocated from the
+  // node directly (allocate_on), freed to the node.
+  enum class Kind : uint8_t { kHeapBlock, kNodeBlock };
   Reclaimer(client::ThreadClient* c, ObjectHeap* heap, uint64_t grace_ns, size_t max_retired);
 
-  runtime::Task<Status> retire(GlobalAddress addr, uint64_t bytes);
+  // bytes < 2^31.
+  runtime::Task<Status> retire(GlobalAddress addr, uint64_t bytes, Kind kind = Kind::kHeapBlock);
   // Frees every record whose grace has passed; with wait_for_all, sleeps until all are due.
   runtime::Task<void> reclaim(bool wait_for_all);
   size_t waiting() const { return retired_.size(); }
@@ -48,9 +52,10 @@ class Reclaimer {
  private:
   struct Retired {
     uint64_t addr;     // packed GlobalAddress
-    uint32_t bytes;
+    uint32_t bytes;    // bit 31: a node block (Kind::kNodeBlock)
     uint32_t when_ms;  // now_ns() / 1e6, truncated: ages are compared modulo 2^32 ms
   };
+  static constexpr uint32_t kNodeBlockBit = 1u << 31;
   static_assert(sizeof(Retired) == 16);
   static uint64_t age_ns(const Retired& r);
 

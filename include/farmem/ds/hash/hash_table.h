@@ -223,15 +223,21 @@ class HashTable {
   runtime::Task<Status> freeze(GlobalAddress sub, std::vector<Bucket>* buckets);
   runtime::Task<Status> build_halves(Shard& s, GlobalAddress sub, const SubtableHeader& h,
                                      const std::vector<Bucket>& buckets, GlobalAddress halves[2]);
-  // Unfreezes the slots frozen so far and unlocks (after a failed or abandoned split).
-  runtime::Task<void> abandon_split(GlobalAddress sub, ds::LeaseLock& lock);
+  // Clears the record of the halves, unfreezes the slots frozen so far and unlocks (after a
+  // failed or abandoned split); true when all of it was done.
+  runtime::Task<bool> abandon_split(GlobalAddress sub, ds::LeaseLock& lock);
+  // Retires the subtable of a published split whose splitter died before retiring it.
+  runtime::Task<Status> retire_orphan(Shard& s, uint64_t sub_offset);
   // Takes the directory lock (taking it over from a dead holder, finishing its intent).
   runtime::Task<Result<std::unique_ptr<ds::LeaseLock>>> lock_directory(Shard& s);
   // With the directory locked: writes the intent, the entries and the header, clears the
   // intent. The entries are recomputed from the current ones, so it may run again.
+  // (lock_directory re-applies an intent it finds recorded.)
   runtime::Task<Status> apply_intent(Shard& s, const DirectoryHeader& intent);
+  // *maybe_published: the directory may have been changed (do not undo after that).
   runtime::Task<Status> publish_split(Shard& s, GlobalAddress sub, uint32_t depth,
-                                      uint32_t suffix, GlobalAddress half0, GlobalAddress half1);
+                                      uint32_t suffix, GlobalAddress half0, GlobalAddress half1,
+                                      bool* maybe_published);
 
   // ---- lookups ----
   // `rtt` (optional) counts the round trips the calling operation waited on.
