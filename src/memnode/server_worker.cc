@@ -172,7 +172,9 @@ void ServerWorker::run() {
     n = poll_events(0);
     if (n > 0 || !worker_->arm()) continue;  // events arrived meanwhile
     // Woken by traffic, a socket, a new session or stop; or by the timeout (sleep again).
-    last_active = poll_events(1000) > 0 ? now_ns() : 0;
+    bool woke = false;
+    poll_events(1000, &woke);
+    last_active = woke ? now_ns() : 0;
   }
   shut_down();
 }
@@ -183,9 +185,10 @@ void ServerWorker::poll_services() {
   for (auto& sw : service_workers_) sw->poll(now);
 }
 
-unsigned ServerWorker::poll_events(int timeout_ms) {
+unsigned ServerWorker::poll_events(int timeout_ms, bool* woke) {
   epoll_event events[64];
   int ready = epoll_wait(epoll_fd_, events, 64, timeout_ms);
+  if (woke != nullptr) *woke = ready > 0;
   unsigned n = 0;
   for (int i = 0; i < ready; ++i) {
     const uint64_t tag = events[i].data.u64;
@@ -202,8 +205,9 @@ unsigned ServerWorker::poll_events(int timeout_ms) {
         on_socket(tag & ~kTagMask);
         ++n;
         break;
-      default:  // UCX events are handled by the next progress(); stop by the loop condition
-        ++n;
+      default:
+        // UCX's event fd stays readable until the worker is armed again, so it is not work in
+        // itself: the next progress() handles what it announced. Stop: the loop condition.
         break;
     }
   }

@@ -79,7 +79,9 @@ class ServerWorker {
                                  void* data, size_t length, const ucp_am_recv_param_t* param);
   unsigned process_queue();
   void dispatch(Incoming& in);
-  unsigned poll_events(int timeout_ms);
+  // Handles ready sockets, new sessions; returns how many (UCX's and stop's fds are not work).
+  // *woke (optional): whether anything at all was ready.
+  unsigned poll_events(int timeout_ms, bool* woke = nullptr);
   void take_admissions();
   void open_session(Admission& a);
   void on_socket(uint64_t session_id);
