@@ -69,17 +69,59 @@ void ServedOps::faa(uint64_t offset, uint64_t add_value, uint64_t* old_value) {
 }
 
 Status ServedOps::post(fabric::Completion* c, uint64_t deadline_ns) {
-  for (Message& m : messages_) {
-    if (m.posted) continue;
+  outer_ = c;
+  deadline_ns_ = deadline_ns;
+  for (size_t i = next_; i < messages_.size(); ++i) ++c->remaining;  // each completes once
+  return post_more();
+}
+
+Status ServedOps::post_more() {
+  Status first;
+  while (next_ < messages_.size() && (in_flight_ < kWindow || !failed_.ok())) {
+    Message& m = messages_[next_++];
+    m.posted = true;
+    if (!failed_.ok()) {  // an earlier message failed: the rest are not sent
+      outer_->complete_one(failed_);
+      continue;
+    }
     w::MemOpsHeader h{m.count, 0};
     std::memcpy(m.request.data(), &h, sizeof(h));
     m.reply.resize(m.reply_expected);
-    m.posted = true;
-    FARMEM_RETURN_IF_ERROR(ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps),
-                                         m.request.data(), m.request.size(), m.reply.data(),
-                                         m.reply_expected, &m.reply_bytes, c, deadline_ns));
+    m.owner = this;
+    m.done.notify = &ServedOps::on_message_done;
+    m.done.owner = &m;
+    Status s = ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps), m.request.data(),
+                             m.request.size(), m.reply.data(), m.reply_expected, &m.reply_bytes,
+                             &m.done, deadline_ns_);
+    if (!s.ok()) {
+      if (first.ok()) first = s;
+      failed_ = s;
+      outer_->complete_one(s);
+      continue;
+    }
+    ++in_flight_;
   }
-  return OkStatus();
+  return first;
+}
+
+void ServedOps::on_message_done(fabric::Completion* c) {
+  // Inside a UCX callback or Worker::expire: record, and leave posting to pump().
+  auto* m = static_cast<Message*>(c->owner);
+  ServedOps* self = m->owner;
+  --self->in_flight_;
+  if (!c->status.ok() && self->failed_.ok()) self->failed_ = c->status;
+  if (self->next_ < self->messages_.size() && !self->pump_scheduled_) {
+    self->pump_scheduled_ = true;
+    self->ep_->worker().defer(&ServedOps::pump, self);
+  }
+  fabric::Completion* outer = self->outer_;
+  outer->complete_one(c->status);  // may resume the waiter: nothing touches self after this
+}
+
+void ServedOps::pump(void* p) {
+  auto* self = static_cast<ServedOps*>(p);
+  self->pump_scheduled_ = false;
+  (void)self->post_more();
 }
 
 void ServedOps::finish() {

@@ -57,6 +57,12 @@ Status Worker::set_am_handler(uint16_t id, ucp_am_recv_callback_t cb, void* arg)
 unsigned Worker::progress() {
   unsigned n = ucp_worker_progress(worker_);
   if (!to_close_.empty()) close_failed_endpoints();
+  while (!deferred_.empty()) {
+    std::vector<Deferred> now;
+    now.swap(deferred_);
+    for (const Deferred& d : now) d.fn(d.arg);
+    ++n;
+  }
   return n;
 }
 

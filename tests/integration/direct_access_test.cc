@@ -14,6 +14,7 @@
 
 #include "farmem/fabric/wire.h"
 #include "harness.h"
+#include "test_seed.h"
 
 namespace farmem::testing {
 namespace {
@@ -22,7 +23,6 @@ using client::Batch;
 using client::Cluster;
 using client::ThreadClient;
 using runtime::Task;
-using Clock = std::chrono::steady_clock;
 
 class DirectAccessTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -94,7 +94,7 @@ TEST_P(DirectAccessTest, DirectPathIsUsedOnSharedMemoryOnlyAndWhenAllowed) {
 // Both clients see each other's writes and get the same answers from CAS and FAA.
 TEST_P(DirectAccessTest, ReadsWritesAndAtomicsAgreeWithDirectAccessOnAndOff) {
   GlobalAddress a = alloc(1 << 20);
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(test_seed());
   for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{63}, size_t{64}, size_t{200},
                    size_t{4096}, size_t{65537}, size_t{1} << 20}) {
     for (int writer = 0; writer < 2; ++writer) {
@@ -365,10 +365,6 @@ TEST_P(DirectAccessTest, AddressErrorsAreTheSameInDirectMode) {
   EXPECT_NE(magic_direct, 0u);
 }
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 Task<Status> wait_for(Batch* b) {
   Status s = co_await b->wait();
   co_return s;
@@ -402,24 +398,22 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
   ASSERT_TRUE(pending.read(a, &pending_value, 8).ok());
 
   server_->signal(SIGKILL);
-  auto killed = Clock::now();
+  // The loop bound is a hang guard: the door connection's EOF is noticed within a few
+  // thousand operations.
   Status first_error;
   int ops = 0;
-  while (seconds_since(killed) < 20) {
+  for (; ops < 10'000'000 && first_error.ok(); ++ops) {
     uint64_t old = 0;
-    Status s = (ops % 2 == 0) ? tc->read_sync(a, &v, 8) : tc->faa_sync(a, 1, &old);
-    ++ops;
-    if (!s.ok()) {
-      first_error = s;
-      break;
+    if (ops % 2 == 0) {
+      first_error = tc->read_sync(a, &v, 8);
+    } else {
+      first_error = tc->faa_sync(a, 1, &old);
     }
   }
-  ASSERT_FALSE(first_error.ok()) << "no error 20 s after SIGKILL (" << ops << " ops)";
+  ASSERT_FALSE(first_error.ok()) << "no error after " << ops << " operations on a killed node";
   EXPECT_EQ(first_error.code(), StatusCode::kPeerFailed) << first_error.to_string();
-  EXPECT_LT(seconds_since(killed), 10.0);
   EXPECT_FALSE(tc->direct(node_));
-  // Every later operation, direct-capable or not, fails fast with the same code.
-  auto t = Clock::now();
+  // Every later operation, direct-capable or not, fails with the same code.
   uint64_t old = 0;
   EXPECT_EQ(tc->read_sync(a, &v, 8).code(), StatusCode::kPeerFailed);
   EXPECT_EQ(tc->write_sync(a, &v, 8).code(), StatusCode::kPeerFailed);
@@ -431,7 +425,6 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
     EXPECT_EQ(late.code(), StatusCode::kPeerFailed) << late.to_string();
     EXPECT_EQ(pending_value, 0u);
   }
-  EXPECT_LT(seconds_since(t), 1.0);
 }
 
 // A coroutine that never suspends (direct CAS completes at once) still learns that the node died:
@@ -443,13 +436,11 @@ TEST_P(DirectAccessTest, SpinningOnDirectCasNoticesAKilledNode) {
   uint64_t attempts = 0;
   ASSERT_TRUE(direct_->run(spin_cas(direct_, a, 100, &attempts)).ok());
   server_->signal(SIGKILL);
-  auto killed = Clock::now();
-  // One run: without the periodic progress these 2^32 attempts (a minute or more) would all
-  // succeed on the dead node's still-mapped segment.
+  // One run: without the periodic liveness check these 2^32 attempts (a minute or more) would
+  // all succeed on the dead node's still-mapped segment.
   Status s = direct_->run(spin_cas(direct_, a, uint64_t{1} << 32, &attempts));
   ASSERT_FALSE(s.ok()) << attempts << " attempts";
   EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
-  EXPECT_LT(seconds_since(killed), 10.0);
 }
 
 struct MixedSeen {

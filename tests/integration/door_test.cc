@@ -21,19 +21,13 @@
 
 #include "farmem/fabric/door.h"
 #include "harness.h"
+#include "test_seed.h"
 
 namespace farmem::testing {
 namespace {
 
 using client::Cluster;
 namespace w = farmem::wire;
-
-uint64_t test_seed() {
-  const char* env = std::getenv("FARMEM_TEST_SEED");
-  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 20261123;
-  std::printf("seed=%llu (FARMEM_TEST_SEED replays it)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 int open_fds(pid_t pid) {
   int n = 0;

@@ -210,6 +210,30 @@ int ChildProcess::wait_exit(int limit_ms) {
   return -1;
 }
 
+bool in_ci() {
+  const char* v = std::getenv("FARMEM_CI");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+int remove_stale_namespaces() {
+  std::string out;
+  if (run_command("ip netns list", &out) != 0) return 0;
+  std::istringstream lines(out);
+  std::string line;
+  int removed = 0;
+  while (std::getline(lines, line)) {
+    std::string name = line.substr(0, line.find(' '));
+    if (name.rfind("fmns", 0) != 0) continue;
+    const std::string pid = name.substr(4);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(std::stoi(pid), 0) == 0 || errno == EPERM) continue;  // its test still runs
+    run_command("ip netns del " + name);
+    run_command("ip link del fmh" + pid);
+    ++removed;
+  }
+  return removed;
+}
+
 int run_command(const std::string& cmd, std::string* out) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) return -1;

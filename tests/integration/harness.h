@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/virtual_clock.h"
+#include "farmem/runtime/task.h"
 
 namespace farmem::testing {
 
@@ -84,6 +87,44 @@ class ChildProcess {
 
 client::ClusterConfig config_for(const std::vector<const ServerProcess*>& servers,
                                  const std::string& tls, uint32_t op_timeout_ms = 5000);
+
+// A test that cannot run here says why and skips; in CI (FARMEM_CI set, as `make test` does)
+// nothing may skip, so it fails with the same reason instead.
+bool in_ci();
+#define FARMEM_SKIP_OR_FAIL(reason)                                  \
+  do {                                                               \
+    if (::farmem::testing::in_ci()) {                                \
+      FAIL() << "cannot run in CI (FARMEM_CI is set): " << (reason); \
+    } else {                                                         \
+      GTEST_SKIP() << (reason);                                      \
+    }                                                                \
+  } while (0)
+
+// Deletes network namespaces (fmns<pid>) and veth links (fmh<pid>) left by test processes
+// that died without cleaning up (their pid is gone). Returns how many it removed.
+int remove_stale_namespaces();
+
+namespace detail {
+template <typename T>
+runtime::Task<void> store_result(runtime::Task<T> task, std::optional<T>* out) {
+  T r = co_await std::move(task);
+  out->emplace(std::move(r));
+}
+}  // namespace detail
+
+// Runs `task` on c's scheduler, advancing the (installed, manual) virtual clock by step_ns
+// after every round, for at most max_rounds rounds (a hang guard). Empty if it did not finish.
+template <typename T>
+std::optional<T> drive(client::ThreadClient* c, runtime::Task<T> task, VirtualClock* clock,
+                       uint64_t step_ns, int max_rounds) {
+  std::optional<T> out;
+  if (!c->scheduler().spawn(detail::store_result(std::move(task), &out)).ok()) return out;
+  for (int i = 0; i < max_rounds && !out.has_value(); ++i) {
+    c->scheduler().poll_once();
+    clock->advance(step_ns);
+  }
+  return out;
+}
 
 // Runs a command, returns its exit code; output appended to *out when given.
 int run_command(const std::string& cmd, std::string* out = nullptr);

@@ -17,6 +17,7 @@
 
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
+#include "test_seed.h"
 
 namespace farmem::testing {
 namespace {
@@ -565,7 +566,7 @@ struct History {
 Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h,
                         std::atomic<int>* torn, std::set<std::string>* written,
                         std::mutex* written_mu) {
-  std::mt19937 rng(1000 + id);
+  std::mt19937 rng(static_cast<uint32_t>(test_seed() + 1000 + id));
   for (int i = 0; i < ops; ++i) {
     HistoryOp o;
     o.client = id;
@@ -706,7 +707,7 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
   }
   std::printf("CAS races retried: %llu\n", static_cast<unsigned long long>(cas_failures.load()));
   std::string lincheck = FARMEM_LINCHECK_BIN;
-  if (lincheck.empty()) GTEST_SKIP() << "go was not found at configure time: no lincheck binary";
+  if (lincheck.empty()) FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
   std::string path = "/tmp/farmem-history-" + transport + "-" + run.table + "-" +
                      std::to_string(getpid()) + ".jsonl";
   history.write(path);

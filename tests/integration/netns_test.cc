@@ -27,9 +27,11 @@ class TwoHostTest : public ::testing::Test {
     node_if_ = "fmn" + std::to_string(getpid());
     host_ip_ = "10.213." + std::to_string(id) + ".1";
     node_ip_ = "10.213." + std::to_string(id) + ".2";
+    const int stale = remove_stale_namespaces();
+    if (stale > 0) std::printf("removed %d namespaces left by crashed test runs\n", stale);
     std::string out;
     if (run_command("ip netns add " + ns_, &out) != 0) {
-      GTEST_SKIP() << "cannot create a network namespace (needs root and iproute2): " << out;
+      FARMEM_SKIP_OR_FAIL("cannot create a network namespace (needs root and iproute2): " + out);
     }
     created_ = true;
     const std::vector<std::string> steps = {
@@ -43,7 +45,7 @@ class TwoHostTest : public ::testing::Test {
     };
     for (const auto& s : steps) {
       out.clear();
-      if (run_command(s, &out) != 0) GTEST_SKIP() << "'" << s << "' failed: " << out;
+      if (run_command(s, &out) != 0) FARMEM_SKIP_OR_FAIL("'" + s + "' failed: " + out);
     }
     ServerOptions o;
     o.tls = "tcp";
@@ -116,15 +118,13 @@ TEST_F(TwoHostTest, RemoteNodeKilledGivesPeerFailure) {
   ASSERT_TRUE(a.ok());
   // ip netns exec execs the server, so the pid is the server's.
   server_->signal(SIGKILL);
-  auto t = std::chrono::steady_clock::now();
+  // The closed door connection tells at once; reads end with kPeerFailed, never a hang (each
+  // has its deadline). The loop bound is a hang guard.
   Status s;
   uint64_t v = 0;
-  for (int i = 0; i < 1000 && s.ok(); ++i) s = tc->read_sync(*a, &v, 8);
-  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  for (int i = 0; i < 100000 && s.ok(); ++i) s = tc->read_sync(*a, &v, 8);
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kTimedOut)
-      << s.to_string();
-  EXPECT_LT(waited, 8.0);
+  EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
 }
 
 Task<void> table_worker(ds::hash::HashTable* t, int id, int ops, int* errors) {

@@ -2,6 +2,8 @@
 #include "farmem/runtime/task.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <pthread.h>
 
 #include <cstdint>
@@ -219,17 +221,21 @@ void RunOnBigStack(StackProbe* probe) {
 constexpr size_t kMaxStackBytes = 64 * 1024;
 
 TEST(TaskTest, ChainOfHundredThousandAwaitedTasksKeepsTheStackFlat) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "under the sanitizers GCC 12 does not emit the symmetric-transfer tail call, "
-                  "so a 100000-deep chain of nested awaits is plain recursion there; the release "
-                  "and debug builds check it (loops of synchronous awaits stay flat everywhere)";
-#endif
   StackProbe probe{ProbeKind::kChain, 100000};
   RunOnBigStack(&probe);
   EXPECT_EQ(probe.result, 100000);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Under the sanitizers GCC 12 does not emit the symmetric-transfer tail call, so a deep chain
+  // of nested awaits is plain recursion there: it completes (on the big stack) with the right
+  // result, and its stack use is only reported. Release and debug builds check flatness; loops
+  // of synchronous awaits stay flat everywhere (next test).
+  std::printf("sanitizer build: a 100000-deep await chain used %zu bytes of stack\n",
+              probe.stack_bytes_used);
+#else
   EXPECT_LT(probe.stack_bytes_used, kMaxStackBytes)
       << "awaiting nested tasks grew the native stack by " << probe.stack_bytes_used
       << " bytes over 100000 levels: symmetric transfer is not a tail call in this build";
+#endif
 }
 
 TEST(TaskTest, LoopAwaitingSynchronouslyCompletingTasksKeepsTheStackFlat) {

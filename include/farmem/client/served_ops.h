@@ -6,8 +6,10 @@
 //
 // Usage: add operations (large reads and writes are split into wire::kMaxMemOpBytes pieces and
 // the operations packed into messages within the RPC limits, in program order), post() them
-// all with one Completion, and after it completes call finish() to copy the replies into the
-// destinations. The node performs each message's operations in order, and the messages of one
+// with one Completion, and after it completes call finish() to copy the replies into the
+// destinations. At most kWindow messages are in flight at once (the node bounds what one
+// session may queue); the next ones are posted as earlier ones complete, from the worker's
+// deferred work (never inside a UCX callback). After a failed message the rest are not sent. The node performs each message's operations in order, and the messages of one
 // session in the order they were sent, so program order holds for the whole set.
 // Buffers passed in (read destinations, CAS/FAA results) must stay valid until finish(); write
 // sources are copied at once.
@@ -31,8 +33,9 @@ class ServedOps {
   explicit ServedOps(fabric::Endpoint* ep) : ep_(ep) {}
   ServedOps(const ServedOps&) = delete;
   ServedOps& operator=(const ServedOps&) = delete;
-  ServedOps(ServedOps&&) = default;
-  ServedOps& operator=(ServedOps&&) = default;
+  ServedOps(ServedOps&&) = delete;  // messages point back at it while in flight
+  ServedOps& operator=(ServedOps&&) = delete;
+  static constexpr size_t kWindow = 16;
 
   fabric::Endpoint* endpoint() const { return ep_; }
   bool empty() const { return messages_.empty(); }
@@ -41,8 +44,8 @@ class ServedOps {
   void write(uint64_t offset, const void* src, size_t bytes);
   void cas(uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old_value);
   void faa(uint64_t offset, uint64_t add, uint64_t* old_value);
-  // Posts every message not yet posted, each counting into `c`. The first posting error is
-  // returned (messages after it are not posted).
+  // Counts every message into `c` and posts the first kWindow; the rest follow as those
+  // complete. A posting error is reported through `c` (and returned when it happens now).
   Status post(fabric::Completion* c, uint64_t deadline_ns);
   // After `c` completed: copies the results of every message whose reply arrived whole.
   void finish();
@@ -61,12 +64,24 @@ class ServedOps {
     uint32_t reply_bytes = UINT32_MAX;  // set by the fabric when the reply arrives
     std::vector<Dest> dests;
     bool posted = false;
+    fabric::Completion done;  // this message's send + reply
+    ServedOps* owner = nullptr;
   };
+  static void on_message_done(fabric::Completion* c);
+  static void pump(void* self);
+  // Posts messages while fewer than kWindow are in flight; fails the rest after an error.
+  Status post_more();
   // The message the next operation goes into (a new one when it would not fit).
   Message& room_for(uint32_t request_bytes, uint32_t reply_bytes);
   void add(const wire::MemOp& op, const void* data, uint8_t* dst, uint32_t reply_bytes);
 
   fabric::Endpoint* ep_;
+  fabric::Completion* outer_ = nullptr;
+  uint64_t deadline_ns_ = 0;
+  size_t next_ = 0;       // first message not yet posted
+  size_t in_flight_ = 0;
+  bool pump_scheduled_ = false;
+  Status failed_;         // first failure: stop posting
   std::deque<Message> messages_;  // stable addresses: the fabric writes reply_bytes
 };
 

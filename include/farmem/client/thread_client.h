@@ -40,6 +40,7 @@
 
 #include <array>
 #include <coroutine>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -184,7 +185,7 @@ class Batch {
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
   Status first_error_;
-  std::vector<ServedOps> served_;  // per served node, in first-use order
+  std::deque<ServedOps> served_;  // per served node, in first-use order (never moved)
   size_t ops_ = 0;
   std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
   // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the

@@ -88,6 +88,10 @@ class Worker {
   int event_fd() const { return event_fd_; }
   bool arm();  // false: events are pending, progress again before sleeping
 
+  // Runs fn(arg) at the end of the next progress(), after UCX's callbacks have returned: how a
+  // completion callback (which may not post) gets follow-up work posted on this thread.
+  void defer(void (*fn)(void*), void* arg) { deferred_.push_back({fn, arg}); }
+
   // Orders every operation posted after the fence after those posted before it.
   Status fence();
 
@@ -135,6 +139,11 @@ class Worker {
   std::unordered_map<uint64_t, PendingOp*> replies_;
   std::vector<Endpoint*> to_close_;
   std::vector<Endpoint*> closed_;
+  struct Deferred {
+    void (*fn)(void*);
+    void* arg;
+  };
+  std::vector<Deferred> deferred_;
 };
 
 }  // namespace farmem::fabric
