@@ -1,9 +1,12 @@
 // farmem: the compute-side command-line tool.
 //
-//   farmem bench ops [--op read|write|cas|faa] [--threads N] [--depth N] [--block-bytes N]
-//                    [--duration S] [--direct on|off] [--servers h:p,...|--config FILE]
-//                    [--out FILE.json|.csv]
+//   farmem bench ops [--op read|write|cas|faa|inc] [--depth N] [--block-bytes N] [--direct on|off]
+//                    <bench flags>
+//   farmem bench ycsb [--workload a|b|c|d|f] [--records N] [--coroutines N] ... <bench flags>
 //   farmem status    [--servers h:p,...|--config FILE]
+//
+// Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
+// [--warmup S] [--seed N] [--out FILE.json|.csv].
 //
 // Without --servers or --config, a local memory node is started for the run and stopped after.
 #include <CLI/CLI.hpp>
@@ -12,6 +15,7 @@
 
 #include <cctype>
 
+#include "bench_harness.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -52,21 +56,19 @@ void add_cluster_flags(CLI::App* sub, ClusterFlags* f) {
 // `farmem bench ops` and its flags.
 CLI::App* add_bench_ops(CLI::App* bench, BenchOpsFlags* ops) {
   CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
-  add_cluster_flags(bench_ops, &ops->cluster);
+  add_bench_flags(bench_ops, &ops->bench, "seconds");
   bench_ops->add_option("--op", ops->op, "read|write|cas|faa|inc (inc = CAS retry loop)")
       ->check(CLI::IsMember({"read", "write", "cas", "faa", "inc"}));
-  bench_ops->add_option("--threads", ops->threads, "client threads")->check(CLI::Range(1, 256));
   bench_ops->add_option("--depth", ops->depth, "operations in flight per thread")
       ->check(CLI::Range(1, 4096));
   bench_ops->add_option("--block-bytes", ops->block_bytes, "bytes per read/write")
       ->transform(bytes_unit())
       ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
-  bench_ops->add_option("--duration", ops->duration_s, "seconds")->check(CLI::Range(0.1, 86400.0));
-  bench_ops->add_option("--span-bytes", ops->span_bytes,
-                        "per-thread working set; offsets are random in it (default 64MiB)")
+  bench_ops
+      ->add_option("--span-bytes", ops->span_bytes,
+                   "per-thread working set; offsets are random in it (default 64MiB)")
       ->transform(bytes_unit())
       ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
-  bench_ops->add_option("--out", ops->out, "append results to FILE.json or FILE.csv");
   bench_ops->add_option("--throttle", ops->throttle, "off|fixed|adaptive (default: client config)")
       ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
   bench_ops
