@@ -59,7 +59,7 @@ struct BenchOpsFlags {
 int run_bench_ops(const BenchOpsFlags& flags);
 
 struct BenchYcsbFlags {
-  ClusterFlags cluster;
+  BenchFlags bench = bench_flags_lasting(10);
   std::string structure = "hash";
   std::string workload = "a";
   uint64_t records = 1000000;
@@ -67,10 +67,7 @@ struct BenchYcsbFlags {
   size_t value_bytes = 8;
   std::string distribution = "zipfian";
   double zipf = 0.99;
-  uint32_t threads = 1;
   uint32_t coroutines = 16;
-  double duration_s = 10;
-  std::string out;
   bool no_speculative = false;
   int initial_depth = -1;     // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 20;

@@ -84,7 +84,7 @@ CLI::App* add_bench_ops(CLI::App* bench, BenchOpsFlags* ops) {
 // `farmem bench ycsb` and its flags.
 CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
-  add_cluster_flags(bench_ycsb, &ycsb->cluster);
+  add_bench_flags(bench_ycsb, &ycsb->bench, "seconds of the run phase");
   bench_ycsb->add_option("--structure", ycsb->structure, "data structure")
       ->check(CLI::IsMember({"hash"}));
   bench_ycsb->add_option("--workload", ycsb->workload, "a|b|c|d|f (e needs scans)")
@@ -100,12 +100,8 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   bench_ycsb->add_option("--distribution", ycsb->distribution, "zipfian|uniform")
       ->check(CLI::IsMember({"zipfian", "uniform"}));
   bench_ycsb->add_option("--zipf", ycsb->zipf, "zipfian constant")->check(CLI::Range(0.01, 0.9999));
-  bench_ycsb->add_option("--threads", ycsb->threads, "client threads")->check(CLI::Range(1, 256));
   bench_ycsb->add_option("--coroutines", ycsb->coroutines, "coroutines per thread")
       ->check(CLI::Range(1, 1024));
-  bench_ycsb->add_option("--duration", ycsb->duration_s, "seconds of the run phase")
-      ->check(CLI::Range(0.1, 86400.0));
-  bench_ycsb->add_option("--out", ycsb->out, "append results to FILE.json or FILE.csv");
   bench_ycsb->add_flag("--no-speculative", ycsb->no_speculative, "disable speculative lookup");
   bench_ycsb->add_option("--initial-depth", ycsb->initial_depth,
                          "2^N subtables per node at creation (default: the table's 3; the "
