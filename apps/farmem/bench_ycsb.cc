@@ -3,35 +3,36 @@
 // Load phase: --records keys (fixed-length keys from workload/key_format.h, values from
 // value_format.h) are put by every thread's coroutines. Run phase: each of --threads threads
 // opens its own handle and runs --coroutines coroutines, each issuing the workload's operation
-// mix with keys from the chosen distribution until --duration ends. Latency is taken per
-// operation with the TSC. Prints throughput and p50/p99/p999 per operation type, and the
-// average round trips per get counted by the table itself; --out appends JSON.
+// mix with keys from the chosen distribution until --duration ends; each coroutine's generator
+// is seeded from its thread's stream of --seed. Latency is taken per operation with the TSC.
+// Prints throughput and p50/p99/p999 per operation type, and the average round trips per get
+// counted by the table itself; --out appends JSON. Runs on bench_harness.h.
+//
+// run_bench_ycsb: check_flags -> setup (connect, create the table) -> load -> run_phase ->
+// cleanup (destroy the table) -> report (its memory line needs the usage after cleanup).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <cmath>
 #include <ctime>
-#include <thread>
-#include <unistd.h>
 #include <vector>
 
+#include "bench_harness.h"
 #include "commands.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
-#include "farmem/common/histogram.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/op_generator.h"
 #include "farmem/workload/value_format.h"
-#include "report.h"
 
 namespace farmem::apps {
 namespace {
 
 using client::ThreadClient;
+using ds::hash::HashStats;
 using ds::hash::HashTable;
 using ds::hash::HashTableOptions;
 using runtime::Task;
@@ -39,26 +40,45 @@ using workload::OpType;
 
 constexpr int kOps = workload::kOpTypeCount;
 constexpr std::array<const char*, kOps> kOpNames = {"read", "update", "insert", "scan", "rmw"};
+constexpr uint64_t kLoadProgressNs = 2'000'000'000ull;
 
-struct Shared {
-  const BenchYcsbFlags* flags;
+// Read by every thread.
+struct YcsbShared {
+  const BenchYcsbFlags* flags = nullptr;
   std::string table;
   HashTableOptions table_options;
   std::atomic<uint64_t> key_counter{0};
   std::atomic<uint64_t> loaded{0};
-  std::atomic<uint32_t> ready{0};
-  std::atomic<int> phase{0};  // 0 setup, 1 load, 2 loaded, 3 run, 4 stop
 };
 
-struct alignas(64) PerThread {
-  std::atomic<uint64_t> ops{0};
-  std::array<Histogram, kOps> hist;
+// What a thread keeps beside the harness's counts and histograms.
+struct alignas(64) YcsbThread {
   std::array<uint64_t, kOps> misses{};  // reads of absent keys, updates of absent keys
-  Status error;
-  ds::hash::HashStats load_stats;
-  ds::hash::HashStats stats;
+  HashStats load_stats;
+  HashStats measure_base;  // at the start of the measurement
+  HashStats stats;         // get counters and splits: measurement only (cas_failures: all)
   uint64_t subtables = 0;  // in the handle's directories after the load
 };
+
+// What the main thread learns on the way, for the report.
+struct YcsbRun {
+  ThreadClient* main_client = nullptr;
+  double load_s = 0;
+  uint64_t used_before = 0, used_after_load = 0, used_end = 0, used_after = 0;
+  uint64_t load_splits = 0, load_split_waits = 0, subtables = 0;
+};
+
+// Bytes used on all memory nodes.
+uint64_t nodes_used(const client::Cluster& cluster, ThreadClient* c) {
+  uint64_t used = 0;
+  for (const auto& n : cluster.nodes()) {
+    auto st = c->run(c->stats(n.node_id));
+    if (st.ok()) used += st->used_bytes;
+  }
+  return used;
+}
+
+// ---- Threads
 
 // An update of a key that is not there (yet) is a miss of the workload, not an error.
 Status absent_is_miss(Status s, uint64_t* misses) {
@@ -67,33 +87,29 @@ Status absent_is_miss(Status s, uint64_t* misses) {
   return OkStatus();
 }
 
-void record_error(PerThread* pt, Shared* sh, const Status& s) {
-  if (pt->error.ok()) pt->error = s;
-  sh->phase.store(4);
-}
-
-Task<void> load_loop(HashTable* t, Shared* sh, PerThread* pt, uint64_t first, uint64_t stride) {
+Task<void> load_loop(HashTable* t, YcsbShared* sh, BenchThread* th, uint64_t first,
+                     uint64_t stride) {
   const auto& f = *sh->flags;
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0');
-  for (uint64_t i = first; i < f.records && sh->phase.load() != 4; i += stride) {
+  for (uint64_t i = first; i < f.records && !th->stopping(); i += stride) {
     workload::format_key(i, f.key_bytes, key.data());
     workload::fill_value(i, 0, f.value_bytes, value.data());
     Status s = co_await t->put(key, value);
     if (!s.ok()) {
-      record_error(pt, sh, s);
+      th->fail(s);
       co_return;
     }
     sh->loaded.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-Task<void> run_loop(HashTable* t, Shared* sh, PerThread* pt, workload::OpGenerator* gen,
-                    uint64_t seed) {
+Task<void> run_loop(HashTable* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
+                    workload::OpGenerator* gen, uint64_t seed) {
   const auto& f = *sh->flags;
   workload::Rng rng(seed);
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0'), got;
   uint64_t version = seed << 20;
-  while (sh->phase.load(std::memory_order_relaxed) == 3) {
+  while (th->running()) {
     workload::Op op = gen->next(rng);
     workload::format_key(op.key, f.key_bytes, key.data());
     int type = static_cast<int>(op.type);
@@ -108,7 +124,8 @@ Task<void> run_loop(HashTable* t, Shared* sh, PerThread* pt, workload::OpGenerat
       }
       case OpType::kUpdate:
         workload::fill_value(op.key, ++version, f.value_bytes, value.data());
-        s = absent_is_miss(co_await t->update(key, value), &pt->misses[type]);
+        s = co_await t->update(key, value);
+        s = absent_is_miss(s, &pt->misses[type]);
         break;
       case OpType::kInsert:
         workload::fill_value(op.key, 0, f.value_bytes, value.data());
@@ -118,10 +135,10 @@ Task<void> run_loop(HashTable* t, Shared* sh, PerThread* pt, workload::OpGenerat
       case OpType::kReadModifyWrite: {
         auto r = co_await t->get(key, &got);
         s = r.ok() ? OkStatus() : r.status();
-        if (s.ok()) {
-          workload::fill_value(op.key, ++version, f.value_bytes, value.data());
-          s = absent_is_miss(co_await t->update(key, value), &pt->misses[type]);
-        }
+        if (!s.ok()) break;
+        workload::fill_value(op.key, ++version, f.value_bytes, value.data());
+        s = co_await t->update(key, value);
+        s = absent_is_miss(s, &pt->misses[type]);
         break;
       }
       case OpType::kScan:
@@ -129,45 +146,26 @@ Task<void> run_loop(HashTable* t, Shared* sh, PerThread* pt, workload::OpGenerat
         break;
     }
     if (!s.ok()) {
-      record_error(pt, sh, s);
+      th->fail(s);
       co_return;
     }
-    pt->hist[type].record(cycles() - t0);
-    pt->ops.store(pt->ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    th->record(type, cycles() - t0);
+    th->completed();
   }
 }
 
-void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t index) {
+void load_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh) {
   const auto& f = *sh->flags;
-  auto tcr = cluster->thread_client();
-  if (!tcr.ok()) {
-    pt->error = tcr.status();
-    sh->ready.fetch_add(1);
-    return;
-  }
-  ThreadClient* c = *tcr;
-  auto handle = c->run(HashTable::open(c, sh->table, sh->table_options));
-  if (!handle.ok()) {
-    pt->error = handle.status();
-    sh->ready.fetch_add(1);
-    return;
-  }
-  HashTable* t = handle->get();
-  sh->ready.fetch_add(1);
-  while (sh->phase.load() < 1) std::this_thread::yield();
-  // Load.
-  const uint64_t stride = uint64_t{f.threads} * f.coroutines;
-  for (uint32_t k = 0; k < f.coroutines && pt->error.ok(); ++k) {
-    Status s = c->scheduler().spawn(load_loop(t, sh, pt, index * f.coroutines + k, stride));
-    if (!s.ok()) record_error(pt, sh, s);
+  const uint64_t stride = uint64_t{f.bench.threads} * f.coroutines;
+  for (uint32_t k = 0; k < f.coroutines && th.error().ok(); ++k) {
+    Status s = c->scheduler().spawn(load_loop(t, sh, &th, th.index() * f.coroutines + k, stride));
+    if (!s.ok()) th.fail(s);
   }
   c->scheduler().run_until_idle();
-  ds::hash::HashStats after_load = t->stats();
-  pt->load_stats = after_load;
-  for (uint32_t i = 0; i < t->shard_count(); ++i) pt->subtables += t->subtable_count(i);
-  sh->ready.fetch_add(1);
-  while (sh->phase.load() < 3) std::this_thread::yield();
-  // Run.
+}
+
+void run_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh, YcsbThread* pt) {
+  const auto& f = *sh->flags;
   workload::OpGeneratorOptions go;
   go.spec = *workload::workload_by_name(f.workload);
   go.record_count = f.records;
@@ -176,260 +174,270 @@ void thread_main(client::Cluster* cluster, Shared* sh, PerThread* pt, uint32_t i
   go.key_counter = &sh->key_counter;
   auto gen = workload::OpGenerator::create(go);
   if (!gen.ok()) {
-    record_error(pt, sh, gen.status());
-  } else {
-    for (uint32_t k = 0; k < f.coroutines; ++k) {
-      uint64_t seed = (uint64_t{index} << 32) + k + 1 + static_cast<uint64_t>(getpid()) * 7919;
-      Status s = c->scheduler().spawn(run_loop(t, sh, pt, &*gen, seed));
-      if (!s.ok()) record_error(pt, sh, s);
-    }
-    c->scheduler().run_until_idle();
+    th.fail(gen.status());
+    return;
   }
-  // Run-phase table counters only.
-  ds::hash::HashStats st = t->stats();
-  st.gets -= after_load.gets;
-  st.get_round_trips -= after_load.get_round_trips;
-  st.spec_hits -= after_load.spec_hits;
-  st.spec_misses -= after_load.spec_misses;
-  pt->stats = st;
-  handle->reset();
-  cluster->release_thread_client();
+  workload::Rng rng = th.rng();
+  for (uint32_t k = 0; k < f.coroutines; ++k) {
+    Status s = c->scheduler().spawn(run_loop(t, sh, &th, pt, &*gen, rng.next_u64()));
+    if (!s.ok()) th.fail(s);
+  }
+  c->scheduler().run_until_idle();
 }
 
-}  // namespace
-
-int run_bench_ycsb(const BenchYcsbFlags& f) {
-  auto spec = workload::workload_by_name(f.workload);
-  if (!spec.ok()) {
-    fmt::print(stderr, "farmem bench ycsb: {}\n", spec.status().to_string());
-    return 2;
+// A thread: open a handle, load its share of the records, run the mix, keep the table counters.
+void thread_body(BenchThread& th, ThreadClient* c, YcsbShared* sh, YcsbThread* pt) {
+  auto handle = c->run(HashTable::open(c, sh->table, sh->table_options));
+  if (!handle.ok()) {
+    th.fail(handle.status());
+    return;
   }
+  HashTable* t = handle->get();
+  if (!th.arrive_and_wait()) return;
+  load_stage(th, c, t, sh);
+  pt->load_stats = t->stats();
+  for (uint32_t i = 0; i < t->shard_count(); ++i) pt->subtables += t->subtable_count(i);
+  if (!th.arrive_and_wait()) return;
+  pt->measure_base = pt->load_stats;
+  th.on_measure([pt, t] {  // what warm-up did is not reported
+    pt->measure_base = t->stats();
+    pt->misses = {};
+  });
+  run_stage(th, c, t, sh, pt);
+  HashStats st = t->stats();
+  st.gets -= pt->measure_base.gets;
+  st.get_round_trips -= pt->measure_base.get_round_trips;
+  st.spec_hits -= pt->measure_base.spec_hits;
+  st.spec_misses -= pt->measure_base.spec_misses;
+  st.splits -= pt->measure_base.splits;
+  pt->stats = st;
+}
+
+// ---- Main thread, in order
+
+int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
+  auto spec = workload::workload_by_name(f.workload);
+  if (!spec.ok()) return bench.fail(2, spec.status().to_string());
   if (spec->proportion(OpType::kScan) > 0) {
-    fmt::print(stderr, "farmem bench ycsb: workload {} needs scans, which --structure hash does "
-                       "not support (it arrives with the B+tree)\n", f.workload);
-    return 2;
+    return bench.fail(2, fmt::format("workload {} needs scans, which --structure hash does not "
+                                     "support (it arrives with the B+tree)",
+                                     f.workload));
   }
   if (auto s = workload::validate_key_bytes(f.key_bytes); !s.ok()) {
-    fmt::print(stderr, "farmem bench ycsb: {}\n", s.to_string());
-    return 2;
+    return bench.fail(2, s.to_string());
   }
   if (!workload::distribution_by_name(f.distribution).ok()) {
-    fmt::print(stderr, "farmem bench ycsb: --distribution must be zipfian or uniform\n");
-    return 2;
+    return bench.fail(2, "--distribution must be zipfian or uniform");
   }
-  ClusterFlags cf = f.cluster;
-  cf.local_capacity_bytes = (1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes);
-  std::unique_ptr<LocalNode> local;
-  auto config = resolve_cluster(cf, &local);
-  if (!config.ok()) {
-    fmt::print(stderr, "farmem bench ycsb: {}\n", config.status().to_string());
-    return 2;
-  }
-  if (!f.direct.empty()) config->options.direct_access = f.direct == "on";
-  auto cluster = client::Cluster::connect(*config);
-  if (!cluster.ok()) {
-    fmt::print(stderr, "farmem bench ycsb: {}\n", cluster.status().to_string());
-    return 1;
-  }
-  Shared sh;
-  sh.flags = &f;
-  sh.key_counter.store(f.records);
+  return 0;
+}
+
+// Connects and creates the table the threads open.
+int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
+  const uint64_t local_bytes =
+      (1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes);
+  int rc = bench.connect(local_bytes, [&f](client::ClientOptions* o) {
+    if (!f.direct.empty()) o->direct_access = f.direct == "on";
+  });
+  if (rc != 0) return rc;
+  sh->flags = &f;
+  sh->key_counter.store(f.records);
   // A scratch table lives as long as this process's sessions and is destroyed at the end;
   // --keep-table names one that stays.
-  sh.table = f.keep_table.empty() ? fmt::format("ycsb-{}-{}", getpid(), std::time(nullptr))
-                                  : f.keep_table;
-  sh.table_options.temporary = f.keep_table.empty();
-  sh.table_options.speculative_lookup = !f.no_speculative;
-  if (f.initial_depth >= 0) sh.table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
-  sh.table_options.spec_cache_log2 = f.spec_cache_log2;
-  ThreadClient* main_client = *(*cluster)->thread_client();
-  auto usage = [&]() {
-    uint64_t used = 0;
-    for (const auto& n : (*cluster)->nodes()) {
-      auto st = main_client->run(main_client->stats(n.node_id));
-      if (st.ok()) used += st->used_bytes;
-    }
-    return used;
-  };
-  const uint64_t used_before = usage();
-  {
-    ThreadClient* c = main_client;
-    auto t = c->run(HashTable::create(c, sh.table, sh.table_options));
-    if (!t.ok()) {
-      fmt::print(stderr, "farmem bench ycsb: creating the table: {}\n", t.status().to_string());
-      return 1;
-    }
-  }
-  std::vector<PerThread> per(f.threads);
-  std::vector<std::thread> threads;
-  for (uint32_t i = 0; i < f.threads; ++i) {
-    threads.emplace_back(thread_main, cluster->get(), &sh, &per[i], i);
-  }
-  while (sh.ready.load() < f.threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  sh->table =
+      f.keep_table.empty() ? fmt::format("ycsb-{}-{}", getpid(), std::time(nullptr)) : f.keep_table;
+  sh->table_options.temporary = f.keep_table.empty();
+  sh->table_options.speculative_lookup = !f.no_speculative;
+  if (f.initial_depth >= 0)
+    sh->table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
+  sh->table_options.spec_cache_log2 = f.spec_cache_log2;
+  ThreadClient* c = *bench.cluster()->thread_client();
+  run->main_client = c;
+  run->used_before = nodes_used(*bench.cluster(), c);
+  auto t = c->run(HashTable::create(c, sh->table, sh->table_options));
+  if (!t.ok()) return bench.fail(1, "creating the table: " + t.status().to_string());
+  return 0;
+}
+
+// Starts the threads and lets them load the records; prints the load line.
+int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<YcsbThread>* per,
+         YcsbRun* run) {
+  bench.start_threads(
+      [sh, per](BenchThread& th, ThreadClient* c) { thread_body(th, c, sh, &(*per)[th.index()]); });
+  bench.wait_arrived();
   uint64_t load_start = now_ns();
-  sh.phase.store(1);
-  uint64_t next_progress = load_start + 2'000'000'000ull;
-  while (sh.ready.load() < 2 * f.threads) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (now_ns() >= next_progress) {
-      fmt::print(stderr, "  [load] {} / {} records\n", sh.loaded.load(), f.records);
-      next_progress += 2'000'000'000ull;
-    }
+  bench.release();
+  bench.wait_arrived(kLoadProgressNs, [sh, &f] {
+    fmt::print(stderr, "  [load] {} / {} records\n", sh->loaded.load(), f.records);
+  });
+  run->load_s = (now_ns() - load_start) / 1e9;
+  run->used_after_load = nodes_used(*bench.cluster(), run->main_client);
+  if (bench.stopped()) {
+    bench.join();
+    return bench.fail(1, "load failed: " + bench.first_error().to_string());
   }
-  double load_s = (now_ns() - load_start) / 1e9;
-  uint64_t used_after_load = usage();
-  for (auto& p : per) {
-    if (!p.error.ok()) {
-      sh.phase.store(4);
-      for (auto& t : threads) t.join();
-      fmt::print(stderr, "farmem bench ycsb: load failed: {}\n", p.error.to_string());
-      return 1;
-    }
-  }
-  uint64_t load_splits = 0, load_split_waits = 0, subtables = 0;
-  for (const auto& p : per) {
-    load_splits += p.load_stats.splits;
-    load_split_waits += p.load_stats.split_waits;
-    subtables = std::max(subtables, p.subtables);
+  for (const auto& p : *per) {
+    run->load_splits += p.load_stats.splits;
+    run->load_split_waits += p.load_stats.split_waits;
+    run->subtables = std::max(run->subtables, p.subtables);
   }
   fmt::print(stderr,
              "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes; the table "
              "grew to {} subtables ({} splits, {} operations waited for one)\n",
-             f.records, load_s, f.records / load_s, used_after_load, subtables, load_splits,
-             load_split_waits);
+             f.records, run->load_s, f.records / run->load_s, run->used_after_load, run->subtables,
+             run->load_splits, run->load_split_waits);
+  return 0;
+}
 
-  uint64_t start = now_ns();
-  sh.phase.store(3);
-  const uint64_t end = start + static_cast<uint64_t>(f.duration_s * 1e9);
-  next_progress = start + 1'000'000'000ull;
-  uint64_t last_ops = 0, last_t = start;
-  while (sh.phase.load() == 3 && now_ns() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    uint64_t now = now_ns();
-    if (f.duration_s > 3 && now >= next_progress) {
-      uint64_t total = 0;
-      for (auto& p : per) total += p.ops.load(std::memory_order_relaxed);
-      // Every 10 s also the memory nodes' usage, to show it stays flat.
-      std::string mem;
-      if (static_cast<uint64_t>((now - start) / 1e9) % 10 == 0) {
-        mem = fmt::format(", nodes use {:.1f} MiB", usage() / 1048576.0);
-      }
-      fmt::print(stderr, "  [{:5.1f}s] {:.0f} ops/s{}\n", (now - start) / 1e9,
-                 (total - last_ops) * 1e9 / static_cast<double>(now - last_t), mem);
-      last_ops = total;
-      last_t = now;
-      next_progress += 1'000'000'000ull;
-    }
-  }
-  uint64_t stop_t = now_ns();
-  sh.phase.store(4);
-  for (auto& t : threads) t.join();
-  double secs = (stop_t - start) / 1e9;
-  uint64_t used_end = usage();
-  uint64_t used_after = used_end;
-  if (f.keep_table.empty()) {
-    Status ds = main_client->run(HashTable::destroy(main_client, sh.table));
-    if (!ds.ok()) fmt::print(stderr, "farmem bench ycsb: destroying the table: {}\n", ds.to_string());
-    used_after = usage();
-  }
+// The timed run phase; every 10 s the progress line also shows the nodes' usage (it stays flat).
+void run_phase(Bench& bench, const YcsbRun& run) {
+  const client::Cluster* cluster = bench.cluster();
+  ThreadClient* c = run.main_client;
+  ProgressFormat progress;  // "ops/s", no decimals
+  progress.extra_every_s = 10;
+  progress.extra = [cluster, c] {
+    return fmt::format(", nodes use {:.1f} MiB", nodes_used(*cluster, c) / 1048576.0);
+  };
+  bench.run_timed(progress);
+}
 
-  std::array<Histogram, kOps> hist;
-  Histogram all;
+// Destroys a scratch table; takes the nodes' usage before and after.
+void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, YcsbRun* run) {
+  ThreadClient* c = run->main_client;
+  run->used_end = nodes_used(*bench.cluster(), c);
+  run->used_after = run->used_end;
+  if (!f.keep_table.empty()) return;
+  Status s = c->run(HashTable::destroy(c, sh.table));
+  if (!s.ok()) bench.fail(1, "destroying the table: " + s.to_string());
+  run->used_after = nodes_used(*bench.cluster(), c);
+}
+
+// ---- Report
+
+struct YcsbTotals {
   std::array<uint64_t, kOps> misses{};
-  ds::hash::HashStats st;
-  for (auto& p : per) {
-    if (!p.error.ok()) {
-      fmt::print(stderr, "farmem bench ycsb: {}\n", p.error.to_string());
-      return 1;
-    }
-    for (int i = 0; i < kOps; ++i) {
-      hist[i].merge(p.hist[i]);
-      all.merge(p.hist[i]);
-      misses[i] += p.misses[i];
-    }
+  HashStats stats;  // run phase
+  double rtt_per_get = 0;
+  double spec_rate = 0;
+};
+
+YcsbTotals totals(const std::vector<YcsbThread>& per) {
+  YcsbTotals t;
+  HashStats& st = t.stats;
+  for (const auto& p : per) {
+    for (int i = 0; i < kOps; ++i) t.misses[i] += p.misses[i];
     st.gets += p.stats.gets;
     st.get_round_trips += p.stats.get_round_trips;
     st.spec_hits += p.stats.spec_hits;
     st.spec_misses += p.stats.spec_misses;
     st.cas_failures += p.stats.cas_failures;
-    st.splits += p.stats.splits - p.load_stats.splits;
+    st.splits += p.stats.splits;
   }
-  const double us = 1.0 / (cycles_per_ns() * 1e3);
-  const double ops_per_s = all.count() / secs;
-  const double rtt_per_get = st.gets ? static_cast<double>(st.get_round_trips) / st.gets : 0.0;
-  const double spec_rate =
+  t.rtt_per_get = st.gets ? static_cast<double>(st.get_round_trips) / st.gets : 0.0;
+  t.spec_rate =
       st.spec_hits + st.spec_misses ? 100.0 * st.spec_hits / (st.gets ? st.gets : 1) : 0.0;
-  std::string transport = (*cluster)->transports();
+  return t;
+}
+
+void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
+                 const YcsbRun& run) {
+  const double secs = bench.seconds();
+  const Histogram all = bench.histogram_all();
+  const LatencyUs lat = latency_us(all);
   fmt::print(
       "ycsb: structure={} workload={} records={} key={}B value={}B {} threads={} coroutines={} "
       "ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us rtt/get={:.3f} spec_hits={:.1f}% "
       "cas_retries={} spec_cache=2^{} transport={}{}\n",
       f.structure, f.workload, f.records, f.key_bytes, f.value_bytes,
-      f.distribution == "zipfian" ? fmt::format("zipfian({})", f.zipf) : f.distribution, f.threads,
-      f.coroutines, ops_per_s, all.quantile(0.5) * us, all.quantile(0.99) * us,
-      all.quantile(0.999) * us, rtt_per_get, spec_rate, st.cas_failures, f.spec_cache_log2,
-      transport,
-      local ? " cluster=local" : "");
+      f.distribution == "zipfian" ? fmt::format("zipfian({})", f.zipf) : f.distribution,
+      f.bench.threads, f.coroutines, all.count() / secs, lat.p50, lat.p99, lat.p999, t.rtt_per_get,
+      t.spec_rate, t.stats.cas_failures, f.spec_cache_log2, bench.cluster()->transports(),
+      bench.result_suffix());
   for (int i = 0; i < kOps; ++i) {
-    if (hist[i].count() == 0) continue;
+    const Histogram h = bench.histogram(i);
+    if (h.count() == 0) continue;
+    const LatencyUs l = latency_us(h);
     fmt::print("  {:<7} count={} ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us{}\n",
-               kOpNames[i], hist[i].count(), hist[i].count() / secs, hist[i].quantile(0.5) * us,
-               hist[i].quantile(0.99) * us, hist[i].quantile(0.999) * us,
-               misses[i] ? fmt::format(" absent={}", misses[i]) : "");
+               kOpNames[i], h.count(), h.count() / secs, l.p50, l.p99, l.p999,
+               t.misses[i] ? fmt::format(" absent={}", t.misses[i]) : "");
   }
-  fmt::print("  memory nodes: {} bytes used before, {} after load, {} at the end, {} after {}\n",
-             used_before, used_after_load, used_end, used_after,
-             f.keep_table.empty() ? "the table was destroyed" : "(table kept: " + f.keep_table + ")");
-  if (!f.out.empty()) {
-    nlohmann::ordered_json r;
-    r["bench"] = "ycsb";
-    r["structure"] = f.structure;
-    r["workload"] = f.workload;
-    r["records"] = f.records;
-    r["key_bytes"] = f.key_bytes;
-    r["value_bytes"] = f.value_bytes;
-    r["distribution"] = f.distribution;
-    r["zipf"] = f.zipf;
-    r["threads"] = f.threads;
-    r["coroutines"] = f.coroutines;
-    r["duration_s"] = secs;
-    r["ops_per_s"] = ops_per_s;
-    r["p50_us"] = all.quantile(0.5) * us;
-    r["p99_us"] = all.quantile(0.99) * us;
-    r["p999_us"] = all.quantile(0.999) * us;
-    r["get_round_trips_avg"] = rtt_per_get;
-    r["spec_hit_percent"] = spec_rate;
-    r["cas_retries"] = st.cas_failures;
-    r["spec_cache_log2"] = f.spec_cache_log2;
-    r["load_s"] = load_s;
-    r["used_bytes_after_load"] = used_after_load;
-    r["used_bytes_end"] = used_end;
-    r["used_bytes_before"] = used_before;
-    r["used_bytes_after_destroy"] = used_after;
-    r["subtables_after_load"] = subtables;
-    r["load_splits"] = load_splits;
-    r["run_splits"] = st.splits;
-    r["transport"] = transport;
-    r["cluster"] = local ? "local" : "remote";
-    nlohmann::ordered_json ops = nlohmann::ordered_json::object();
-    for (int i = 0; i < kOps; ++i) {
-      if (hist[i].count() == 0) continue;
-      ops[kOpNames[i]] = {{"count", hist[i].count()},
-                          {"ops_per_s", hist[i].count() / secs},
-                          {"p50_us", hist[i].quantile(0.5) * us},
-                          {"p99_us", hist[i].quantile(0.99) * us},
-                          {"p999_us", hist[i].quantile(0.999) * us},
-                          {"absent", misses[i]}};
-    }
-    r["ops"] = ops;
-    r["unix_time"] = static_cast<int64_t>(std::time(nullptr));
-    Status s = append_report(f.out, r);
-    if (!s.ok()) {
-      fmt::print(stderr, "farmem bench ycsb: {}\n", s.to_string());
-      return 1;
-    }
+  fmt::print(
+      "  memory nodes: {} bytes used before, {} after load, {} at the end, {} after {}\n",
+      run.used_before, run.used_after_load, run.used_end, run.used_after,
+      f.keep_table.empty() ? "the table was destroyed" : "(table kept: " + f.keep_table + ")");
+}
+
+nlohmann::ordered_json per_op_json(const Bench& bench, const YcsbTotals& t) {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::object();
+  for (int i = 0; i < kOps; ++i) {
+    const Histogram h = bench.histogram(i);
+    if (h.count() == 0) continue;
+    const LatencyUs l = latency_us(h);
+    ops[kOpNames[i]] = {{"count", h.count()}, {"ops_per_s", h.count() / bench.seconds()},
+                        {"p50_us", l.p50},    {"p99_us", l.p99},
+                        {"p999_us", l.p999},  {"absent", t.misses[i]}};
   }
-  return 0;
+  return ops;
+}
+
+int write_json(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
+               const YcsbRun& run) {
+  const Histogram all = bench.histogram_all();
+  const LatencyUs lat = latency_us(all);
+  nlohmann::ordered_json r = bench.report_record();
+  r["structure"] = f.structure;
+  r["workload"] = f.workload;
+  r["records"] = f.records;
+  r["key_bytes"] = f.key_bytes;
+  r["value_bytes"] = f.value_bytes;
+  r["distribution"] = f.distribution;
+  r["zipf"] = f.zipf;
+  r["threads"] = f.bench.threads;
+  r["coroutines"] = f.coroutines;
+  r["duration_s"] = bench.seconds();
+  r["ops_per_s"] = all.count() / bench.seconds();
+  r["p50_us"] = lat.p50;
+  r["p99_us"] = lat.p99;
+  r["p999_us"] = lat.p999;
+  r["get_round_trips_avg"] = t.rtt_per_get;
+  r["spec_hit_percent"] = t.spec_rate;
+  r["cas_retries"] = t.stats.cas_failures;
+  r["spec_cache_log2"] = f.spec_cache_log2;
+  r["load_s"] = run.load_s;
+  r["used_bytes_after_load"] = run.used_after_load;
+  r["used_bytes_end"] = run.used_end;
+  r["used_bytes_before"] = run.used_before;
+  r["used_bytes_after_destroy"] = run.used_after;
+  r["subtables_after_load"] = run.subtables;
+  r["load_splits"] = run.load_splits;
+  r["run_splits"] = t.stats.splits;
+  r["transport"] = bench.cluster()->transports();
+  r["cluster"] = bench.local() ? "local" : "remote";
+  r["ops"] = per_op_json(bench, t);
+  return bench.finish_report(std::move(r));
+}
+
+int report(const Bench& bench, const BenchYcsbFlags& f, const std::vector<YcsbThread>& per,
+           const YcsbRun& run) {
+  if (Status s = bench.first_error(); !s.ok()) return bench.fail(1, s.to_string());
+  const YcsbTotals t = totals(per);
+  print_lines(bench, f, t, run);
+  return write_json(bench, f, t, run);
+}
+
+}  // namespace
+
+int run_bench_ycsb(const BenchYcsbFlags& f) {
+  Bench bench("ycsb", f.bench, {kOpNames.begin(), kOpNames.end()});
+  if (int rc = check_flags(bench, f); rc != 0) return rc;
+  YcsbShared sh;
+  YcsbRun state;
+  if (int rc = setup(bench, f, &sh, &state); rc != 0) return rc;
+  std::vector<YcsbThread> per(f.bench.threads);
+  if (int rc = load(bench, f, &sh, &per, &state); rc != 0) return rc;
+  run_phase(bench, state);
+  cleanup(bench, f, sh, &state);
+  return report(bench, f, per, state);
 }
 
 }  // namespace farmem::apps

@@ -8,6 +8,10 @@
 #include "farmem/client/cluster_config.h"
 #include "local_node.h"
 
+namespace CLI {
+class App;
+}
+
 namespace farmem::apps {
 
 struct ClusterFlags {
@@ -21,14 +25,32 @@ struct ClusterFlags {
 Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
                                               std::unique_ptr<LocalNode>* local);
 
-struct BenchOpsFlags {
+// Adds --servers and --config to a subcommand.
+void add_cluster_flags(CLI::App* sub, ClusterFlags* flags);
+
+// The seed of a benchmark run without --seed.
+inline constexpr uint64_t kDefaultBenchSeed = 42;
+
+// Flags every benchmark takes (bench_harness.h registers and uses them).
+struct BenchFlags {
   ClusterFlags cluster;
   uint32_t threads = 1;
+  double duration_s = 5;  // measured seconds
+  double warmup_s = 0;    // seconds run before the measurement, not reported
+  uint64_t seed = kDefaultBenchSeed;
+  std::string out;  // FILE.json or FILE.csv, appended
+};
+inline BenchFlags bench_flags_lasting(double duration_s) {
+  BenchFlags f;
+  f.duration_s = duration_s;
+  return f;
+}
+
+struct BenchOpsFlags {
+  BenchFlags bench = bench_flags_lasting(5);
   uint32_t depth = 16;
   uint64_t block_bytes = 8;
   std::string op = "read";
-  double duration_s = 5;
-  std::string out;
   std::string throttle;  // "", off, fixed, adaptive
   std::string backoff;   // "", on, off
   std::string direct;    // "", on, off: overrides [client] direct_access
@@ -37,7 +59,7 @@ struct BenchOpsFlags {
 int run_bench_ops(const BenchOpsFlags& flags);
 
 struct BenchYcsbFlags {
-  ClusterFlags cluster;
+  BenchFlags bench = bench_flags_lasting(10);
   std::string structure = "hash";
   std::string workload = "a";
   uint64_t records = 1000000;
@@ -45,10 +67,7 @@ struct BenchYcsbFlags {
   size_t value_bytes = 8;
   std::string distribution = "zipfian";
   double zipf = 0.99;
-  uint32_t threads = 1;
   uint32_t coroutines = 16;
-  double duration_s = 10;
-  std::string out;
   bool no_speculative = false;
   int initial_depth = -1;     // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 20;

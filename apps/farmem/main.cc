@@ -1,9 +1,12 @@
 // farmem: the compute-side command-line tool.
 //
-//   farmem bench ops [--op read|write|cas|faa] [--threads N] [--depth N] [--block-bytes N]
-//                    [--duration S] [--direct on|off] [--servers h:p,...|--config FILE]
-//                    [--out FILE.json|.csv]
+//   farmem bench ops [--op read|write|cas|faa|inc] [--depth N] [--block-bytes N] [--direct on|off]
+//                    <bench flags>
+//   farmem bench ycsb [--workload a|b|c|d|f] [--records N] [--coroutines N] ... <bench flags>
 //   farmem status    [--servers h:p,...|--config FILE]
+//
+// Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
+// [--warmup S] [--seed N] [--out FILE.json|.csv].
 //
 // Without --servers or --config, a local memory node is started for the run and stopped after.
 #include <CLI/CLI.hpp>
@@ -12,6 +15,7 @@
 
 #include <cctype>
 
+#include "bench_harness.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -44,6 +48,79 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
   return client::ClusterConfig::from_server_list((*local)->address());
 }
 
+void add_cluster_flags(CLI::App* sub, ClusterFlags* f) {
+  sub->add_option("--servers", f->servers, "memory nodes, host:port[,host:port...]");
+  sub->add_option("--config", f->config, "cluster TOML file ([[memnode]] address = ...)");
+}
+
+// `farmem bench ops` and its flags.
+CLI::App* add_bench_ops(CLI::App* bench, BenchOpsFlags* ops) {
+  CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
+  add_bench_flags(bench_ops, &ops->bench, "seconds");
+  bench_ops->add_option("--op", ops->op, "read|write|cas|faa|inc (inc = CAS retry loop)")
+      ->check(CLI::IsMember({"read", "write", "cas", "faa", "inc"}));
+  bench_ops->add_option("--depth", ops->depth, "operations in flight per thread")
+      ->check(CLI::Range(1, 4096));
+  bench_ops->add_option("--block-bytes", ops->block_bytes, "bytes per read/write")
+      ->transform(bytes_unit())
+      ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
+  bench_ops
+      ->add_option("--span-bytes", ops->span_bytes,
+                   "per-thread working set; offsets are random in it (default 64MiB)")
+      ->transform(bytes_unit())
+      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
+  bench_ops->add_option("--throttle", ops->throttle, "off|fixed|adaptive (default: client config)")
+      ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
+  bench_ops
+      ->add_option("--backoff", ops->backoff, "on|off: conflict-avoidance backoff (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  bench_ops
+      ->add_option("--direct", ops->direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  return bench_ops;
+}
+
+// `farmem bench ycsb` and its flags.
+CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
+  CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
+  add_bench_flags(bench_ycsb, &ycsb->bench, "seconds of the run phase");
+  bench_ycsb->add_option("--structure", ycsb->structure, "data structure")
+      ->check(CLI::IsMember({"hash"}));
+  bench_ycsb->add_option("--workload", ycsb->workload, "a|b|c|d|f (e needs scans)")
+      ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
+  bench_ycsb->add_option("--records", ycsb->records, "records loaded before the run")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
+  bench_ycsb->add_option("--key-bytes", ycsb->key_bytes, "key length (>= 8)")
+      ->transform(bytes_unit())
+      ->check(CLI::Range(size_t{8}, size_t{64 * 1024}));
+  bench_ycsb->add_option("--value-bytes", ycsb->value_bytes, "value length")
+      ->transform(bytes_unit())
+      ->check(CLI::Range(size_t{0}, size_t{256 * 1024}));
+  bench_ycsb->add_option("--distribution", ycsb->distribution, "zipfian|uniform")
+      ->check(CLI::IsMember({"zipfian", "uniform"}));
+  bench_ycsb->add_option("--zipf", ycsb->zipf, "zipfian constant")->check(CLI::Range(0.01, 0.9999));
+  bench_ycsb->add_option("--coroutines", ycsb->coroutines, "coroutines per thread")
+      ->check(CLI::Range(1, 1024));
+  bench_ycsb->add_flag("--no-speculative", ycsb->no_speculative, "disable speculative lookup");
+  bench_ycsb->add_option("--initial-depth", ycsb->initial_depth,
+                         "2^N subtables per node at creation (default: the table's 3; the "
+                         "table grows online either way)")
+      ->check(CLI::Range(0, static_cast<int>(ds::hash::kMaxDepth)));
+  bench_ycsb->add_option("--spec-cache-log2", ycsb->spec_cache_log2,
+                         "entries of each handle's speculative cache = 2^N")
+      ->check(CLI::Range(0u, 26u));
+  bench_ycsb
+      ->add_option("--direct", ycsb->direct,
+                   "on|off: direct access on shared memory (default: client config, on)")
+      ->check(CLI::IsMember({"on", "off"}));
+
+  bench_ycsb->add_option("--keep-table", ycsb->keep_table,
+                         "create a persistent table with this name and keep it (default: a "
+                         "temporary table, destroyed at the end or when the run dies)");
+  return bench_ycsb;
+}
+
 }  // namespace farmem::apps
 
 int main(int argc, char** argv) {
@@ -52,83 +129,16 @@ int main(int argc, char** argv) {
   CLI::App app{"farmem: far memory over UCX"};
   app.require_subcommand(1);
 
-  auto add_cluster = [](CLI::App* sub, farmem::apps::ClusterFlags& f) {
-    sub->add_option("--servers", f.servers, "memory nodes, host:port[,host:port...]");
-    sub->add_option("--config", f.config, "cluster TOML file ([[memnode]] address = ...)");
-  };
-
-  farmem::apps::BenchOpsFlags ops;
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
-  CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
-  add_cluster(bench_ops, ops.cluster);
-  bench_ops->add_option("--op", ops.op, "read|write|cas|faa|inc (inc = CAS retry loop)")
-      ->check(CLI::IsMember({"read", "write", "cas", "faa", "inc"}));
-  bench_ops->add_option("--threads", ops.threads, "client threads")->check(CLI::Range(1, 256));
-  bench_ops->add_option("--depth", ops.depth, "operations in flight per thread")
-      ->check(CLI::Range(1, 4096));
-  bench_ops->add_option("--block-bytes", ops.block_bytes, "bytes per read/write")
-      ->transform(farmem::apps::bytes_unit())
-      ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
-  bench_ops->add_option("--duration", ops.duration_s, "seconds")->check(CLI::Range(0.1, 86400.0));
-  bench_ops->add_option("--span-bytes", ops.span_bytes,
-                        "per-thread working set; offsets are random in it (default 64MiB)")
-      ->transform(farmem::apps::bytes_unit())
-      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
-  bench_ops->add_option("--out", ops.out, "append results to FILE.json or FILE.csv");
-  bench_ops->add_option("--throttle", ops.throttle, "off|fixed|adaptive (default: client config)")
-      ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
-  bench_ops->add_option("--backoff", ops.backoff, "on|off: conflict-avoidance backoff (default on)")
-      ->check(CLI::IsMember({"on", "off"}));
-  bench_ops
-      ->add_option("--direct", ops.direct,
-                   "on|off: direct access on shared memory (default: client config, on)")
-      ->check(CLI::IsMember({"on", "off"}));
-
+  farmem::apps::BenchOpsFlags ops;
+  CLI::App* bench_ops = farmem::apps::add_bench_ops(bench, &ops);
   farmem::apps::BenchYcsbFlags ycsb;
-  CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
-  add_cluster(bench_ycsb, ycsb.cluster);
-  bench_ycsb->add_option("--structure", ycsb.structure, "data structure")
-      ->check(CLI::IsMember({"hash"}));
-  bench_ycsb->add_option("--workload", ycsb.workload, "a|b|c|d|f (e needs scans)")
-      ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
-  bench_ycsb->add_option("--records", ycsb.records, "records loaded before the run")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
-  bench_ycsb->add_option("--key-bytes", ycsb.key_bytes, "key length (>= 8)")
-      ->transform(farmem::apps::bytes_unit())
-      ->check(CLI::Range(size_t{8}, size_t{64 * 1024}));
-  bench_ycsb->add_option("--value-bytes", ycsb.value_bytes, "value length")
-      ->transform(farmem::apps::bytes_unit())
-      ->check(CLI::Range(size_t{0}, size_t{256 * 1024}));
-  bench_ycsb->add_option("--distribution", ycsb.distribution, "zipfian|uniform")
-      ->check(CLI::IsMember({"zipfian", "uniform"}));
-  bench_ycsb->add_option("--zipf", ycsb.zipf, "zipfian constant")->check(CLI::Range(0.01, 0.9999));
-  bench_ycsb->add_option("--threads", ycsb.threads, "client threads")->check(CLI::Range(1, 256));
-  bench_ycsb->add_option("--coroutines", ycsb.coroutines, "coroutines per thread")
-      ->check(CLI::Range(1, 1024));
-  bench_ycsb->add_option("--duration", ycsb.duration_s, "seconds of the run phase")
-      ->check(CLI::Range(0.1, 86400.0));
-  bench_ycsb->add_option("--out", ycsb.out, "append results to FILE.json or FILE.csv");
-  bench_ycsb->add_flag("--no-speculative", ycsb.no_speculative, "disable speculative lookup");
-  bench_ycsb->add_option("--initial-depth", ycsb.initial_depth,
-                         "2^N subtables per node at creation (default: the table's 3; the "
-                         "table grows online either way)")
-      ->check(CLI::Range(0, static_cast<int>(farmem::ds::hash::kMaxDepth)));
-  bench_ycsb->add_option("--spec-cache-log2", ycsb.spec_cache_log2,
-                         "entries of each handle's speculative cache = 2^N")
-      ->check(CLI::Range(0u, 26u));
-  bench_ycsb
-      ->add_option("--direct", ycsb.direct,
-                   "on|off: direct access on shared memory (default: client config, on)")
-      ->check(CLI::IsMember({"on", "off"}));
-
-  bench_ycsb->add_option("--keep-table", ycsb.keep_table,
-                         "create a persistent table with this name and keep it (default: a "
-                         "temporary table, destroyed at the end or when the run dies)");
+  CLI::App* bench_ycsb = farmem::apps::add_bench_ycsb(bench, &ycsb);
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
-  add_cluster(status, status_flags);
+  farmem::apps::add_cluster_flags(status, &status_flags);
 
   CLI11_PARSE(app, argc, argv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);

@@ -9,28 +9,17 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "farmem/common/toml_config.h"
 #include "farmem/fabric/door.h"
 
 namespace farmem::client {
 namespace {
 
-Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int64_t lo,
-                        int64_t hi) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return dflt;
-  auto v = n->value_exact<int64_t>();
-  if (!v) return InvalidArgument(fmt::format("client.{} must be an integer", key));
-  if (*v < lo || *v > hi) {
-    return InvalidArgument(fmt::format("client.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
-  }
-  return *v;
-}
-
-#define FARMEM_ASSIGN_INT(field, key, dflt, lo, hi)      \
-  do {                                                   \
-    auto _v = get_int(*t, key, dflt, lo, hi);            \
-    if (!_v.ok()) return _v.status();                    \
-    c.options.field = static_cast<decltype(c.options.field)>(*_v); \
+#define FARMEM_ASSIGN_INT(field, key, dflt, lo, hi)                  \
+  do {                                                               \
+    auto _v = toml_config::get_int(*t, "client", key, dflt, lo, hi); \
+    if (!_v.ok()) return _v.status();                                \
+    c.options.field = static_cast<decltype(c.options.field)>(*_v);   \
   } while (0)
 
 Result<ClusterConfig> parse(const toml::table& root) {
@@ -46,11 +35,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
   for (const toml::node& n : *nodes) {
     const toml::table* t = n.as_table();
     if (t == nullptr) return InvalidArgument("each [[memnode]] must be a table");
-    for (auto&& [k, v] : *t) {
-      if (k.str() != "address") {
-        return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
-      }
-    }
+    FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", {"address"}));
     auto addr = (*t)["address"].value_exact<std::string>();
     if (!addr) return InvalidArgument("[[memnode]] needs address = \"host:port\"");
     auto hp = parse_host_port(*addr);
@@ -64,65 +49,35 @@ Result<ClusterConfig> parse(const toml::table& root) {
         "backoff",       "chunk_bytes",        "direct_access",
         "tls",           "net_devices",        "one_sided",
         "cluster_key_file"};
-    for (auto&& [k, v] : *t) {
-      if (!known.count(std::string(k.str()))) {
-        return InvalidArgument(fmt::format("unknown key client.{}", k.str()));
-      }
-    }
+    FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "client", known));
     FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(max_coroutines, "max_coroutines", 4096, 1, 1'000'000);
     FARMEM_ASSIGN_INT(max_inflight, "max_inflight", 16384, 16, 1'000'000);
     FARMEM_ASSIGN_INT(throttle_cap, "throttle_cap", 16, 1, 1'000'000);
-    if (const toml::node* n = t->get("throttle")) {
-      auto s = n->value_exact<std::string>();
-      if (!s) return InvalidArgument("client.throttle must be a string");
-      auto m = runtime::parse_throttle_mode(*s);
+    if (t->contains("throttle")) {
+      std::string mode;
+      FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "throttle", &mode));
+      auto m = runtime::parse_throttle_mode(mode);
       if (!m.ok()) return m.status();
       c.options.throttle = *m;
     }
-    if (const toml::node* n = t->get("backoff")) {
-      auto b = n->value_exact<bool>();
-      if (!b) return InvalidArgument("client.backoff must be true or false");
-      c.options.backoff = *b;
-    }
-    if (const toml::node* n = t->get("direct_access")) {
-      auto b = n->value_exact<bool>();
-      if (!b) return InvalidArgument("client.direct_access must be true or false");
-      c.options.direct_access = *b;
-    }
+    FARMEM_RETURN_IF_ERROR(toml_config::get_bool(*t, "client", "backoff", &c.options.backoff));
+    FARMEM_RETURN_IF_ERROR(
+        toml_config::get_bool(*t, "client", "direct_access", &c.options.direct_access));
     if (const toml::node* n = t->get("one_sided")) {
       auto s = n->value_exact<std::string>();
       auto m = s ? parse_one_sided(*s) : Result<OneSidedPath>(InvalidArgument(""));
       if (!m.ok()) return InvalidArgument("client.one_sided must be \"auto\", \"ucx\" or \"served\"");
       c.options.one_sided = *m;
     }
-    if (const toml::node* n = t->get("cluster_key_file")) {
-      auto s = n->value_exact<std::string>();
-      if (!s) return InvalidArgument("client.cluster_key_file must be a string");
-      c.options.cluster_key_file = *s;
-    }
-    if (const toml::node* n = t->get("tls")) {
-      auto s = n->value_exact<std::string>();
-      if (!s) return InvalidArgument("client.tls must be a string");
-      c.options.tls = *s;
-    }
-    if (const toml::node* n = t->get("net_devices")) {
-      auto s = n->value_exact<std::string>();
-      if (!s) return InvalidArgument("client.net_devices must be a string");
-      c.options.net_devices = *s;
-    }
-    if (const toml::node* n = t->get("chunk_bytes")) {
-      if (auto i = n->value_exact<int64_t>()) {
-        c.options.chunk_bytes = static_cast<uint64_t>(*i);
-      } else if (auto s = n->value_exact<std::string>()) {
-        auto b = parse_bytes(*s);
-        if (!b.ok()) return b.status();
-        c.options.chunk_bytes = *b;
-      } else {
-        return InvalidArgument("client.chunk_bytes must be a size");
-      }
-    }
+    FARMEM_RETURN_IF_ERROR(
+        toml_config::get_string(*t, "client", "cluster_key_file", &c.options.cluster_key_file));
+    FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "tls", &c.options.tls));
+    FARMEM_RETURN_IF_ERROR(
+        toml_config::get_string(*t, "client", "net_devices", &c.options.net_devices));
+    FARMEM_RETURN_IF_ERROR(
+        toml_config::get_bytes(*t, "client", "chunk_bytes", {}, &c.options.chunk_bytes));
   }
   FARMEM_RETURN_IF_ERROR(c.validate());
   return c;
@@ -170,21 +125,15 @@ Status ClusterConfig::validate() const {
 }
 
 Result<ClusterConfig> ClusterConfig::from_toml_string(const std::string& text) {
-  try {
-    return parse(toml::parse(text));
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(fmt::format("config is not valid TOML: {} (line {})", e.description(),
-                                       e.source().begin.line));
-  }
+  auto root = toml_config::parse_string(text);
+  if (!root.ok()) return root.status();
+  return parse(*root);
 }
 
 Result<ClusterConfig> ClusterConfig::from_toml_file(const std::string& path) {
-  try {
-    return parse(toml::parse_file(path));
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(
-        fmt::format("{}: {} (line {})", path, e.description(), e.source().begin.line));
-  }
+  auto root = toml_config::parse_file(path);
+  if (!root.ok()) return root.status();
+  return parse(*root);
 }
 
 Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {

@@ -8,23 +8,13 @@
 #include <set>
 #include <toml++/toml.h>
 
-#include "farmem/common/units.h"
+#include "farmem/common/toml_config.h"
 #include "farmem/fabric/door.h"
 
 namespace farmem::memnode {
 namespace {
 
-Result<int64_t> get_int(const toml::table& t, const char* key, int64_t dflt, int64_t lo,
-                        int64_t hi) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return dflt;
-  auto v = n->value_exact<int64_t>();
-  if (!v) return InvalidArgument(fmt::format("memnode.{} must be an integer", key));
-  if (*v < lo || *v > hi) {
-    return InvalidArgument(fmt::format("memnode.{} = {} is out of range [{}, {}]", key, *v, lo, hi));
-  }
-  return *v;
-}
+using toml_config::get_int;
 
 Result<ServerConfig> parse(const toml::table& root) {
   ServerConfig c;
@@ -39,61 +29,36 @@ Result<ServerConfig> parse(const toml::table& root) {
       "node_id",      "listen",       "port",          "capacity",         "workers",
       "idle_spin_us", "max_sessions", "door_timeout_ms", "cluster_key_file", "tls",
       "net_devices"};
-  for (auto&& [k, v] : *t) {
-    if (!known.count(std::string(k.str()))) {
-      return InvalidArgument(fmt::format("unknown key memnode.{}", k.str()));
-    }
-  }
-  auto node_id = get_int(*t, "node_id", 0, 0, 65535);
+  FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", known));
+  auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
   if (!node_id.ok()) return node_id.status();
   c.node_id = static_cast<uint16_t>(*node_id);
-  auto port = get_int(*t, "port", 7000, 0, 65535);
+  auto port = get_int(*t, "memnode", "port", 7000, 0, 65535);
   if (!port.ok()) return port.status();
   c.port = static_cast<uint16_t>(*port);
-  auto workers = get_int(*t, "workers", 1, 1, wire::kMaxServerWorkers);
+  auto workers = get_int(*t, "memnode", "workers", 1, 1, wire::kMaxServerWorkers);
   if (!workers.ok()) return workers.status();
   c.workers = static_cast<uint32_t>(*workers);
-  auto spin = get_int(*t, "idle_spin_us", 200, 0, 10'000'000);
+  auto spin = get_int(*t, "memnode", "idle_spin_us", 200, 0, 10'000'000);
   if (!spin.ok()) return spin.status();
   c.idle_spin_us = static_cast<uint32_t>(*spin);
-  auto max_sessions = get_int(*t, "max_sessions", 1024, 1, 65536);
+  auto max_sessions = get_int(*t, "memnode", "max_sessions", 1024, 1, 65536);
   if (!max_sessions.ok()) return max_sessions.status();
   c.max_sessions = static_cast<uint32_t>(*max_sessions);
-  auto door_timeout = get_int(*t, "door_timeout_ms", 2000, 10, 60'000);
+  auto door_timeout = get_int(*t, "memnode", "door_timeout_ms", 2000, 10, 60'000);
   if (!door_timeout.ok()) return door_timeout.status();
   c.door_timeout_ms = static_cast<uint32_t>(*door_timeout);
-  if (const toml::node* n = t->get("listen")) {
-    auto s = n->value_exact<std::string>();
-    if (!s) return InvalidArgument("memnode.listen must be a string");
-    c.listen = *s;
-  }
-  if (const toml::node* n = t->get("cluster_key_file")) {
-    auto s = n->value_exact<std::string>();
-    if (!s) return InvalidArgument("memnode.cluster_key_file must be a string");
-    c.cluster_key_file = *s;
-  }
-  if (const toml::node* n = t->get("tls")) {
-    auto s = n->value_exact<std::string>();
-    if (!s) return InvalidArgument("memnode.tls must be a string");
-    c.tls = *s;
-  }
-  if (const toml::node* n = t->get("net_devices")) {
-    auto s = n->value_exact<std::string>();
-    if (!s) return InvalidArgument("memnode.net_devices must be a string");
-    c.net_devices = *s;
-  }
-  if (const toml::node* n = t->get("capacity")) {
-    if (auto i = n->value_exact<int64_t>()) {
-      if (*i <= 0) return InvalidArgument("memnode.capacity must be positive");
-      c.capacity_bytes = static_cast<uint64_t>(*i);
-    } else if (auto s = n->value_exact<std::string>()) {
-      auto b = parse_bytes(*s);
-      if (!b.ok()) return InvalidArgument(fmt::format("memnode.capacity: {}", b.status().message()));
-      c.capacity_bytes = *b;
-    } else {
-      return InvalidArgument("memnode.capacity must be a size like \"1GiB\" or an integer");
-    }
-  }
+  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "listen", &c.listen));
+  FARMEM_RETURN_IF_ERROR(
+      toml_config::get_string(*t, "memnode", "cluster_key_file", &c.cluster_key_file));
+  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "tls", &c.tls));
+  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "net_devices", &c.net_devices));
+  toml_config::BytesRules capacity_rules;
+  capacity_rules.expected = "a size like \"1GiB\" or an integer";
+  capacity_rules.positive_integer = true;
+  capacity_rules.prefix_parse_errors = true;
+  FARMEM_RETURN_IF_ERROR(
+      toml_config::get_bytes(*t, "memnode", "capacity", capacity_rules, &c.capacity_bytes));
   FARMEM_RETURN_IF_ERROR(c.validate());
   return c;
 }
@@ -145,23 +110,15 @@ Status ServerConfig::load_cluster_key() {
 }
 
 Result<ServerConfig> ServerConfig::from_toml_string(const std::string& text) {
-  try {
-    toml::table root = toml::parse(text);
-    return parse(root);
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(fmt::format("config is not valid TOML: {} (line {})", e.description(),
-                                       e.source().begin.line));
-  }
+  auto root = toml_config::parse_string(text);
+  if (!root.ok()) return root.status();
+  return parse(*root);
 }
 
 Result<ServerConfig> ServerConfig::from_toml_file(const std::string& path) {
-  try {
-    toml::table root = toml::parse_file(path);
-    return parse(root);
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(fmt::format("{}: {} (line {})", path, e.description(),
-                                       e.source().begin.line));
-  }
+  auto root = toml_config::parse_file(path);
+  if (!root.ok()) return root.status();
+  return parse(*root);
 }
 
 }  // namespace farmem::memnode
