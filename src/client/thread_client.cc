@@ -14,6 +14,11 @@
 namespace farmem::client {
 
 namespace w = farmem::wire;
+
+namespace {
+// The scheduler ThreadClients created on this thread, while any of them holds it.
+thread_local std::weak_ptr<runtime::Scheduler> tls_client_scheduler;
+}  // namespace
 using runtime::Task;
 
 // ---------------------------------------------------------------------------------------------
@@ -535,9 +540,12 @@ Status ThreadClient::connect_all() {
   if (scheduler_ == nullptr) {
     runtime::SchedulerOptions so;
     so.max_coroutines = o.max_coroutines;
-    own_scheduler_ = std::make_unique<runtime::Scheduler>(so);
+    own_scheduler_ = std::make_shared<runtime::Scheduler>(so);
     own_scheduler_->install();
+    tls_client_scheduler = own_scheduler_;
     scheduler_ = own_scheduler_.get();
+  } else if (auto shared = tls_client_scheduler.lock(); shared.get() == scheduler_) {
+    own_scheduler_ = std::move(shared);  // another client's scheduler: keep it alive too
   }
   scheduler_->attach(worker_.get());
   if (o.throttle == runtime::ThrottleMode::kAdaptive) {

@@ -342,7 +342,10 @@ class ThreadClient {
   std::thread::id owner_thread_;
   uint64_t op_timeout_ns_;
   std::unique_ptr<fabric::Worker> worker_;
-  std::unique_ptr<runtime::Scheduler> own_scheduler_;
+  // The scheduler clients created for this thread (shared by every ThreadClient of the thread
+  // that found none installed, so it lives until the last of them goes); null when the thread's
+  // code installed its own, which must then outlive the clients.
+  std::shared_ptr<runtime::Scheduler> own_scheduler_;
   runtime::Scheduler* scheduler_ = nullptr;
   std::vector<std::unique_ptr<NodeSession>> sessions_;  // in cluster config order
   std::vector<fabric::Endpoint*> by_node_;

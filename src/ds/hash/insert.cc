@@ -129,8 +129,12 @@ Task<Status> HashTable::settle_claim(Shard& s, std::string_view key, const KeyHa
   for (uint32_t round = 0; round < options_.max_attempts; ++round) {
     Buckets again;
     Status st = co_await read_buckets(s, kh, &again, GlobalAddress(), nullptr);
-    Result<Scan> all = st;
-    if (st.ok()) all = co_await find(s, key, kh, again, true, &matches, nullptr);
+    Result<Scan> all = Scan::kOk;
+    if (st.ok()) {
+      all = co_await find(s, key, kh, again, true, &matches, nullptr);
+    } else {
+      all = st;
+    }
     if (!all.ok()) {
       // Best effort: do not leave a pending slot behind.
       Status ws = co_await client_->cas(my_slot, pending, 0, &old);
