@@ -693,10 +693,7 @@ Task<Result<uint64_t>> ThreadClient::atomic_update(GlobalAddress addr,
       co_return desired;
     }
     current = found;
-    if (backoff.exhausted()) {
-      co_return ResourceExhausted(
-          fmt::format("atomic update gave up after {} contended attempts", backoff.attempts()));
-    }
+    if (backoff.exhausted()) co_return RetriesExhausted("atomic update", backoff.attempts());
     co_await backoff.retry();
   }
 }

@@ -26,7 +26,10 @@ namespace farmem::ds {
 class RetryLoop {
  public:
   RetryLoop(client::ThreadClient* c, std::string_view what, uint32_t max_attempts)
-      : backoff_(c->backoff_policy(), c->scheduler()), what_(what), max_(max_attempts) {}
+      : RetryLoop(c->backoff_policy(), c->scheduler(), what, max_attempts) {}
+  RetryLoop(runtime::BackoffPolicy& policy, runtime::Scheduler& scheduler, std::string_view what,
+            uint32_t max_attempts)
+      : backoff_(policy, scheduler), what_(what), max_(max_attempts) {}
   bool exhausted() const { return attempts_ >= max_ || backoff_.exhausted(); }
   runtime::Scheduler::SleepAwaiter retry() {
     ++attempts_;
