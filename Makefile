@@ -1,7 +1,10 @@
 # farmem: the two commands of the README.
 #   make run   - install dependencies, build, run the op-rate benchmark on a local memory node
-#   make test  - install dependencies, build, run every test (release + ASan/UBSan builds)
-# Other targets: build, unit, integration, asan, tsan, stress, bench-compare, clean.
+#   make test  - install dependencies, check formatting, build with warnings as errors, run every
+#                test (release; the runtime and client unit tests repeated under load; the fuzz
+#                target; ASan+UBSan of everything; TSan of the unit tests). CI runs exactly this.
+# Other targets: build, unit, integration, asan, tsan, stress, format-check, format,
+# bench-compare, clean.
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -10,14 +13,15 @@ JOBS ?= 2
 CTEST_FLAGS ?= --output-on-failure --no-tests=error
 STRESS_REPEAT ?= 50
 STRESS_LOAD ?= 4
+WERROR ?= OFF
 
-.PHONY: run test deps build unit integration asan tsan stress bench-compare clean
+.PHONY: run test deps build unit integration asan tsan stress format-check format bench-compare clean
 
 deps:
 	./scripts/install-deps
 
 build: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -31,7 +35,8 @@ integration: build
 
 # ASan + UBSan build of the whole suite.
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_SANITIZE=ON
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_SANITIZE=ON \
+	  -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -j 1 $(CTEST_FLAGS)
@@ -39,22 +44,35 @@ asan: deps
 # ThreadSanitizer on the unit tests (runtime, allocators, workload generators; no UCX traffic).
 # UCX's memory hooks (libucm) are switched off: they intercept madvise inside TSan's thread exit.
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_TSAN=ON
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_TSAN=ON \
+	  -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target farmem_unit_tests
 	TSAN_OPTIONS=halt_on_error=1 UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no \
 	  ctest --test-dir $(TSAN_BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
-
-test: build
-	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
-	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
-	$(MAKE) asan
-	$(MAKE) tsan
 
 # The runtime and client unit tests STRESS_REPEAT times in a row under STRESS_LOAD busy loops;
 # fails if any repetition fails (scripts/stress-unit.sh).
 stress: build
 	REPEAT=$(STRESS_REPEAT) LOAD=$(STRESS_LOAD) UNIT_TESTS=$(BUILD)/tests/farmem_unit_tests \
 	  LOG=$(BUILD)/stress-unit.log ./scripts/stress-unit.sh
+
+format-check: deps
+	./scripts/check-format
+
+format: deps
+	./scripts/check-format --fix
+
+# CI: nothing may skip (FARMEM_CI), warnings are errors, each step's time is printed.
+test: export FARMEM_CI = 1
+test: deps
+	@start=$$(date +%s); step() { echo "== make test: $$1 done after $$(( $$(date +%s) - start )) s"; }; \
+	$(MAKE) --no-print-directory format-check && step format-check && \
+	$(MAKE) --no-print-directory build WERROR=ON && step build && \
+	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS) && step unit && \
+	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS) && step integration && \
+	$(MAKE) --no-print-directory stress && step stress && \
+	$(MAKE) --no-print-directory asan WERROR=ON && step asan && \
+	$(MAKE) --no-print-directory tsan WERROR=ON && step tsan
 
 bench-compare: build
 	./bench/compare_perftest.sh
