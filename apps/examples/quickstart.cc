@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   ThreadClient* c = *(*cluster)->thread_client();  // this thread's worker and endpoints
-  Status s = c->run(demo(c));                       // drive the coroutine to completion
+  Status s = c->run(demo(c));                      // drive the coroutine to completion
   std::printf("%s\n", s.to_string().c_str());
   return s.ok() ? 0 : 1;
 }

@@ -7,11 +7,11 @@
 // config's `listen`) says otherwise. The cluster key comes from --cluster-key-file or
 // FARMEM_CLUSTER_KEY, never from the command line. SIGTERM/SIGINT stop it cleanly (exit 0).
 // --port-file writes the bound port once the node is ready (used by `farmem` and the tests).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

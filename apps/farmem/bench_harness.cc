@@ -1,8 +1,8 @@
 #include "bench_harness.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <ctime>
 #include <limits>

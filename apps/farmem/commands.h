@@ -51,9 +51,9 @@ struct BenchOpsFlags {
   uint32_t depth = 16;
   uint64_t block_bytes = 8;
   std::string op = "read";
-  std::string throttle;  // "", off, fixed, adaptive
-  std::string backoff;   // "", on, off
-  std::string direct;    // "", on, off: overrides [client] direct_access
+  std::string throttle;               // "", off, fixed, adaptive
+  std::string backoff;                // "", on, off
+  std::string direct;                 // "", on, off: overrides [client] direct_access
   uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
 };
 int run_bench_ops(const BenchOpsFlags& flags);
@@ -69,9 +69,9 @@ struct BenchYcsbFlags {
   double zipf = 0.99;
   uint32_t coroutines = 16;
   bool no_speculative = false;
-  int initial_depth = -1;     // -1: the table's default; it grows online during the load
+  int initial_depth = -1;  // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 20;
-  std::string direct;  // "", on, off: overrides [client] direct_access
+  std::string direct;      // "", on, off: overrides [client] direct_access
   std::string keep_table;  // "": a temporary table destroyed at the end
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);

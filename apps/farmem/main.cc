@@ -9,10 +9,10 @@
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
 //
 // Without --servers or --config, a local memory node is started for the run and stopped after.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 
 #include "bench_harness.h"
@@ -103,12 +103,14 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   bench_ycsb->add_option("--coroutines", ycsb->coroutines, "coroutines per thread")
       ->check(CLI::Range(1, 1024));
   bench_ycsb->add_flag("--no-speculative", ycsb->no_speculative, "disable speculative lookup");
-  bench_ycsb->add_option("--initial-depth", ycsb->initial_depth,
-                         "2^N subtables per node at creation (default: the table's 3; the "
-                         "table grows online either way)")
+  bench_ycsb
+      ->add_option("--initial-depth", ycsb->initial_depth,
+                   "2^N subtables per node at creation (default: the table's 3; the "
+                   "table grows online either way)")
       ->check(CLI::Range(0, static_cast<int>(ds::hash::kMaxDepth)));
-  bench_ycsb->add_option("--spec-cache-log2", ycsb->spec_cache_log2,
-                         "entries of each handle's speculative cache = 2^N")
+  bench_ycsb
+      ->add_option("--spec-cache-log2", ycsb->spec_cache_log2,
+                   "entries of each handle's speculative cache = 2^N")
       ->check(CLI::Range(0u, 26u));
   bench_ycsb
       ->add_option("--direct", ycsb->direct,

@@ -10,7 +10,8 @@ namespace farmem::apps {
 Status append_report(const std::string& path, const nlohmann::ordered_json& record) {
   bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
   bool json = path.size() >= 5 && path.substr(path.size() - 5) == ".json";
-  if (!csv && !json) return InvalidArgument(fmt::format("--out '{}' must end in .json or .csv", path));
+  if (!csv && !json)
+    return InvalidArgument(fmt::format("--out '{}' must end in .json or .csv", path));
   bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
   std::ofstream f(path, std::ios::app);
   if (!f) return InvalidArgument(fmt::format("cannot open '{}' for appending", path));

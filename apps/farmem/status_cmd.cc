@@ -13,8 +13,8 @@ int run_status(const ClusterFlags& flags) {
     return 2;
   }
   fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6} {:>7} {:>12} {:>6} {:>8} {:>6} {:>7} {:>8} {:>10}\n",
-             "address", "node", "capacity", "used", "used%", "allocs", "rpcs", "conns",
-             "sessions", "roots", "objects", "refused", "uptime_s");
+             "address", "node", "capacity", "used", "used%", "allocs", "rpcs", "conns", "sessions",
+             "roots", "objects", "refused", "uptime_s");
   int rc = 0;
   // Each node is reached on its own, so one dead node does not hide the others.
   for (const HostPort& hp : config->memnodes) {
@@ -38,11 +38,12 @@ int run_status(const ClusterFlags& flags) {
     }
     double pct = st->capacity_bytes ? 100.0 * st->used_bytes / st->capacity_bytes : 0.0;
     // `conns` counts this status probe's own session; `sessions` every session since start.
-    fmt::print("{:<22} {:>5} {:>14} {:>14} {:>6.2f} {:>7} {:>12} {:>6} {:>8} {:>6} {:>7} {:>8} "
-               "{:>10.1f}\n",
-               where, st->node_id, st->capacity_bytes, st->used_bytes, pct, st->allocations,
-               st->rpcs_served, st->connections, st->sessions_total, st->roots, st->objects,
-               st->refused, st->uptime_ms / 1000.0);
+    fmt::print(
+        "{:<22} {:>5} {:>14} {:>14} {:>6.2f} {:>7} {:>12} {:>6} {:>8} {:>6} {:>7} {:>8} "
+        "{:>10.1f}\n",
+        where, st->node_id, st->capacity_bytes, st->used_bytes, pct, st->allocations,
+        st->rpcs_served, st->connections, st->sessions_total, st->roots, st->objects, st->refused,
+        st->uptime_ms / 1000.0);
   }
   return rc;
 }

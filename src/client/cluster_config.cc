@@ -1,13 +1,13 @@
 #include "farmem/client/cluster_config.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <toml++/toml.h>
 
 #include "farmem/common/toml_config.h"
 #include "farmem/fabric/door.h"
@@ -43,12 +43,13 @@ Result<ClusterConfig> parse(const toml::table& root) {
     c.memnodes.push_back(*hp);
   }
   if (const toml::table* t = root["client"].as_table()) {
-    static const std::set<std::string> known = {
-        "op_timeout_ms", "connect_timeout_ms", "max_coroutines",
-        "max_inflight",  "throttle",           "throttle_cap",
-        "backoff",       "chunk_bytes",        "direct_access",
-        "tls",           "net_devices",        "one_sided",
-        "cluster_key_file"};
+    static const std::set<std::string> known = {"op_timeout_ms",   "connect_timeout_ms",
+                                                "max_coroutines",  "max_inflight",
+                                                "throttle",        "throttle_cap",
+                                                "backoff",         "chunk_bytes",
+                                                "direct_access",   "tls",
+                                                "net_devices",     "one_sided",
+                                                "cluster_key_file"};
     FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "client", known));
     FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
@@ -68,7 +69,8 @@ Result<ClusterConfig> parse(const toml::table& root) {
     if (const toml::node* n = t->get("one_sided")) {
       auto s = n->value_exact<std::string>();
       auto m = s ? parse_one_sided(*s) : Result<OneSidedPath>(InvalidArgument(""));
-      if (!m.ok()) return InvalidArgument("client.one_sided must be \"auto\", \"ucx\" or \"served\"");
+      if (!m.ok())
+        return InvalidArgument("client.one_sided must be \"auto\", \"ucx\" or \"served\"");
       c.options.one_sided = *m;
     }
     FARMEM_RETURN_IF_ERROR(
@@ -141,8 +143,10 @@ Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.erase(0, 1);
+    std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())))
+      item.erase(0, 1);
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
     if (!item.empty()) {
       auto hp = parse_host_port(item);

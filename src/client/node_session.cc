@@ -44,8 +44,8 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
   const uint64_t deadline = now_ns() + o.connect_timeout_ns;
   auto fd = fabric::tcp_connect(where_hp.host, where_hp.port, deadline);
   if (!fd.ok()) {
-    return Status(fd.status().code(), fmt::format("memory node {}: {}", s->where_,
-                                                  fd.status().message()));
+    return Status(fd.status().code(),
+                  fmt::format("memory node {}: {}", s->where_, fd.status().message()));
   }
   s->fd_ = *fd;
   fabric::tune_session_socket(s->fd_);
@@ -62,8 +62,8 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
   hello += o.cluster_key;
   hello += mine;
   auto failed = [&](const Status& st) {
-    return Status(st.code(), fmt::format("handshake with memory node {} failed: {}", s->where_,
-                                         st.message()));
+    return Status(st.code(),
+                  fmt::format("handshake with memory node {} failed: {}", s->where_, st.message()));
   };
   Status st = fabric::send_all(s->fd_, hello.data(), hello.size(), deadline);
   if (!st.ok()) return failed(st);
@@ -80,8 +80,8 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
                                      fmt::format("memory node {} ({})", m.node_id, s->where_));
   if (!ep.ok()) return ep.status();
   s->ep_ = std::move(*ep);
-  FARMEM_RETURN_IF_ERROR(s->ep_->attach_region(m.region_base, m.region_bytes, rkey.data(),
-                                               rkey.size()));
+  FARMEM_RETURN_IF_ERROR(
+      s->ep_->attach_region(m.region_base, m.region_bytes, rkey.data(), rkey.size()));
   const uint64_t now = now_ns();
   s->next_ping_ns_ = now + o.heartbeat_ns;
   s->next_check_ns_ = now + o.heartbeat_ns / 4;
@@ -119,8 +119,8 @@ void NodeSession::check_now(uint64_t now) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       if (errno == EINTR) continue;
-      return lost(PeerFailed(fmt::format("connection to memory node {} failed: {}", where_,
-                                         std::strerror(errno))));
+      return lost(PeerFailed(
+          fmt::format("connection to memory node {} failed: {}", where_, std::strerror(errno))));
     }
     for (ssize_t i = 0; i < n; ++i) {
       rx_[rx_bytes_++] = buf[i];
@@ -139,9 +139,9 @@ void NodeSession::check_now(uint64_t now) {
     }
   }
   if (ping_sent_ns_ != 0 && now - ping_sent_ns_ > options_.silence_ns) {
-    return lost(PeerFailed(fmt::format(
-        "memory node {} did not answer heartbeats for {} ms (stopped or unreachable)", where_,
-        (now - ping_sent_ns_) / 1'000'000)));
+    return lost(PeerFailed(
+        fmt::format("memory node {} did not answer heartbeats for {} ms (stopped or unreachable)",
+                    where_, (now - ping_sent_ns_) / 1'000'000)));
   }
   if (now >= next_ping_ns_) {
     next_ping_ns_ = now + options_.heartbeat_ns;

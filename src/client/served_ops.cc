@@ -90,9 +90,9 @@ Status ServedOps::post_more() {
     m.owner = this;
     m.done.notify = &ServedOps::on_message_done;
     m.done.owner = &m;
-    Status s = ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps), m.request.data(),
-                             m.request.size(), m.reply.data(), m.reply_expected, &m.reply_bytes,
-                             &m.done, deadline_ns_);
+    Status s =
+        ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps), m.request.data(), m.request.size(),
+                      m.reply.data(), m.reply_expected, &m.reply_bytes, &m.done, deadline_ns_);
     if (!s.ok()) {
       if (first.ok()) first = s;
       failed_ = s;

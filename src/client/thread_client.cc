@@ -1,7 +1,6 @@
 #include "farmem/client/thread_client.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,8 +85,8 @@ Status lost_mapping(const fabric::Endpoint& ep) {
 // ---------------------------------------------------------------------------------------------
 // OpAwaitable
 
-OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf,
-                         size_t bytes, uint64_t expected, uint64_t desired, uint64_t* result,
+OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf, size_t bytes,
+                         uint64_t expected, uint64_t desired, uint64_t* result,
                          uint64_t deadline_ns)
     : client_(c),
       kind_(kind),
@@ -105,8 +104,10 @@ OpAwaitable::OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void*
   // reply buffer, so it must exist.
   if (kind == OpKind::kCas || kind == OpKind::kFaa) {
     if (result_ == nullptr) result_ = reinterpret_cast<uint64_t*>(&buf_);
-    if (kind == OpKind::kCas) *result_ = desired;
-    else expected_ = desired;  // FAA: expected_ holds the addend
+    if (kind == OpKind::kCas)
+      *result_ = desired;
+    else
+      expected_ = desired;  // FAA: expected_ holds the addend
   }
 }
 
@@ -143,10 +144,18 @@ Status OpAwaitable::await_resume() {
   if (credit_) client_->throttle_.release();
   ClientCounters& k = client_->counters_;
   switch (kind_) {
-    case OpKind::kRead: ++k.reads; break;
-    case OpKind::kWrite: ++k.writes; break;
-    case OpKind::kCas: ++k.cas; break;
-    case OpKind::kFaa: ++k.faa; break;
+    case OpKind::kRead:
+      ++k.reads;
+      break;
+    case OpKind::kWrite:
+      ++k.writes;
+      break;
+    case OpKind::kCas:
+      ++k.cas;
+      break;
+    case OpKind::kFaa:
+      ++k.faa;
+      break;
   }
   return std::move(completion_.status);
 }
@@ -466,8 +475,8 @@ class RpcAwaitable {
       : client_(c) {
     completion_.notify = &RpcAwaitable::on_complete;
     completion_.owner = this;
-    Status s = ep->post_rpc(opcode, req, req_bytes, reply, cap, reply_bytes, &completion_,
-                            c->deadline());
+    Status s =
+        ep->post_rpc(opcode, req, req_bytes, reply, cap, reply_bytes, &completion_, c->deadline());
     if (!s.ok()) completion_.fail(std::move(s));
   }
   RpcAwaitable(const RpcAwaitable&) = delete;
@@ -516,8 +525,8 @@ ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
 
 ThreadClient::~ThreadClient() {
   // A scheduler installed by the caller belongs to the owning thread: touch it only there.
-  const bool may_touch = scheduler_ != nullptr &&
-                         (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
+  const bool may_touch =
+      scheduler_ != nullptr && (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
   if (may_touch && ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(ticker_id_);
   if (may_touch && liveness_ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(liveness_ticker_id_);
   by_node_.clear();
@@ -616,9 +625,9 @@ Status ThreadClient::connect_node(size_t index) {
     served_.resize(id + 1, false);
   }
   if (by_node_[id] != nullptr) {
-    return InvalidArgument(fmt::format(
-        "two memory nodes report node id {} ({} and {}); node ids must be unique", id,
-        by_node_[id]->peer(), ns.where()));
+    return InvalidArgument(
+        fmt::format("two memory nodes report node id {} ({} and {}); node ids must be unique", id,
+                    by_node_[id]->peer(), ns.where()));
   }
   by_node_[id] = ep;
   served_[id] = o.one_sided == OneSidedPath::kServed ||
@@ -704,8 +713,8 @@ Task<Status> ThreadClient::rpc(uint16_t node, uint16_t opcode, const void* reque
   fabric::Endpoint* ep = endpoint(node);
   if (ep == nullptr) co_return NotFound(fmt::format("no memory node with id {}", node));
   uint32_t got = 0;
-  Status s = co_await RpcAwaitable(this, ep, opcode, request, request_bytes, reply,
-                                   reply_capacity, reply_bytes ? reply_bytes : &got);
+  Status s = co_await RpcAwaitable(this, ep, opcode, request, request_bytes, reply, reply_capacity,
+                                   reply_bytes ? reply_bytes : &got);
   co_return s;
 }
 
@@ -714,8 +723,8 @@ Task<Result<GlobalAddress>> ThreadClient::allocate_on(uint16_t node, uint64_t by
   w::AllocRequest req{bytes, alignment, owner};
   w::AllocResponse resp{};
   uint32_t got = 0;
-  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kAlloc), &req, sizeof(req),
-                          &resp, sizeof(resp), &got);
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kAlloc), &req, sizeof(req), &resp,
+                          sizeof(resp), &got);
   if (!s.ok()) co_return s;
   if (got != sizeof(resp)) co_return ProtocolError("malformed alloc reply");
   co_return GlobalAddress{node, resp.offset};
@@ -780,8 +789,8 @@ namespace {
 
 Status check_root_name(const std::string& name) {
   if (name.empty() || name.size() > w::kMaxRootNameBytes) {
-    return InvalidArgument(fmt::format("root name must be 1..{} bytes, got {}",
-                                       w::kMaxRootNameBytes, name.size()));
+    return InvalidArgument(
+        fmt::format("root name must be 1..{} bytes, got {}", w::kMaxRootNameBytes, name.size()));
   }
   return OkStatus();
 }
@@ -883,8 +892,8 @@ Task<Status> ThreadClient::object_destroy(uint16_t node, uint64_t id) {
 Task<Result<std::vector<bool>>> ThreadClient::sessions_alive(uint16_t node,
                                                              std::vector<uint64_t> ids) {
   if (ids.empty() || ids.size() > w::kMaxSessionsPerQuery) {
-    co_return InvalidArgument(fmt::format("ask about 1..{} sessions at once",
-                                          w::kMaxSessionsPerQuery));
+    co_return InvalidArgument(
+        fmt::format("ask about 1..{} sessions at once", w::kMaxSessionsPerQuery));
   }
   w::SessionsAliveRequest h{static_cast<uint32_t>(ids.size()), 0};
   std::string req(reinterpret_cast<const char*>(&h), sizeof(h));
@@ -903,8 +912,8 @@ Task<Result<std::vector<bool>>> ThreadClient::sessions_alive(uint16_t node,
 Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   w::StatsResponse r{};
   uint32_t got = 0;
-  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kStats), nullptr, 0, &r,
-                          sizeof(r), &got);
+  Status s =
+      co_await rpc(node, static_cast<uint16_t>(w::Opcode::kStats), nullptr, 0, &r, sizeof(r), &got);
   if (!s.ok()) co_return s;
   if (got != sizeof(r)) co_return ProtocolError("malformed stats reply");
   NodeStats n;

@@ -6,21 +6,36 @@ namespace farmem {
 
 std::string_view status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kOutOfRange: return "OutOfRange";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kTimedOut: return "TimedOut";
-    case StatusCode::kPeerFailed: return "PeerFailed";
-    case StatusCode::kProtocolError: return "ProtocolError";
-    case StatusCode::kVersionMismatch: return "VersionMismatch";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kInternal: return "Internal";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kRetriesExhausted: return "RetriesExhausted";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kTimedOut:
+      return "TimedOut";
+    case StatusCode::kPeerFailed:
+      return "PeerFailed";
+    case StatusCode::kProtocolError:
+      return "ProtocolError";
+    case StatusCode::kVersionMismatch:
+      return "VersionMismatch";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kInternal:
+      return "Internal";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kRetriesExhausted:
+      return "RetriesExhausted";
   }
   return "Unknown";
 }

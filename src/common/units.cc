@@ -20,11 +20,16 @@ Result<uint64_t> parse_bytes(std::string_view text) {
   std::string suffix(ptr, t.data() + t.size());
   for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   uint64_t mult = 0;
-  if (suffix.empty() || suffix == "b") mult = 1;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1ull << 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1ull << 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1ull << 30;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") mult = 1ull << 40;
+  if (suffix.empty() || suffix == "b")
+    mult = 1;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    mult = 1ull << 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    mult = 1ull << 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    mult = 1ull << 30;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib")
+    mult = 1ull << 40;
   if (mult == 0) {
     return InvalidArgument(fmt::format("'{}' has an unknown size suffix '{}'", text, suffix));
   }

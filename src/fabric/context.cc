@@ -16,7 +16,8 @@ bool tls_allows_shm(const std::string& tls) {
   size_t start = 0;
   while (start <= tls.size()) {
     size_t comma = tls.find(',', start);
-    std::string t = tls.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string t =
+        tls.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (t == "all" || t == "sm" || t == "shm" || t == "posix" || t == "sysv" || t == "mm") {
       return true;
     }
@@ -43,8 +44,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     st = ucp_config_modify(config, "NET_DEVICES", options.net_devices.c_str());
     if (st != UCS_OK) {
       ucp_config_release(config);
-      return from_ucs(st, fmt::format("UCX_NET_DEVICES={} is not accepted by UCX",
-                                      options.net_devices));
+      return from_ucs(
+          st, fmt::format("UCX_NET_DEVICES={} is not accepted by UCX", options.net_devices));
     }
   }
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr && options.keepalive_interval_ms > 0) {
@@ -59,8 +60,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   }
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                      UCP_PARAM_FIELD_REQUEST_SIZE;
+  params.field_mask =
+      UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_REQUEST_SIZE;
   // Every UCX request carries a PendingOp, so in-flight bookkeeping needs no allocation.
   params.request_size = sizeof(PendingOp);
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;

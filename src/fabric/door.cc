@@ -28,12 +28,12 @@ Status validate_door_hello(const w::DoorHello& h) {
         h.version, w::kProtocolVersion));
   }
   if (h.key_bytes > w::kMaxClusterKeyBytes) {
-    return ProtocolError(fmt::format("cluster key of {} bytes exceeds {}", h.key_bytes,
-                                     w::kMaxClusterKeyBytes));
+    return ProtocolError(
+        fmt::format("cluster key of {} bytes exceeds {}", h.key_bytes, w::kMaxClusterKeyBytes));
   }
   if (h.address_bytes == 0 || h.address_bytes > w::kMaxWorkerAddressBytes) {
-    return ProtocolError(fmt::format("worker address of {} bytes is not in 1..{}",
-                                     h.address_bytes, w::kMaxWorkerAddressBytes));
+    return ProtocolError(fmt::format("worker address of {} bytes is not in 1..{}", h.address_bytes,
+                                     w::kMaxWorkerAddressBytes));
   }
   if (h.flags != 0 || h.reserved != 0) return ProtocolError("reserved hello fields are not 0");
   return OkStatus();

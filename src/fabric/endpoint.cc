@@ -1,6 +1,7 @@
 #include "farmem/fabric/endpoint.h"
 
 #include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -162,8 +163,8 @@ Status Endpoint::check_usable() const {
   return OkStatus();
 }
 
-Status Endpoint::finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c,
-                             uint64_t deadline_ns, const char* what) {
+Status Endpoint::finish_post(ucs_status_ptr_t r, PendingOp* op, Completion* c, uint64_t deadline_ns,
+                             const char* what) {
   if (r == nullptr) {
     worker_->release_op(op);
     return OkStatus();
@@ -221,8 +222,7 @@ Status Endpoint::post_put(const void* src, uint64_t remote_addr, size_t bytes, C
                           uint64_t deadline_ns) {
   FARMEM_RETURN_IF_ERROR(check_rma());
   ucp_request_param_t p = rma_param();
-  return finish_rma(ucp_put_nbx(ep_, src, bytes, remote_addr, rkey_, &p), c, deadline_ns,
-                    "write");
+  return finish_rma(ucp_put_nbx(ep_, src, bytes, remote_addr, rkey_, &p), c, deadline_ns, "write");
 }
 
 Status Endpoint::post_cas(uint64_t remote_addr, const uint64_t* expected, uint64_t* inout,
@@ -311,9 +311,9 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
   ucp_request_param_t p = op_param(send);
   p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcRequest, &send->header,
-                                       sizeof(send->header), send->owned_payload, payload_bytes,
-                                       &p);
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(ep_, wire::kAmRpcRequest, &send->header, sizeof(send->header),
+                      send->owned_payload, payload_bytes, &p);
   if (UCS_PTR_IS_ERR(r)) {
     worker_->unregister_reply(wait);
     worker_->release_op(wait);
@@ -325,8 +325,8 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
 Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
                             size_t payload_bytes) {
   FARMEM_RETURN_IF_ERROR(check_usable());
-  const size_t limit = code == StatusCode::kOk ? wire::kMaxRpcPayloadBytes
-                                               : wire::kMaxErrorMessageBytes;
+  const size_t limit =
+      code == StatusCode::kOk ? wire::kMaxRpcPayloadBytes : wire::kMaxErrorMessageBytes;
   if (payload_bytes > limit) payload_bytes = limit;
   auto* buf = static_cast<uint8_t*>(std::malloc(sizeof(wire::RpcHeader) + payload_bytes + 1));
   if (buf == nullptr) return ResourceExhausted("out of memory for a reply");
@@ -339,13 +339,13 @@ Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, con
   std::memcpy(buf, &h, sizeof(h));
   if (payload_bytes > 0) std::memcpy(buf + sizeof(h), payload, payload_bytes);
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_FLAGS;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = &on_reply_sent;
   p.user_data = buf;
   p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcResponse, buf, sizeof(h),
-                                       buf + sizeof(h), payload_bytes, &p);
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, wire::kAmRpcResponse, buf, sizeof(h), buf + sizeof(h),
+                                       payload_bytes, &p);
   if (UCS_PTR_IS_PTR(r)) return OkStatus();  // freed by on_reply_sent
   std::free(buf);
   if (UCS_PTR_IS_ERR(r)) return from_ucs(UCS_PTR_STATUS(r), fmt::format("reply to {}", peer_));

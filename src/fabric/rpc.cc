@@ -13,8 +13,8 @@ Status validate_request_header(const void* header, size_t header_bytes, size_t d
   std::memset(out, 0, sizeof(*out));
   std::memcpy(out, header, std::min(header_bytes, sizeof(*out)));
   if (header_bytes != sizeof(wire::RpcHeader)) {
-    return ProtocolError(fmt::format("RPC header is {} bytes, expected {}", header_bytes,
-                                     sizeof(wire::RpcHeader)));
+    return ProtocolError(
+        fmt::format("RPC header is {} bytes, expected {}", header_bytes, sizeof(wire::RpcHeader)));
   }
   if (out->magic != wire::kRpcMagic) {
     return ProtocolError(fmt::format("bad RPC magic 0x{:08x}", out->magic));

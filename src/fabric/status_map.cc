@@ -6,8 +6,10 @@ namespace farmem::fabric {
 
 StatusCode map_ucs_code(ucs_status_t s) {
   switch (s) {
-    case UCS_OK: return StatusCode::kOk;
-    case UCS_ERR_TIMED_OUT: return StatusCode::kTimedOut;
+    case UCS_OK:
+      return StatusCode::kOk;
+    case UCS_ERR_TIMED_OUT:
+      return StatusCode::kTimedOut;
     case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_UNREACHABLE:
@@ -15,7 +17,8 @@ StatusCode map_ucs_code(ucs_status_t s) {
     case UCS_ERR_NOT_CONNECTED:
     case UCS_ERR_IO_ERROR:
       return StatusCode::kPeerFailed;
-    case UCS_ERR_CANCELED: return StatusCode::kCancelled;
+    case UCS_ERR_CANCELED:
+      return StatusCode::kCancelled;
     case UCS_ERR_NO_MEMORY:
     case UCS_ERR_NO_RESOURCE:
     case UCS_ERR_EXCEEDS_LIMIT:
@@ -23,8 +26,10 @@ StatusCode map_ucs_code(ucs_status_t s) {
     case UCS_ERR_INVALID_PARAM:
     case UCS_ERR_INVALID_ADDR:
       return StatusCode::kInvalidArgument;
-    case UCS_ERR_UNSUPPORTED: return StatusCode::kInternal;
-    default: return StatusCode::kInternal;
+    case UCS_ERR_UNSUPPORTED:
+      return StatusCode::kInternal;
+    default:
+      return StatusCode::kInternal;
   }
 }
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -26,8 +26,8 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerOpt
   st = ucp_worker_get_efd(w, &worker->event_fd_);
   if (st != UCS_OK) return from_ucs(st, "ucp_worker_get_efd");
   if (options.register_rpc_client) {
-    FARMEM_RETURN_IF_ERROR(worker->set_am_handler(wire::kAmRpcResponse, &Worker::on_rpc_reply,
-                                                  worker.get()));
+    FARMEM_RETURN_IF_ERROR(
+        worker->set_am_handler(wire::kAmRpcResponse, &Worker::on_rpc_reply, worker.get()));
   }
   return worker;
 }
@@ -128,15 +128,27 @@ void Worker::track(PendingOp* op) {
   while (after != nullptr && after->deadline_ns > op->deadline_ns) after = after->prev;
   op->prev = after;
   op->next = after ? after->next : head_;
-  if (op->next) op->next->prev = op; else tail_ = op;
-  if (after) after->next = op; else head_ = op;
+  if (op->next)
+    op->next->prev = op;
+  else
+    tail_ = op;
+  if (after)
+    after->next = op;
+  else
+    head_ = op;
 }
 
 void Worker::untrack(PendingOp* op) {
   if (!op->linked) return;
   op->linked = false;
-  if (op->prev) op->prev->next = op->next; else head_ = op->next;
-  if (op->next) op->next->prev = op->prev; else tail_ = op->prev;
+  if (op->prev)
+    op->prev->next = op->next;
+  else
+    head_ = op->next;
+  if (op->next)
+    op->next->prev = op->prev;
+  else
+    tail_ = op->prev;
   op->prev = op->next = nullptr;
 }
 
@@ -177,7 +189,8 @@ void Worker::expire(uint64_t now) {
     op->completion = nullptr;
     Endpoint* ep = op->endpoint;
     std::string peer = ep ? ep->peer() : std::string("?");
-    Status why = TimedOut(fmt::format("operation to {} did not complete before its deadline", peer));
+    Status why =
+        TimedOut(fmt::format("operation to {} did not complete before its deadline", peer));
     if (op->kind == PendingOp::Kind::kRpcReply) {
       replies_.erase(op->request_id);
       release_op(op);
@@ -189,8 +202,8 @@ void Worker::expire(uint64_t now) {
       // The UCX request is still alive and may write into the poster's buffer: close the
       // endpoint now so that nothing lands after the waiter resumes.
       op->endpoint = nullptr;
-      ep->fail(PeerFailed(fmt::format("connection to {} abandoned after a timed-out operation",
-                                      peer)));
+      ep->fail(
+          PeerFailed(fmt::format("connection to {} abandoned after a timed-out operation", peer)));
       ep->close_now();
     }
     if (c) c->complete_one(why);
@@ -237,11 +250,11 @@ ucs_status_t Worker::on_rpc_reply(void* arg, const void* header, size_t header_l
       s = Status(static_cast<StatusCode>(h.status), msg);
     }
   } else if (h.payload_bytes != length) {
-    s = ProtocolError(fmt::format("reply announces {} bytes but {} arrived", h.payload_bytes,
-                                  length));
+    s = ProtocolError(
+        fmt::format("reply announces {} bytes but {} arrived", h.payload_bytes, length));
   } else if (length > op->reply_capacity) {
-    s = ProtocolError(fmt::format("reply of {} bytes exceeds the {}-byte buffer", length,
-                                  op->reply_capacity));
+    s = ProtocolError(
+        fmt::format("reply of {} bytes exceeds the {}-byte buffer", length, op->reply_capacity));
   } else {
     if (length > 0) std::memcpy(op->reply_buffer, data, length);
     if (op->reply_bytes) *op->reply_bytes = static_cast<uint32_t>(length);

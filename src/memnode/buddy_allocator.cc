@@ -23,8 +23,8 @@ BuddyAllocator::BuddyAllocator(uint64_t capacity_bytes, uint64_t reserved_bytes)
   uint64_t off = reserved_;
   while (off < capacity_) {
     uint32_t order = kMaxOrder;
-    while (order > kMinOrder && ((off & ((1ull << order) - 1)) != 0 ||
-                                 off + (1ull << order) > capacity_)) {
+    while (order > kMinOrder &&
+           ((off & ((1ull << order) - 1)) != 0 || off + (1ull << order) > capacity_)) {
       --order;
     }
     if (off + (1ull << order) > capacity_) break;

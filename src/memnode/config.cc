@@ -1,12 +1,12 @@
 #include "farmem/memnode/config.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <toml++/toml.h>
 
 #include "farmem/common/toml_config.h"
 #include "farmem/fabric/door.h"
@@ -20,15 +20,16 @@ Result<ServerConfig> parse(const toml::table& root) {
   ServerConfig c;
   for (auto&& [k, v] : root) {
     if (k.str() != "memnode") {
-      return InvalidArgument(fmt::format("unknown config section '{}' (expected [memnode])", k.str()));
+      return InvalidArgument(
+          fmt::format("unknown config section '{}' (expected [memnode])", k.str()));
     }
   }
   const toml::table* t = root["memnode"].as_table();
   if (t == nullptr) return InvalidArgument("config has no [memnode] table");
-  static const std::set<std::string> known = {
-      "node_id",      "listen",       "port",          "capacity",         "workers",
-      "idle_spin_us", "max_sessions", "door_timeout_ms", "cluster_key_file", "tls",
-      "net_devices"};
+  static const std::set<std::string> known = {"node_id",      "listen",          "port",
+                                              "capacity",     "workers",         "idle_spin_us",
+                                              "max_sessions", "door_timeout_ms", "cluster_key_file",
+                                              "tls",          "net_devices"};
   FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", known));
   auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
   if (!node_id.ok()) return node_id.status();
@@ -67,7 +68,8 @@ Result<ServerConfig> parse(const toml::table& root) {
 
 Status ServerConfig::validate() const {
   if (capacity_bytes < (64ull << 10)) {
-    return InvalidArgument(fmt::format("capacity {} bytes is below the 64 KiB minimum", capacity_bytes));
+    return InvalidArgument(
+        fmt::format("capacity {} bytes is below the 64 KiB minimum", capacity_bytes));
   }
   if (capacity_bytes > (1ull << 48)) {
     return InvalidArgument("capacity exceeds 256 TiB (48-bit offsets)");
@@ -102,8 +104,8 @@ Status ServerConfig::load_cluster_key() {
   while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
   if (key.empty()) return InvalidArgument("the cluster key is empty");
   if (key.size() > wire::kMaxClusterKeyBytes) {
-    return InvalidArgument(fmt::format("the cluster key is longer than {} bytes",
-                                       wire::kMaxClusterKeyBytes));
+    return InvalidArgument(
+        fmt::format("the cluster key is longer than {} bytes", wire::kMaxClusterKeyBytes));
   }
   cluster_key = std::move(key);
   return OkStatus();

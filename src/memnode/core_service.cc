@@ -52,20 +52,27 @@ class CoreWorker : public ServiceWorker {
  private:
   Status dispatch(const Request& r, std::string* out) {
     switch (static_cast<w::Opcode>(r.header.opcode)) {
-      case w::Opcode::kAlloc: return alloc(r, out);
-      case w::Opcode::kFree: return free_block(r);
+      case w::Opcode::kAlloc:
+        return alloc(r, out);
+      case w::Opcode::kFree:
+        return free_block(r);
       case w::Opcode::kRootPublish:
       case w::Opcode::kRootLookup:
-      case w::Opcode::kRootRemove: return root(r, out);
-      case w::Opcode::kStats: return stats(r, out);
+      case w::Opcode::kRootRemove:
+        return root(r, out);
+      case w::Opcode::kStats:
+        return stats(r, out);
       case w::Opcode::kEcho:
         out->assign(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
         return OkStatus();
       case w::Opcode::kObjectCreate:
-      case w::Opcode::kObjectOpen: return object_by_name(r, out);
+      case w::Opcode::kObjectOpen:
+        return object_by_name(r, out);
       case w::Opcode::kObjectDestroy:
-      case w::Opcode::kObjectPersist: return object_by_id(r);
-      case w::Opcode::kSessionsAlive: return sessions_alive(r, out);
+      case w::Opcode::kObjectPersist:
+        return object_by_id(r);
+      case w::Opcode::kSessionsAlive:
+        return sessions_alive(r, out);
       case w::Opcode::kMemOps:
         return execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
                               r.payload.size(), out);
@@ -192,8 +199,8 @@ class CoreWorker : public ServiceWorker {
     FARMEM_RETURN_IF_ERROR(parse(r, &req, "sessions-alive"));
     if (req.reserved != 0 || req.count == 0 || req.count > w::kMaxSessionsPerQuery ||
         r.payload.size() != sizeof(req) + 8ull * req.count) {
-      return InvalidArgument(fmt::format("sessions-alive request for {} ids in {} bytes",
-                                         req.count, r.payload.size()));
+      return InvalidArgument(fmt::format("sessions-alive request for {} ids in {} bytes", req.count,
+                                         r.payload.size()));
     }
     out->assign(req.count, '\0');
     std::lock_guard<std::mutex> lock(node_.mu);
@@ -229,9 +236,8 @@ Status ServiceRegistry::add(std::shared_ptr<Service> s) {
   }
   for (const auto& o : services_) {
     if (s->first_opcode() <= o->last_opcode() && o->first_opcode() <= s->last_opcode()) {
-      return InvalidArgument(fmt::format("service {}: opcodes {}..{} overlap service {}",
-                                         s->name(), s->first_opcode(), s->last_opcode(),
-                                         o->name()));
+      return InvalidArgument(fmt::format("service {}: opcodes {}..{} overlap service {}", s->name(),
+                                         s->first_opcode(), s->last_opcode(), o->name()));
     }
   }
   services_.push_back(std::move(s));

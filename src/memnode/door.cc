@@ -49,8 +49,8 @@ std::string peer_of(const sockaddr_in& a) {
 }
 
 const char* refusal_name(int kind) {
-  static const char* names[] = {"junk",           "version mismatch", "wrong cluster key",
-                                "session limit",  "handshake timeout", "closed early"};
+  static const char* names[] = {"junk",          "version mismatch",  "wrong cluster key",
+                                "session limit", "handshake timeout", "closed early"};
   return names[kind];
 }
 
@@ -78,7 +78,8 @@ Result<std::unique_ptr<Door>> Door::open(NodeState& node, std::vector<ServerWork
   d->port_ = ntohs(bound.sin_port);
   d->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (d->epoll_fd_ < 0) return Internal(fmt::format("epoll_create1: {}", std::strerror(errno)));
-  for (auto [fd, tag] : {std::pair<int, uint64_t>{d->listen_fd_, kTagListen}, {stop_fd, kTagStop}}) {
+  for (auto [fd, tag] :
+       {std::pair<int, uint64_t>{d->listen_fd_, kTagListen}, {stop_fd, kTagStop}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
@@ -134,8 +135,8 @@ void Door::accept_all() {
   while (pending_.size() < kMaxPending) {
     sockaddr_in from{};
     socklen_t len = sizeof(from);
-    int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd =
+        accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE) {
@@ -181,8 +182,8 @@ void Door::on_readable(int fd) {
     if (!s.ok()) {
       // Junk gets no answer; a farmem client of another version gets a clear one.
       bool farmem = p.hello.magic == w::kDoorMagic;
-      return refuse(fd, s.code() == StatusCode::kVersionMismatch ? Refusal::kVersion
-                                                                  : Refusal::kJunk,
+      return refuse(fd,
+                    s.code() == StatusCode::kVersionMismatch ? Refusal::kVersion : Refusal::kJunk,
                     s, farmem);
     }
     p.want = sizeof(w::DoorHello) + p.hello.key_bytes + p.hello.address_bytes;
@@ -232,8 +233,7 @@ void Door::expire(uint64_t now) {
     if (p.deadline_ns <= now) late.push_back(fd);
   }
   for (int fd : late) {
-    refuse(fd, Refusal::kTimeout, TimedOut("no complete hello before the door's deadline"),
-           false);
+    refuse(fd, Refusal::kTimeout, TimedOut("no complete hello before the door's deadline"), false);
   }
 }
 
@@ -244,9 +244,10 @@ void Door::refuse(int fd, Refusal kind, const Status& why, bool send_message) {
   const auto k = static_cast<size_t>(kind);
   if (!logged_[k] && kind != Refusal::kClosed) {
     logged_[k] = true;
-    log::warn("node {}: refused a connection from {} ({}): {} (further refusals of this kind "
-              "are counted in `farmem status`, not logged)",
-              node_.config.node_id, peer, refusal_name(static_cast<int>(k)), why.message());
+    log::warn(
+        "node {}: refused a connection from {} ({}): {} (further refusals of this kind "
+        "are counted in `farmem status`, not logged)",
+        node_.config.node_id, peer, refusal_name(static_cast<int>(k)), why.message());
   }
   if (send_message) {
     w::DoorWelcome m{};

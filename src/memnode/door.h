@@ -33,8 +33,8 @@ class Door {
   static constexpr size_t kMaxPending = 128;
   static constexpr int kBacklog = 1024;
 
-  static Result<std::unique_ptr<Door>> open(NodeState& node,
-                                            std::vector<ServerWorker*> workers, int stop_fd);
+  static Result<std::unique_ptr<Door>> open(NodeState& node, std::vector<ServerWorker*> workers,
+                                            int stop_fd);
   ~Door();
   Door(const Door&) = delete;
   Door& operator=(const Door&) = delete;

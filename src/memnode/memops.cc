@@ -29,8 +29,8 @@ Status check_op(const w::MemOp& op, uint64_t region_bytes) {
                                   op.bytes, op.offset, region_bytes));
   }
   if (kind != w::MemOpKind::kRead && op.offset < w::kRegionHeaderBytes) {
-    return OutOfRange(fmt::format("offset {} lies in the node's reserved {}-byte header",
-                                  op.offset, w::kRegionHeaderBytes));
+    return OutOfRange(fmt::format("offset {} lies in the node's reserved {}-byte header", op.offset,
+                                  w::kRegionHeaderBytes));
   }
   if (atomic && op.offset % 8 != 0) {
     return InvalidArgument(fmt::format("atomic operation at unaligned offset {}", op.offset));
@@ -56,8 +56,8 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
   std::memcpy(&h, req, sizeof(h));
   if (h.reserved != 0) return ProtocolError("reserved memops header field not 0");
   if (h.count == 0 || h.count > w::kMaxMemOpsPerMessage) {
-    return InvalidArgument(fmt::format("memops request with {} operations (1..{})", h.count,
-                                       w::kMaxMemOpsPerMessage));
+    return InvalidArgument(
+        fmt::format("memops request with {} operations (1..{})", h.count, w::kMaxMemOpsPerMessage));
   }
   std::vector<Parsed> ops;
   ops.reserve(h.count);
@@ -82,8 +82,8 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
   }
   if (at != n) return ProtocolError("memops request has trailing bytes");
   if (reply_bytes > w::kMaxRpcPayloadBytes) {
-    return InvalidArgument(fmt::format("memops reply of {} bytes exceeds {}", reply_bytes,
-                                       w::kMaxRpcPayloadBytes));
+    return InvalidArgument(
+        fmt::format("memops reply of {} bytes exceeds {}", reply_bytes, w::kMaxRpcPayloadBytes));
   }
   reply->assign(reply_bytes, '\0');
   char* out = reply->data();
@@ -99,8 +99,8 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
         break;
       case w::MemOpKind::kCas: {
         uint64_t expected = p.op.operand0;
-        __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(target), &expected,
-                                    p.op.operand1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(target), &expected, p.op.operand1,
+                                    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         std::memcpy(out, &expected, 8);
         out += 8;
         break;

@@ -8,8 +8,8 @@ namespace farmem::memnode {
 
 Status RootTable::check_name(std::string_view name) {
   if (name.empty() || name.size() > wire::kMaxRootNameBytes) {
-    return InvalidArgument(fmt::format("root name must be 1..{} bytes, got {}",
-                                       wire::kMaxRootNameBytes, name.size()));
+    return InvalidArgument(
+        fmt::format("root name must be 1..{} bytes, got {}", wire::kMaxRootNameBytes, name.size()));
   }
   return OkStatus();
 }

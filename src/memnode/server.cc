@@ -29,10 +29,10 @@ Status check_capacity(uint64_t capacity_bytes) {
     if (key != "MemAvailable:") continue;
     const uint64_t available = kb * 1024;
     if (capacity_bytes > available) {
-      return InvalidArgument(fmt::format(
-          "capacity of {} bytes exceeds the memory this machine can back now ({} bytes "
-          "available); choose a smaller capacity",
-          capacity_bytes, available));
+      return InvalidArgument(
+          fmt::format("capacity of {} bytes exceeds the memory this machine can back now ({} bytes "
+                      "available); choose a smaller capacity",
+                      capacity_bytes, available));
     }
     return OkStatus();
   }

@@ -279,8 +279,8 @@ void ServerWorker::open_session(Admission& a) {
     end_session(id, "the welcome could not be sent");
     return;
   }
-  log::debug("node {}: session {} opened for {} (tag {:#x}) on worker {}", node_.config.node_id,
-             id, a.peer, a.client_tag, index_);
+  log::debug("node {}: session {} opened for {} (tag {:#x}) on worker {}", node_.config.node_id, id,
+             a.peer, a.client_tag, index_);
 }
 
 void ServerWorker::on_socket(uint64_t id) {
@@ -335,8 +335,7 @@ void ServerWorker::end_failed_sessions() {
 // Requests
 
 ucs_status_t ServerWorker::on_request(void* arg, const void* header, size_t header_length,
-                                      void* data, size_t length,
-                                      const ucp_am_recv_param_t* param) {
+                                      void* data, size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<ServerWorker*>(arg);
   // Only sessions opened through the door are served; anything else is dropped.
   auto sit = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)

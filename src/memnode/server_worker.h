@@ -37,7 +37,7 @@ struct Admission {
   std::string client_address;  // the client's UCX worker address
   std::string peer;            // "host:port" of the client, for logs
   uint64_t client_tag = 0;
-  uint64_t session_id = 0;     // assigned by the door
+  uint64_t session_id = 0;  // assigned by the door
 };
 
 class ServerWorker {
@@ -66,8 +66,8 @@ class ServerWorker {
     int fd = -1;
     std::unique_ptr<fabric::Endpoint> ep;
     std::string peer;
-    size_t queued = 0;        // requests of this session in the queue
-    uint8_t rx[8] = {};       // partial heartbeat frame
+    size_t queued = 0;   // requests of this session in the queue
+    uint8_t rx[8] = {};  // partial heartbeat frame
     size_t rx_bytes = 0;
   };
   struct Incoming {
@@ -75,8 +75,8 @@ class ServerWorker {
     Status error;  // set when the request was rejected before dispatch
   };
 
-  static ucs_status_t on_request(void* arg, const void* header, size_t header_length,
-                                 void* data, size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_request(void* arg, const void* header, size_t header_length, void* data,
+                                 size_t length, const ucp_am_recv_param_t* param);
   unsigned process_queue();
   void dispatch(Incoming& in);
   // Handles ready sockets, new sessions; returns how many (UCX's and stop's fds are not work).

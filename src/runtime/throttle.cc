@@ -15,9 +15,12 @@ Result<ThrottleMode> parse_throttle_mode(const std::string& text) {
 
 const char* throttle_mode_name(ThrottleMode mode) {
   switch (mode) {
-    case ThrottleMode::kOff: return "off";
-    case ThrottleMode::kFixed: return "fixed";
-    case ThrottleMode::kAdaptive: return "adaptive";
+    case ThrottleMode::kOff:
+      return "off";
+    case ThrottleMode::kFixed:
+      return "fixed";
+    case ThrottleMode::kAdaptive:
+      return "adaptive";
   }
   return "?";
 }
@@ -26,15 +29,24 @@ Throttle::Throttle(const ThrottleOptions& options) : options_(options), cap_(kUn
   if (options_.candidates.empty()) options_.candidates = {16};
   rates_.assign(options_.candidates.size() + 1, 0.0);
   switch (options_.mode) {
-    case ThrottleMode::kOff: cap_ = kUnlimited; break;
-    case ThrottleMode::kFixed: cap_ = std::max<uint32_t>(1, options_.fixed_cap); break;
-    case ThrottleMode::kAdaptive: cap_ = options_.candidates[0]; break;
+    case ThrottleMode::kOff:
+      cap_ = kUnlimited;
+      break;
+    case ThrottleMode::kFixed:
+      cap_ = std::max<uint32_t>(1, options_.fixed_cap);
+      break;
+    case ThrottleMode::kAdaptive:
+      cap_ = options_.candidates[0];
+      break;
   }
 }
 
 void Throttle::enqueue(Waiter* w) {
   w->next = nullptr;
-  if (tail_) tail_->next = w; else head_ = w;
+  if (tail_)
+    tail_->next = w;
+  else
+    head_ = w;
   tail_ = w;
 }
 
@@ -68,8 +80,8 @@ void Throttle::tick(uint64_t now) {
   }
   uint64_t elapsed = now - epoch_start_ns_;
   if (elapsed < options_.epoch_ns) return;
-  double rate = static_cast<double>(completed_ - epoch_start_completed_) * 1e9 /
-                static_cast<double>(elapsed);
+  double rate =
+      static_cast<double>(completed_ - epoch_start_completed_) * 1e9 / static_cast<double>(elapsed);
   epoch_start_ns_ = now;
   epoch_start_completed_ = completed_;
   const auto& cands = options_.candidates;

@@ -42,8 +42,8 @@ std::vector<uint8_t> mutate(std::vector<uint8_t> in, const std::vector<std::vect
         }
         break;
       case 4: {  // a 32-bit field to an interesting value
-        static const uint32_t kValues[] = {0, 1, 7, 8, 0xFF, 0xFFFF, 0x10000, 0x7FFFFFFF,
-                                           0xFFFFFFFF, 32, 4096, 65536};
+        static const uint32_t kValues[] = {0,       1,          7,          8,  0xFF, 0xFFFF,
+                                           0x10000, 0x7FFFFFFF, 0xFFFFFFFF, 32, 4096, 65536};
         if (in.size() >= 5) {
           size_t at = 1 + rng() % (in.size() - 4);
           uint32_t v = kValues[rng() % (sizeof(kValues) / sizeof(kValues[0]))];

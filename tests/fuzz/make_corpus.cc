@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
   uint64_t ids[2] = {7, 8};
   put("dispatch_sessions_alive", 3,
       op(w::Opcode::kSessionsAlive) + bytes(alive) + std::string(reinterpret_cast<char*>(ids), 16));
-  put("dispatch_memops", 3, op(w::Opcode::kMemOps) + bytes(mh) + bytes(rd) + bytes(wr) +
-                                std::string(8, 'x') + bytes(cas));
+  put("dispatch_memops", 3,
+      op(w::Opcode::kMemOps) + bytes(mh) + bytes(rd) + bytes(wr) + std::string(8, 'x') +
+          bytes(cas));
   put("dispatch_stats", 3, op(w::Opcode::kStats));
   put("dispatch_echo", 3, op(w::Opcode::kEcho) + "echo");
   return 0;

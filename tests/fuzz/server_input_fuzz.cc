@@ -100,10 +100,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* p = data + 1;
   const size_t n = size - 1;
   switch (data[0] % 4) {
-    case 0: door(p, n); break;
-    case 1: rpc_header(p, n); break;
-    case 2: memops(p, n); break;
-    default: dispatch(p, n); break;
+    case 0:
+      door(p, n);
+      break;
+    case 1:
+      rpc_header(p, n);
+      break;
+    case 2:
+      memops(p, n);
+      break;
+    default:
+      dispatch(p, n);
+      break;
   }
   return 0;
 }

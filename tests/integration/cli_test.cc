@@ -127,8 +127,8 @@ TEST(CliTest, BenchYcsbRunsWorkloadsAndReportsPerOperation) {
   EXPECT_EQ(lines, 4);
   std::remove(json.c_str());
   std::string out;
-  EXPECT_EQ(run_command(std::string(FARMEM_CLI_BIN) + " bench ycsb --workload e --records 10", &out),
-            2);
+  EXPECT_EQ(
+      run_command(std::string(FARMEM_CLI_BIN) + " bench ycsb --workload e --records 10", &out), 2);
   EXPECT_NE(out.find("scans"), std::string::npos) << out;
 }
 

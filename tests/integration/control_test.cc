@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <cstring>
-#include <thread>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "farmem/fabric/wire.h"
@@ -201,8 +201,9 @@ TEST_P(ControlTest, MalformedAndOversizedRpcsGetErrorRepliesAndServerKeepsServin
   // Same client still served, and another client too.
   char echo[] = "still here";
   char back[sizeof(echo)] = {};
-  ASSERT_TRUE(client_->run(client_->rpc(5, static_cast<uint16_t>(w::Opcode::kEcho), echo,
-                                        sizeof(echo), back, sizeof(back), &got))
+  ASSERT_TRUE(client_
+                  ->run(client_->rpc(5, static_cast<uint16_t>(w::Opcode::kEcho), echo, sizeof(echo),
+                                     back, sizeof(back), &got))
                   .ok());
   EXPECT_STREQ(back, echo);
   auto other = Cluster::connect(config_for({server_.get()}, GetParam().tls));

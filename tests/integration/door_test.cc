@@ -1,6 +1,8 @@
 // The memory node's door (docs/formats/door.md): junk, half-open and slow connections, cluster
 // keys, version mismatch, the session cap, many clients at once, graceful shutdown, and the
 // command line. Every wait is a hang guard, never a measurement.
+#include "farmem/fabric/door.h"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,7 +21,6 @@
 #include <sstream>
 #include <thread>
 
-#include "farmem/fabric/door.h"
 #include "harness.h"
 #include "test_seed.h"
 
@@ -81,7 +82,8 @@ class DoorTest : public ::testing::TestWithParam<Transport> {
     o.tls = GetParam().tls;
     o.capacity_bytes = 64ull << 20;
     o.extra_args = std::move(extra);
-    if (!key_file.empty()) o.extra_args.insert(o.extra_args.end(), {"--cluster-key-file", key_file});
+    if (!key_file.empty())
+      o.extra_args.insert(o.extra_args.end(), {"--cluster-key-file", key_file});
     auto s = ServerProcess::start(o);
     EXPECT_NE(s, nullptr);
     return s;

@@ -47,8 +47,8 @@ class DsCommonTest : public ::testing::TestWithParam<Transport> {
     EXPECT_TRUE(st.ok());
     return {st->used_bytes, st->allocations, st->objects};
   }
-  std::tuple<uint64_t, uint64_t, uint64_t> usage_when(ThreadClient* c,
-                                                      std::tuple<uint64_t, uint64_t, uint64_t> want) {
+  std::tuple<uint64_t, uint64_t, uint64_t> usage_when(
+      ThreadClient* c, std::tuple<uint64_t, uint64_t, uint64_t> want) {
     auto got = usage(c);
     for (int i = 0; i < 2000 && got != want; ++i) {  // hang guard
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -118,7 +118,7 @@ TEST_P(DsCommonTest, NamesAreUniqueAndATemporaryObjectLivesWithItsCreator) {
   EXPECT_EQ(c_->run(FarObject::create(c_, "temp", false)).status().code(),
             StatusCode::kAlreadyExists);
   ASSERT_TRUE(c_->run(obj->commit(c_, GlobalAddress(4, 4096))).ok());  // root, not persisted
-  main_.reset();  // the creator's sessions end
+  main_.reset();                                                       // the creator's sessions end
   auto fresh = connect();
   ThreadClient* fc = *fresh->thread_client();
   EXPECT_EQ(usage_when(fc, baseline_), baseline_);

@@ -129,9 +129,15 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
   }
 
   std::unique_ptr<ChildProcess> start_client(const std::string& table) {
-    std::vector<std::string> args = {FARMEM_FAULT_CLIENT_BIN, "--servers", server_->address(),
-                                     "--mode", GetParam().row.mode, "--table", table,
-                                     "--op-timeout-ms", std::to_string(kOpTimeoutMs)};
+    std::vector<std::string> args = {FARMEM_FAULT_CLIENT_BIN,
+                                     "--servers",
+                                     server_->address(),
+                                     "--mode",
+                                     GetParam().row.mode,
+                                     "--table",
+                                     table,
+                                     "--op-timeout-ms",
+                                     std::to_string(kOpTimeoutMs)};
     auto c = ChildProcess::start(args, {"UCX_TLS=" + GetParam().transport.tls});
     EXPECT_NE(c, nullptr);
     if (c == nullptr) return nullptr;
@@ -201,11 +207,12 @@ TEST_P(FailureMatrixTest, OutcomeIsClean) {
       const uint64_t before = client->acked();
       client->signal(SIGCONT);
       if (std::string(k.row.mode) != "idle") {
-        for (int w = 0; client->acked() <= before + 10 && w < kGuardMs && client->running(); w += 5) {
+        for (int w = 0; client->acked() <= before + 10 && w < kGuardMs && client->running();
+             w += 5) {
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
-        EXPECT_GT(client->acked(), before + 10) << "the client did not carry on: "
-                                                << client->output();
+        EXPECT_GT(client->acked(), before + 10)
+            << "the client did not carry on: " << client->output();
       }
       EXPECT_TRUE(client->running()) << client->output();
       client->signal(SIGKILL);

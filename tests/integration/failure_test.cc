@@ -49,8 +49,7 @@ TEST_P(FailureTest, KilledServerTurnsOperationsIntoPeerFailure) {
   EXPECT_EQ(first_error.code(), StatusCode::kPeerFailed) << first_error.to_string();
   // Later operations and RPCs fail with the same kind of error.
   EXPECT_EQ(tc->read_sync(*a, &v, 8).code(), StatusCode::kPeerFailed);
-  EXPECT_EQ(tc->run(tc->stats((*c)->nodes()[0].node_id)).status().code(),
-            StatusCode::kPeerFailed);
+  EXPECT_EQ(tc->run(tc->stats((*c)->nodes()[0].node_id)).status().code(), StatusCode::kPeerFailed);
   EXPECT_EQ(tc->node_status((*c)->nodes()[0].node_id).code(), StatusCode::kPeerFailed);
 }
 

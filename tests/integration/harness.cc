@@ -32,8 +32,8 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const ServerOptions& o) {
   std::string port_file = s->dir_ + "/port";
   std::vector<std::string> args;
   if (!o.netns.empty()) args = {"ip", "netns", "exec", o.netns};
-  args.insert(args.end(), {FARMEM_SERVER_BIN, "--port", std::to_string(o.port), "--listen", o.listen, "--capacity",
-                           std::to_string(o.capacity_bytes), "--node-id",
+  args.insert(args.end(), {FARMEM_SERVER_BIN, "--port", std::to_string(o.port), "--listen",
+                           o.listen, "--capacity", std::to_string(o.capacity_bytes), "--node-id",
                            std::to_string(o.node_id), "--port-file", port_file});
   if (!o.tls.empty()) args.insert(args.end(), {"--tls", o.tls});
   if (!o.net_devices.empty()) args.insert(args.end(), {"--net-devices", o.net_devices});

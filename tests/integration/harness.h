@@ -24,16 +24,18 @@ struct Transport {
   std::string tls;
 };
 std::vector<Transport> all_transports();
-inline void PrintTo(const Transport& t, std::ostream* os) { *os << t.name << " (UCX_TLS=" << t.tls << ")"; }
+inline void PrintTo(const Transport& t, std::ostream* os) {
+  *os << t.name << " (UCX_TLS=" << t.tls << ")";
+}
 std::string transport_name(const ::testing::TestParamInfo<Transport>& info);
 
 struct ServerOptions {
   std::string tls;
   uint16_t node_id = 0;
   uint64_t capacity_bytes = 256ull << 20;
-  std::string netns;          // run inside this network namespace (ip netns exec)
+  std::string netns;  // run inside this network namespace (ip netns exec)
   std::string listen = "127.0.0.1";
-  uint16_t port = 0;          // 0: any free port
+  uint16_t port = 0;  // 0: any free port
   std::string net_devices;
   std::vector<std::string> extra_args;
 };

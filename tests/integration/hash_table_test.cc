@@ -1,12 +1,14 @@
 // The one-sided hash table against real memory nodes, over every transport: operations,
 // boundary sizes, opening by name, sharding, concurrency on hot keys, speculative lookups,
 // reclamation, and linearizability of recorded histories (Porcupine via tools/lincheck).
+#include "farmem/ds/hash/hash_table.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstring>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -15,7 +17,6 @@
 #include <set>
 #include <thread>
 
-#include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
 #include "test_seed.h"
 
@@ -362,7 +363,8 @@ TEST_P(HashTableTest, SplitThatCannotAllocateUndoesItself) {
     if (last.ok()) ++inserted;
   }
   ASSERT_EQ(last.code(), StatusCode::kResourceExhausted) << last.to_string();
-  EXPECT_NE(last.message().find("out of remote memory"), std::string_view::npos) << last.to_string();
+  EXPECT_NE(last.message().find("out of remote memory"), std::string_view::npos)
+      << last.to_string();
   EXPECT_GT((*t)->stats().split_failures, 0u);
   EXPECT_GT(inserted, 50);
   // Nothing acknowledged is lost and the failed split unfroze its subtable: every key reads
@@ -515,10 +517,9 @@ TEST_P(HashTableTest, ClientDyingAtEveryStepOfASplitLosesNothing) {
     for (size_t i = 0; i < keys.size(); ++i) {
       auto r = t->get_sync(keys[i], &v);
       ASSERT_TRUE(r.ok()) << keys[i] << ": " << r.status().to_string();
-      ASSERT_TRUE(*r) << keys[i] << " of " << keys.size() << " takeovers "
-                      << t->stats().takeovers << " depth " << t->global_depth(0) << "/"
-                      << t->global_depth(1) << " waits " << t->stats().split_waits << " dirreads "
-                      << t->stats().directory_reads;
+      ASSERT_TRUE(*r) << keys[i] << " of " << keys.size() << " takeovers " << t->stats().takeovers
+                      << " depth " << t->global_depth(0) << "/" << t->global_depth(1) << " waits "
+                      << t->stats().split_waits << " dirreads " << t->stats().directory_reads;
     }
     for (int i = 2000; i < 2400; ++i) {
       ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), "w").ok()) << i;
@@ -563,9 +564,8 @@ struct History {
   }
 };
 
-Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h,
-                        std::atomic<int>* torn, std::set<std::string>* written,
-                        std::mutex* written_mu) {
+Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h, std::atomic<int>* torn,
+                        std::set<std::string>* written, std::mutex* written_mu) {
   std::mt19937 rng(static_cast<uint32_t>(test_seed() + 1000 + id));
   for (int i = 0; i < ops; ++i) {
     HistoryOp o;
@@ -666,10 +666,10 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
                         .ok());
       }
       if (run.filler_keys_per_thread > 0) {
-        ASSERT_TRUE(tc->scheduler()
-                        .spawn(filler_worker(handle->get(), th, run.filler_keys_per_thread,
-                                             &filler_failed))
-                        .ok());
+        ASSERT_TRUE(
+            tc->scheduler()
+                .spawn(filler_worker(handle->get(), th, run.filler_keys_per_thread, &filler_failed))
+                .ok());
       }
       tc->scheduler().run_until_idle();
       cas_failures.fetch_add((*handle)->stats().cas_failures);
@@ -707,7 +707,8 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
   }
   std::printf("CAS races retried: %llu\n", static_cast<unsigned long long>(cas_failures.load()));
   std::string lincheck = FARMEM_LINCHECK_BIN;
-  if (lincheck.empty()) FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
+  if (lincheck.empty())
+    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
   std::string path = "/tmp/farmem-history-" + transport + "-" + run.table + "-" +
                      std::to_string(getpid()) + ".jsonl";
   history.write(path);

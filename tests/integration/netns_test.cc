@@ -86,8 +86,7 @@ Task<void> add_loop(ThreadClient* c, GlobalAddress a, int n, int* errors) {
 TEST_F(TwoHostTest, OneSidedOperationsCrossTheNamespaceOverTcp) {
   auto c = Cluster::connect(config());
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_NE((*c)->transports().find("tcp/" + host_if_), std::string::npos)
-      << (*c)->transports();
+  EXPECT_NE((*c)->transports().find("tcp/" + host_if_), std::string::npos) << (*c)->transports();
   ThreadClient* tc = *(*c)->thread_client();
   auto a = tc->run(tc->allocate_on((*c)->nodes()[0].node_id, 4 << 20));
   ASSERT_TRUE(a.ok());
@@ -99,7 +98,8 @@ TEST_F(TwoHostTest, OneSidedOperationsCrossTheNamespaceOverTcp) {
   uint64_t zero = 0;
   ASSERT_TRUE(tc->write_sync(*a, &zero, 8).ok());
   int errors = 0;
-  for (int k = 0; k < 8; ++k) ASSERT_TRUE(tc->scheduler().spawn(add_loop(tc, *a, 100, &errors)).ok());
+  for (int k = 0; k < 8; ++k)
+    ASSERT_TRUE(tc->scheduler().spawn(add_loop(tc, *a, 100, &errors)).ok());
   tc->scheduler().run_until_idle();
   EXPECT_EQ(errors, 0);
   uint64_t total = 0;

@@ -53,8 +53,8 @@ class OneSidedTest : public ::testing::TestWithParam<Transport> {
 };
 
 TEST_P(OneSidedTest, ReadWriteRoundTripsFromOneByteTo64MiB) {
-  const std::vector<size_t> sizes = {1, 7, 8, 63, 64, 4095, 4096, 65537, 1 << 20, 16 << 20,
-                                     64 << 20};
+  const std::vector<size_t> sizes = {1,    7,     8,       63,       64,      4095,
+                                     4096, 65537, 1 << 20, 16 << 20, 64 << 20};
   GlobalAddress base = alloc(64 << 20);
   std::mt19937_64 rng(test_seed());
   for (size_t n : sizes) {
@@ -253,7 +253,8 @@ TEST_P(OneSidedTest, ThrottledClientStillCompletesEveryOperation) {
   uint64_t zero = 0;
   ASSERT_TRUE(tc->write_sync(counter, &zero, 8).ok());
   std::atomic<int> errors{0};
-  for (int k = 0; k < 8; ++k) ASSERT_TRUE(tc->scheduler().spawn(faa_loop(tc, counter, 50, &errors)).ok());
+  for (int k = 0; k < 8; ++k)
+    ASSERT_TRUE(tc->scheduler().spawn(faa_loop(tc, counter, 50, &errors)).ok());
   tc->scheduler().run_until_idle();
   uint64_t total = 0;
   ASSERT_TRUE(tc->read_sync(counter, &total, 8).ok());

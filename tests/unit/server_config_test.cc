@@ -123,8 +123,9 @@ TEST(ServerConfigTest, OnePortServesEveryWorker) {
 }
 
 TEST(ServerConfigTest, SessionAndDoorBoundsAreChecked) {
-  auto r = Parse("[memnode]\nmax_sessions = 8\ndoor_timeout_ms = 50\n"
-                 "cluster_key_file = \"/etc/farmem/key\"\n");
+  auto r = Parse(
+      "[memnode]\nmax_sessions = 8\ndoor_timeout_ms = 50\n"
+      "cluster_key_file = \"/etc/farmem/key\"\n");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->max_sessions, 8u);
   EXPECT_EQ(r->door_timeout_ms, 50u);

@@ -2,11 +2,10 @@
 #include "farmem/runtime/task.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdio>
 #include <pthread.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>

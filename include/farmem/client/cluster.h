@@ -2,8 +2,8 @@
 //
 // connect() creates the UCX context, connects the calling thread to every memory node through
 // its door (NodeSession: cluster key, versioned handshake, node id, exported region, remote
-// key) and checks that node ids are unique. thread_client() gives each thread its own ThreadClient (own worker and endpoints),
-// created and connected on first use from that thread.
+// key) and checks that node ids are unique. thread_client() gives each thread its own ThreadClient
+// (own worker and endpoints), created and connected on first use from that thread.
 //
 // Named roots live on the node chosen by hashing the name (XXH3) over the sorted node ids, so
 // every client that lists the same nodes finds the same root.

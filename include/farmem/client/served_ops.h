@@ -9,11 +9,11 @@
 // with one Completion, and after it completes call finish() to copy the replies into the
 // destinations. At most kWindow messages are in flight at once (the node bounds what one
 // session may queue); the next ones are posted as earlier ones complete, from the worker's
-// deferred work (never inside a UCX callback). After a failed message the rest are not sent. The node performs each message's operations in order, and the messages of one
-// session in the order they were sent, so program order holds for the whole set.
-// Buffers passed in (read destinations, CAS/FAA results) must stay valid until finish(); write
-// sources are copied at once.
-// Thread safety: the owning client thread only.
+// deferred work (never inside a UCX callback). After a failed message the rest are not sent. The
+// node performs each message's operations in order, and the messages of one session in the order
+// they were sent, so program order holds for the whole set. Buffers passed in (read destinations,
+// CAS/FAA results) must stay valid until finish(); write sources are copied at once. Thread safety:
+// the owning client thread only.
 #pragma once
 
 #include <cstdint>
@@ -78,10 +78,10 @@ class ServedOps {
   fabric::Endpoint* ep_;
   fabric::Completion* outer_ = nullptr;
   uint64_t deadline_ns_ = 0;
-  size_t next_ = 0;       // first message not yet posted
+  size_t next_ = 0;  // first message not yet posted
   size_t in_flight_ = 0;
   bool pump_scheduled_ = false;
-  Status failed_;         // first failure: stop posting
+  Status failed_;                 // first failure: stop posting
   std::deque<Message> messages_;  // stable addresses: the fabric writes reply_bytes
 };
 

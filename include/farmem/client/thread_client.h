@@ -40,8 +40,8 @@
 
 #include <array>
 #include <coroutine>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -78,10 +78,10 @@ struct NodeStats {
   uint64_t allocations = 0;
   uint16_t worker_count = 0;
   uint64_t uptime_ms = 0;
-  uint64_t objects = 0;          // named objects
-  uint64_t sessions_total = 0;   // sessions opened since the node started
-  uint64_t refused = 0;          // door connections refused
-  uint64_t rpcs_dropped = 0;     // requests dropped (session gone, flood)
+  uint64_t objects = 0;         // named objects
+  uint64_t sessions_total = 0;  // sessions opened since the node started
+  uint64_t refused = 0;         // door connections refused
+  uint64_t rpcs_dropped = 0;    // requests dropped (session gone, flood)
 };
 
 // Per-thread counters, readable at any time by the owning thread.
@@ -122,8 +122,8 @@ class [[nodiscard]] OpAwaitable {
   size_t bytes_;
   uint64_t expected_;
   uint64_t* result_;
-  uint64_t deadline_ns_;                 // 0: the client's op_timeout_ms
-  std::unique_ptr<ServedOps> served_;    // the node performs it (TCP)
+  uint64_t deadline_ns_;               // 0: the client's op_timeout_ms
+  std::unique_ptr<ServedOps> served_;  // the node performs it (TCP)
   fabric::Completion completion_;
   runtime::Throttle::Waiter waiter_;
   std::coroutine_handle<> handle_;
@@ -221,8 +221,7 @@ class ThreadClient {
     return OpAwaitable(this, OpKind::kCas, addr, nullptr, 8, expected, desired, old_value,
                        deadline_ns);
   }
-  OpAwaitable faa(GlobalAddress addr, uint64_t add, uint64_t* old_value,
-                  uint64_t deadline_ns = 0) {
+  OpAwaitable faa(GlobalAddress addr, uint64_t add, uint64_t* old_value, uint64_t deadline_ns = 0) {
     return OpAwaitable(this, OpKind::kFaa, addr, nullptr, 8, 0, add, old_value, deadline_ns);
   }
   // An absolute deadline `ms` from now (for the deadline_ns parameters).
@@ -255,8 +254,7 @@ class ThreadClient {
   runtime::Task<Status> object_destroy(uint16_t node, uint64_t id);
   // Whether each session id is open on `node` (for leases held by sessions; at most
   // wire::kMaxSessionsPerQuery ids).
-  runtime::Task<Result<std::vector<bool>>> sessions_alive(uint16_t node,
-                                                          std::vector<uint64_t> ids);
+  runtime::Task<Result<std::vector<bool>>> sessions_alive(uint16_t node, std::vector<uint64_t> ids);
   // This thread's session id with `node` (0 for an unknown node).
   uint64_t session_id(uint16_t node) const;
   // owner: 0, or an object id on the root's node (root_node(name)) whose destruction removes it.

@@ -78,14 +78,14 @@ Status RetriesExhausted(std::string_view what, uint64_t attempts);
 }  // namespace farmem
 
 // Returns early from a function returning Status (or Result) when `expr` fails.
-#define FARMEM_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::farmem::Status _fm_status = (expr);     \
-    if (!_fm_status.ok()) return _fm_status;  \
+#define FARMEM_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::farmem::Status _fm_status = (expr);    \
+    if (!_fm_status.ok()) return _fm_status; \
   } while (0)
 
-#define FARMEM_CO_RETURN_IF_ERROR(expr)          \
-  do {                                           \
-    ::farmem::Status _fm_status = (expr);        \
-    if (!_fm_status.ok()) co_return _fm_status;  \
+#define FARMEM_CO_RETURN_IF_ERROR(expr)         \
+  do {                                          \
+    ::farmem::Status _fm_status = (expr);       \
+    if (!_fm_status.ok()) co_return _fm_status; \
   } while (0)

@@ -56,15 +56,15 @@ struct DoorWelcome {
   uint32_t rkey_bytes;     // 0..kMaxRkeyBytes
   uint32_t address_bytes;  // 0..kMaxWorkerAddressBytes
   uint16_t node_id;
-  uint16_t worker_count;   // 1..kMaxServerWorkers
-  uint16_t worker_index;   // the worker that serves this session
-  uint16_t reserved0;      // 0
-  uint16_t reserved1;      // 0
-  uint16_t reserved2;      // 0
-  uint64_t session_id;     // unique on this node for its lifetime, never kObjectOwnerBit
-  uint64_t region_base;    // the node's virtual address of region offset 0
-  uint64_t region_bytes;   // size of the exported region
-  uint64_t reserved[2];    // 0
+  uint16_t worker_count;  // 1..kMaxServerWorkers
+  uint16_t worker_index;  // the worker that serves this session
+  uint16_t reserved0;     // 0
+  uint16_t reserved1;     // 0
+  uint16_t reserved2;     // 0
+  uint64_t session_id;    // unique on this node for its lifetime, never kObjectOwnerBit
+  uint64_t region_base;   // the node's virtual address of region offset 0
+  uint64_t region_bytes;  // size of the exported region
+  uint64_t reserved[2];   // 0
 };
 static_assert(sizeof(DoorWelcome) == 72);
 static_assert(offsetof(DoorWelcome, session_id) == 32);

@@ -81,9 +81,9 @@ class Endpoint {
                     size_t payload_bytes);
   // Test hook: sends an arbitrary header + payload as an RPC request, unvalidated.
   // The reply is awaited like post_rpc's (header.request_id is replaced by a fresh id).
-  Status post_raw_request(const wire::RpcHeader& header, const void* payload,
-                          size_t payload_bytes, void* reply, uint32_t reply_capacity,
-                          uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns);
+  Status post_raw_request(const wire::RpcHeader& header, const void* payload, size_t payload_bytes,
+                          void* reply, uint32_t reply_capacity, uint32_t* reply_bytes,
+                          Completion* c, uint64_t deadline_ns);
 
   bool failed() const { return failed_; }
   bool closed() const { return closed_; }

@@ -23,8 +23,8 @@ inline constexpr uint64_t kRegionHeaderBytes = 4096;
 inline constexpr uint64_t kRegionMagic = 0x444E4D454D524146ull;  // "FARMEMND"
 
 struct RegionHeader {
-  uint64_t magic;           // kRegionMagic
-  uint16_t version;         // kProtocolVersion
+  uint64_t magic;    // kRegionMagic
+  uint16_t version;  // kProtocolVersion
   uint16_t node_id;
   uint32_t reserved0;
   uint64_t capacity_bytes;
@@ -83,20 +83,20 @@ inline constexpr uint64_t kObjectOwnerBit = 1ull << 63;
 inline constexpr uint64_t kOwnerSession = 0;
 
 struct AllocRequest {
-  uint64_t bytes;       // 1..region size
-  uint64_t alignment;   // power of two <= 4096, or 0 for the default (64)
-  uint64_t owner;       // kOwnerSession or an object id
+  uint64_t bytes;      // 1..region size
+  uint64_t alignment;  // power of two <= 4096, or 0 for the default (64)
+  uint64_t owner;      // kOwnerSession or an object id
 };
 static_assert(sizeof(AllocRequest) == 24);
 
 struct AllocResponse {
-  uint64_t offset;      // offset of the block in the region
-  uint64_t bytes;       // usable size (>= requested)
+  uint64_t offset;  // offset of the block in the region
+  uint64_t bytes;   // usable size (>= requested)
 };
 static_assert(sizeof(AllocResponse) == 16);
 
 struct FreeRequest {
-  uint64_t offset;      // exactly an offset returned by kAlloc
+  uint64_t offset;  // exactly an offset returned by kAlloc
 };
 static_assert(sizeof(FreeRequest) == 8);
 
@@ -127,7 +127,7 @@ struct StatsResponse {
   uint64_t allocations;     // live allocations
   uint16_t node_id;
   uint16_t worker_count;
-  uint32_t objects;         // named objects
+  uint32_t objects;  // named objects
   uint64_t uptime_ms;
   uint64_t sessions_total;  // sessions opened since start
   uint64_t refused;         // door connections refused (junk, wrong key, full, timeout)
@@ -151,8 +151,8 @@ struct ObjectRequest {
 static_assert(sizeof(ObjectRequest) == 16);
 
 struct ObjectResponse {
-  uint64_t id;          // kObjectOwnerBit | node-local number
-  uint32_t flags;       // kObjectEphemeral while the object is bound to a session
+  uint64_t id;     // kObjectOwnerBit | node-local number
+  uint32_t flags;  // kObjectEphemeral while the object is bound to a session
   uint32_t reserved;
 };
 static_assert(sizeof(ObjectResponse) == 16);
@@ -173,19 +173,19 @@ enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4 };
 // data padded to a multiple of 8. The reply holds, in operation order, each read's data padded
 // to a multiple of 8 and each CAS/FAA's old value (8 bytes); writes add nothing.
 struct MemOpsHeader {
-  uint32_t count;       // 1..kMaxMemOpsPerMessage
-  uint32_t reserved;    // 0
+  uint32_t count;     // 1..kMaxMemOpsPerMessage
+  uint32_t reserved;  // 0
 };
 static_assert(sizeof(MemOpsHeader) == 8);
 
 struct MemOp {
-  uint8_t kind;         // MemOpKind
-  uint8_t reserved0;    // 0
-  uint16_t reserved1;   // 0
-  uint32_t bytes;       // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8
-  uint64_t offset;      // in the region; writes and atomics not below kRegionHeaderBytes
-  uint64_t operand0;    // CAS: expected; FAA: addend; otherwise 0
-  uint64_t operand1;    // CAS: desired; otherwise 0
+  uint8_t kind;        // MemOpKind
+  uint8_t reserved0;   // 0
+  uint16_t reserved1;  // 0
+  uint32_t bytes;      // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8
+  uint64_t offset;     // in the region; writes and atomics not below kRegionHeaderBytes
+  uint64_t operand0;   // CAS: expected; FAA: addend; otherwise 0
+  uint64_t operand1;   // CAS: desired; otherwise 0
 };
 static_assert(sizeof(MemOp) == 32);
 static_assert(offsetof(MemOp, offset) == 8);

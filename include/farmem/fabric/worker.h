@@ -35,14 +35,14 @@ class Worker;
 struct PendingOp {
   enum class Kind : uint8_t { kFree, kRma, kRpcSend, kRpcReply };
   Kind kind = Kind::kFree;
-  bool linked = false;        // in the deadline list
-  bool in_request = false;    // lives in a UCX request, not in the pool
+  bool linked = false;               // in the deadline list
+  bool in_request = false;           // lives in a UCX request, not in the pool
   Completion* completion = nullptr;  // null once the waiter was released (expired)
   Worker* owner = nullptr;
   Endpoint* endpoint = nullptr;
   PendingOp* partner = nullptr;  // kRpcSend: its kRpcReply record (null once released)
   uint64_t deadline_ns = 0;
-  uint64_t request_id = 0;    // kRpcReply
+  uint64_t request_id = 0;  // kRpcReply
   PendingOp* prev = nullptr;
   PendingOp* next = nullptr;
   // kRpcSend: the header and a copy of the payload UCX reads until the send completes
@@ -56,10 +56,10 @@ struct PendingOp {
 };
 
 struct WorkerOptions {
-  uint32_t max_pending_ops = 16384;   // bound on operations in flight on this worker
+  uint32_t max_pending_ops = 16384;  // bound on operations in flight on this worker
   uint64_t default_timeout_ns = 5'000'000'000ull;
-  bool register_rpc_client = true;    // install the RPC reply handler
-  bool collect_closed = false;        // keep failed-and-closed endpoints for take_closed()
+  bool register_rpc_client = true;  // install the RPC reply handler
+  bool collect_closed = false;      // keep failed-and-closed endpoints for take_closed()
 };
 
 class Worker {
@@ -123,8 +123,8 @@ class Worker {
 
  private:
   Worker(ucp_worker_h w, const WorkerOptions& options);
-  static ucs_status_t on_rpc_reply(void* arg, const void* header, size_t header_length,
-                                   void* data, size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_rpc_reply(void* arg, const void* header, size_t header_length, void* data,
+                                   size_t length, const ucp_am_recv_param_t* param);
   void close_failed_endpoints();
 
   ucp_worker_h worker_;

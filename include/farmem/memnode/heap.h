@@ -19,7 +19,8 @@ namespace farmem::memnode {
 
 class Heap {
  public:
-  Heap(uint64_t capacity_bytes, uint64_t reserved_bytes) : allocator_(capacity_bytes, reserved_bytes) {}
+  Heap(uint64_t capacity_bytes, uint64_t reserved_bytes)
+      : allocator_(capacity_bytes, reserved_bytes) {}
 
   Result<BuddyAllocator::Block> allocate(uint64_t bytes, uint64_t alignment, uint64_t owner);
   // `requester` is the session asking.
@@ -34,7 +35,7 @@ class Heap {
 
  private:
   BuddyAllocator allocator_;
-  std::unordered_map<uint64_t, uint64_t> owner_of_;                    // offset -> owner
+  std::unordered_map<uint64_t, uint64_t> owner_of_;                   // offset -> owner
   std::unordered_map<uint64_t, std::unordered_set<uint64_t>> owned_;  // owner -> offsets
 };
 

@@ -27,15 +27,15 @@ struct NodeState {
   const ServerConfig config;
   uint8_t* region_base = nullptr;  // this process's mapping of the exported region
   uint64_t region_bytes = 0;
-  std::string packed_rkey;         // what clients need to reach the region (door welcome)
+  std::string packed_rkey;  // what clients need to reach the region (door welcome)
   uint32_t worker_count = 0;
   uint64_t start_ns = 0;
 
   std::mutex mu;
-  Heap heap;                                // (mu)
-  ObjectTable objects;                      // (mu)
-  RootTable roots;                          // (mu)
-  std::unordered_set<uint64_t> sessions;    // (mu) open sessions
+  Heap heap;                              // (mu)
+  ObjectTable objects;                    // (mu)
+  RootTable roots;                        // (mu)
+  std::unordered_set<uint64_t> sessions;  // (mu) open sessions
 
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_session{1};

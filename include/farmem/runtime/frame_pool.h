@@ -16,9 +16,9 @@ void* frame_alloc(size_t bytes);
 void frame_free(void* p, size_t bytes);
 
 struct FramePoolStats {
-  size_t slab_bytes = 0;     // bytes obtained from the system
-  size_t live_frames = 0;    // frames handed out and not yet freed
-  size_t large_frames = 0;   // live frames too large for the pool (from operator new)
+  size_t slab_bytes = 0;    // bytes obtained from the system
+  size_t live_frames = 0;   // frames handed out and not yet freed
+  size_t large_frames = 0;  // live frames too large for the pool (from operator new)
 };
 FramePoolStats frame_pool_stats();
 

@@ -27,7 +27,7 @@
 namespace farmem::runtime {
 
 struct SchedulerOptions {
-  uint32_t max_coroutines = 4096;   // bound on spawned coroutines alive at once
+  uint32_t max_coroutines = 4096;     // bound on spawned coroutines alive at once
   uint32_t time_check_interval = 16;  // poll_once calls between clock reads when busy
 };
 

@@ -70,7 +70,7 @@ class Throttle {
   // tuner state
   uint64_t epoch_start_ns_ = 0;
   uint64_t epoch_start_completed_ = 0;
-  size_t training_index_ = 0;   // index into candidates; == size() means "unlimited"
+  size_t training_index_ = 0;  // index into candidates; == size() means "unlimited"
   bool training_ = true;
   uint32_t held_epochs_ = 0;
   uint32_t rounds_ = 0;

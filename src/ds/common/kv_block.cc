@@ -11,8 +11,7 @@ uint64_t kv_block_checksum(const void* p, size_t bytes) { return XXH3_64bits(p, 
 void encode_kv_block(std::string_view key, std::string_view value, uint64_t owner,
                      std::string* out) {
   out->assign(kv_block_bytes(key.size(), value.size()), '\0');
-  KvBlockHeader h{0, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size()),
-                  owner};
+  KvBlockHeader h{0, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size()), owner};
   std::memcpy(out->data(), &h, sizeof(h));
   std::memcpy(out->data() + sizeof(h), key.data(), key.size());
   if (!value.empty()) std::memcpy(out->data() + sizeof(h) + key.size(), value.data(), value.size());

@@ -49,15 +49,15 @@ HashTable::HashTable(client::ThreadClient* client, HashTableOptions options, Far
       options_(options),
       object_(std::move(object)),
       heap_(client, &object_, client->cluster().config().options.chunk_bytes),
-      reclaimer_(client, &heap_,
-                 options.retire_grace_ms != 0
-                     ? options.retire_grace_ms * 1'000'000
-                     : Reclaimer::default_grace_ns(
-                           client->cluster().config().options.op_timeout_ms),
-                 options.max_retired),
+      reclaimer_(
+          client, &heap_,
+          options.retire_grace_ms != 0
+              ? options.retire_grace_ms * 1'000'000
+              : Reclaimer::default_grace_ns(client->cluster().config().options.op_timeout_ms),
+          options.max_retired),
       spec_(options.speculative_lookup ? static_cast<int>(options.spec_cache_log2) : -1) {
-  check_interval_cycles_ = static_cast<uint64_t>(static_cast<double>(grace_ns() / 4) *
-                                                 cycles_per_ns());
+  check_interval_cycles_ =
+      static_cast<uint64_t>(static_cast<double>(grace_ns() / 4) * cycles_per_ns());
 }
 
 HashTable::~HashTable() = default;
@@ -71,12 +71,12 @@ const HashStats& HashTable::stats() const {
 Status HashTable::check_sizes(std::string_view key, std::string_view value) const {
   if (key.empty()) return InvalidArgument("empty key");
   if (key.size() > kMaxKeyBytes) {
-    return InvalidArgument(fmt::format("key of {} bytes exceeds the {}-byte maximum", key.size(),
-                                       kMaxKeyBytes));
+    return InvalidArgument(
+        fmt::format("key of {} bytes exceeds the {}-byte maximum", key.size(), kMaxKeyBytes));
   }
   if (value.size() > kMaxValueBytes) {
-    return InvalidArgument(fmt::format("value of {} bytes exceeds the {}-byte maximum",
-                                       value.size(), kMaxValueBytes));
+    return InvalidArgument(
+        fmt::format("value of {} bytes exceeds the {}-byte maximum", value.size(), kMaxValueBytes));
   }
   return OkStatus();
 }
@@ -149,8 +149,7 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
 }
 
 Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient* c,
-                                                           std::string name,
-                                                           HashTableOptions o) {
+                                                           std::string name, HashTableOptions o) {
   if (name.empty()) co_return InvalidArgument("a hash table needs a name");
   FARMEM_CO_RETURN_IF_ERROR(check_create_options(o));
   auto object = co_await FarObject::create(c, root_name(name), o.temporary);
@@ -210,8 +209,8 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
     co_return InvalidArgument(
         fmt::format("root '{}' does not point to a hash table", root_name(name)));
   }
-  if (m.version != kLayoutVersion || m.shards == 0 || m.shards > 65536 ||
-      m.main_buckets_log2 < 2 || m.main_buckets_log2 > 24 || m.max_depth > kMaxDepth) {
+  if (m.version != kLayoutVersion || m.shards == 0 || m.shards > 65536 || m.main_buckets_log2 < 2 ||
+      m.main_buckets_log2 > 24 || m.max_depth > kMaxDepth) {
     co_return InvalidArgument(fmt::format(
         "hash table '{}' has layout version {} with {} shards; this client reads version {}", name,
         m.version, m.shards, kLayoutVersion));
@@ -270,7 +269,8 @@ Task<Status> HashTable::refresh_directory(Shard& s, uint32_t* rtt) {
   if (rtt != nullptr) ++*rtt;
   if (!st.ok()) co_return st;
   for (uint64_t e : entries) {
-    if (dir_entry_offset(e) == 0) co_return ProtocolError("hash table directory is corrupt (entry)");
+    if (dir_entry_offset(e) == 0)
+      co_return ProtocolError("hash table directory is corrupt (entry)");
   }
   // Another coroutine of this handle may have refreshed meanwhile; keep the newer view.
   if (!s.entries.empty() && h.epoch < s.epoch) co_return OkStatus();
@@ -343,8 +343,8 @@ Task<Status> HashTable::wait_for_split(Shard& s, const KeyHash& kh, runtime::Bac
   co_return st;
 }
 
-Task<Status> HashTable::resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff,
-                               Wait* wait, uint32_t* rtt) {
+Task<Status> HashTable::resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff, Wait* wait,
+                               uint32_t* rtt) {
   const uint64_t epoch = s.epoch;
   Status st = co_await refresh_directory(s, rtt);
   if (!st.ok()) co_return st;
@@ -371,9 +371,8 @@ void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) cons
   b->addr[3] = b->addr[2] + kBucketBytes;
 }
 
-Task<Status> HashTable::read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
-                                     GlobalAddress block, const std::string* block_bytes,
-                                     uint32_t* rtt) {
+Task<Status> HashTable::read_buckets(Shard& s, const KeyHash& kh, Buckets* b, GlobalAddress block,
+                                     const std::string* block_bytes, uint32_t* rtt) {
   if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, rtt));
   bucket_addrs(s, kh, b);
   Batch batch(*client_);
@@ -414,8 +413,7 @@ Task<Status> HashTable::read_blocks(const Shard& s, const std::vector<Match>& ca
         }
         buf.resize(need);
       }
-      (void)batch.read(GlobalAddress(s.node, slot_offset(cands[i].word)), buf.data(),
-                       buf.size());
+      (void)batch.read(GlobalAddress(s.node, slot_offset(cands[i].word)), buf.data(), buf.size());
     }
     if (batch.size() == 0) break;
     Status st = co_await batch.wait();
@@ -426,9 +424,9 @@ Task<Status> HashTable::read_blocks(const Shard& s, const std::vector<Match>& ca
 }
 
 Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view key,
-                                              const KeyHash& kh, const Buckets& b,
-                                              bool pending_too, std::vector<Match>* out,
-                                              std::string* value, uint32_t* rtt) {
+                                              const KeyHash& kh, const Buckets& b, bool pending_too,
+                                              std::vector<Match>* out, std::string* value,
+                                              uint32_t* rtt) {
   out->clear();
   for (const Bucket& bk : b.bucket) {
     for (uint64_t w : bk.slots) {
@@ -453,8 +451,8 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
   for (size_t i = 0; i < cands.size(); ++i) {
     KvBlockView v;
     size_t need = 0;
-    if (check_kv_block(bufs[i].data(), bufs[i].size(), kMaxKeyBytes, kMaxValueBytes, &v,
-                       &need) != BlockCheck::kOk) {
+    if (check_kv_block(bufs[i].data(), bufs[i].size(), kMaxKeyBytes, kMaxValueBytes, &v, &need) !=
+        BlockCheck::kOk) {
       torn = true;
       continue;
     }
@@ -472,24 +470,24 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
   if (value != nullptr) {
     KvBlockView v;
     size_t need = 0;
-    (void)check_kv_block(bufs[first].data(), bufs[first].size(), kMaxKeyBytes, kMaxValueBytes,
-                         &v, &need);
+    (void)check_kv_block(bufs[first].data(), bufs[first].size(), kMaxKeyBytes, kMaxValueBytes, &v,
+                         &need);
     value->assign(v.value);
   }
   co_return Scan::kOk;
 }
 
-Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
-                                                 const KeyHash& kh, Buckets* b,
-                                                 std::string* value, GlobalAddress block,
+Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key, const KeyHash& kh,
+                                                 Buckets* b, std::string* value,
+                                                 GlobalAddress block,
                                                  const std::string* block_bytes, uint32_t* rtt,
                                                  std::vector<Match>* all) {
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   Wait wait;
   std::vector<Match> matches;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    Status st = co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(),
-                                      block_bytes, rtt);
+    Status st =
+        co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(), block_bytes, rtt);
     if (!st.ok()) co_return st;
     if (!buckets_fresh(kh, *b)) {
       Status rs = co_await resync(s, kh, backoff, &wait, rtt);
@@ -679,8 +677,8 @@ Task<Status> HashTable::replace(Shard& s, std::string_view key, const KeyHash& k
     if (found == m->word) {
       loop.succeeded();
       remember(kh, slot, new_word);
-      Status rs = co_await reclaimer_.retire(GlobalAddress(s.node, slot_offset(m->word)),
-                                             m->block_bytes);
+      Status rs =
+          co_await reclaimer_.retire(GlobalAddress(s.node, slot_offset(m->word)), m->block_bytes);
       co_return rs;
     }
     ++stats_.cas_failures;
@@ -728,8 +726,8 @@ Task<Status> HashTable::erase(std::string_view key) {
     if (found == m->word) {
       loop.succeeded();
       forget(kh);
-      Status rs = co_await reclaimer_.retire(GlobalAddress(s.node, slot_offset(m->word)),
-                                             m->block_bytes);
+      Status rs =
+          co_await reclaimer_.retire(GlobalAddress(s.node, slot_offset(m->word)), m->block_bytes);
       co_return rs;
     }
     ++stats_.cas_failures;
@@ -743,8 +741,8 @@ Task<Result<int>> HashTable::committed_copies(std::string_view key) {
   KeyHash kh = hash_key(key);
   Buckets b;
   std::vector<Match> all;
-  auto m = co_await locate(shard_of(kh), key, kh, &b, nullptr, GlobalAddress(), nullptr, nullptr,
-                           &all);
+  auto m =
+      co_await locate(shard_of(kh), key, kh, &b, nullptr, GlobalAddress(), nullptr, nullptr, &all);
   if (!m.ok()) co_return m.status();
   co_return static_cast<int>(all.size());
 }

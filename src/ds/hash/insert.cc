@@ -18,8 +18,8 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     GlobalAddress my_slot;
     uint64_t pending = 0;
-    auto claim = co_await claim_slot(s, key, kh, block, bytes, !block_written, rivals_seen,
-                                     backoff, &wait, &my_slot, &pending);
+    auto claim = co_await claim_slot(s, key, kh, block, bytes, !block_written, rivals_seen, backoff,
+                                     &wait, &my_slot, &pending);
     block_written = true;
     if (!claim.ok()) co_return claim.status();
     if (*claim == Claim::kExists) co_return AlreadyExists("key already present");
@@ -49,10 +49,10 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
 
 Task<Result<HashTable::Claim>> HashTable::claim_slot(Shard& s, std::string_view key,
                                                      const KeyHash& kh, GlobalAddress block,
-                                                     const std::string& bytes,
-                                                     bool write_block_too, bool rivals_seen,
-                                                     runtime::Backoff& backoff, Wait* wait,
-                                                     GlobalAddress* my_slot, uint64_t* pending) {
+                                                     const std::string& bytes, bool write_block_too,
+                                                     bool rivals_seen, runtime::Backoff& backoff,
+                                                     Wait* wait, GlobalAddress* my_slot,
+                                                     uint64_t* pending) {
   Buckets b;
   Status st = co_await read_buckets(s, kh, &b, write_block_too ? block : GlobalAddress(), &bytes);
   if (!st.ok()) co_return st;

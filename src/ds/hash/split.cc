@@ -179,8 +179,7 @@ Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) 
 }
 
 Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const SubtableHeader& h,
-                                     const std::vector<Bucket>& buckets,
-                                     GlobalAddress halves[2]) {
+                                     const std::vector<Bucket>& buckets, GlobalAddress halves[2]) {
   // Which committed slots move where: rehash each key (read from its block). Pending slots are
   // dropped: their inserts find their slot frozen and start over in the new subtables.
   struct Item {
@@ -207,13 +206,14 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
     for (size_t i = 0; i < n; ++i) {
       KvBlockView v;
       size_t need = 0;
-      if (check_kv_block(bufs[i].data(), bufs[i].size(), kMaxKeyBytes, kMaxValueBytes, &v,
-                         &need) != BlockCheck::kOk) {
+      if (check_kv_block(bufs[i].data(), bufs[i].size(), kMaxKeyBytes, kMaxValueBytes, &v, &need) !=
+          BlockCheck::kOk) {
         // Blocks of committed slots are immutable until retired, and a frozen slot cannot be
         // replaced: a bad block here is corruption, not a race.
-        co_return Internal(fmt::format("hash table split: the block at offset {:#x} on node {} "
-                                       "fails its checksum",
-                                       slot_offset(items[first + i].word), s.node));
+        co_return Internal(
+            fmt::format("hash table split: the block at offset {:#x} on node {} "
+                        "fails its checksum",
+                        slot_offset(items[first + i].word), s.node));
       }
       items[first + i].side = static_cast<uint32_t>((hash_key(v.key).h1 >> d) & 1);
     }
@@ -246,8 +246,8 @@ Task<bool> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
   // its CAS. While we hold the lock, every frozen slot was frozen by a holder of it.
   const uint64_t nbuckets = subtable_buckets(main_buckets_log2_);
   std::vector<Bucket> buckets(nbuckets);
-  st = co_await client_->read(sub + sizeof(SubtableHeader), buckets.data(),
-                              nbuckets * kBucketBytes);
+  st =
+      co_await client_->read(sub + sizeof(SubtableHeader), buckets.data(), nbuckets * kBucketBytes);
   if (!st.ok()) co_return false;
   std::vector<uint64_t> frozen;  // slot indices over the whole subtable
   for (uint64_t i = 0; i < nbuckets * kSlotsPerBucket; ++i) {
@@ -274,8 +274,8 @@ Task<bool> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
 // Publishing under the directory's lease lock
 
 Task<Result<std::unique_ptr<LeaseLock>>> HashTable::lock_directory(Shard& s) {
-  auto lock = std::make_unique<LeaseLock>(client_, lock_word_of_directory(s.directory),
-                                          lease_check_ns());
+  auto lock =
+      std::make_unique<LeaseLock>(client_, lock_word_of_directory(s.directory), lease_check_ns());
   auto a = co_await lock->acquire(now_ns() + split_wait_ns());
   if (!a.ok()) co_return a.status();
   if (a->taken_over) ++stats_.takeovers;
@@ -346,8 +346,7 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
     if (st.ok() && split_stop_after_ == 5) co_return stopped_for_test(5);
     if (st.ok()) st = co_await client_->write(s.directory, header, sizeof(header));
     if (st.ok()) {
-      st = co_await client_->write(s.directory + offsetof(DirectoryHeader, intent_sub), &clear,
-                                   8);
+      st = co_await client_->write(s.directory + offsetof(DirectoryHeader, intent_sub), &clear, 8);
     }
     if (st.ok() || st.code() != StatusCode::kTimedOut) break;
   }
@@ -420,16 +419,15 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
   if (!pointed || (h.half0 != 0 && h.half1 != 0)) {
     if (pointed) {
       bool maybe_published = false;
-      FARMEM_CO_RETURN_IF_ERROR(co_await publish_split(s, sub, h.local_depth, h.suffix,
-                                                       GlobalAddress(s.node, h.half0),
-                                                       GlobalAddress(s.node, h.half1),
-                                                       &maybe_published));
+      FARMEM_CO_RETURN_IF_ERROR(
+          co_await publish_split(s, sub, h.local_depth, h.suffix, GlobalAddress(s.node, h.half0),
+                                 GlobalAddress(s.node, h.half1), &maybe_published));
     }
     const uint64_t one = 1;
     FARMEM_CO_RETURN_IF_ERROR(
         co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
     Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
-                                         Reclaimer::Kind::kNodeBlock);
+                                           Reclaimer::Kind::kNodeBlock);
     co_return rs;
   }
   // Not published and no halves recorded: undo (unfreeze, unlock); the next insert that finds

@@ -22,7 +22,8 @@ class DirectMappedCache {
  public:
   // log2 < 0 disables the cache (size 0).
   explicit DirectMappedCache(int log2 = -1)
-      : entries_(log2 < 0 ? 0 : size_t{1} << log2), mask_(entries_.empty() ? 0 : entries_.size() - 1) {}
+      : entries_(log2 < 0 ? 0 : size_t{1} << log2),
+        mask_(entries_.empty() ? 0 : entries_.size() - 1) {}
 
   bool enabled() const { return !entries_.empty(); }
   size_t size() const { return entries_.size(); }

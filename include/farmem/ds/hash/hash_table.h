@@ -61,14 +61,14 @@
 namespace farmem::ds::hash {
 
 struct HashTableOptions {
-  uint32_t main_buckets_log2 = 14;   // per subtable (create only): 16384 main buckets, 1.5 MiB
-  uint32_t initial_depth = 3;        // 2^depth subtables per shard (create only)
-  uint32_t max_depth = kMaxDepth;    // splits stop here (create only; initial_depth..kMaxDepth)
+  uint32_t main_buckets_log2 = 14;  // per subtable (create only): 16384 main buckets, 1.5 MiB
+  uint32_t initial_depth = 3;       // 2^depth subtables per shard (create only)
+  uint32_t max_depth = kMaxDepth;   // splits stop here (create only; initial_depth..kMaxDepth)
   // create only: the table lives as long as the creating thread's sessions (a benchmark's
   // scratch table); otherwise it lives until destroy().
   bool temporary = false;
-  bool speculative_lookup = true;    // SMART's key -> slot cache
-  uint32_t spec_cache_log2 = 18;     // entries in the per-handle cache (16 B each: 4 MiB)
+  bool speculative_lookup = true;  // SMART's key -> slot cache
+  uint32_t spec_cache_log2 = 18;   // entries in the per-handle cache (16 B each: 4 MiB)
   // A retired block is reused only after this. 0 = auto: 2 x the client's op_timeout_ms + 1 s,
   // longer than any operation can hold a slot word it read (each remote step has that deadline).
   uint64_t retire_grace_ms = 0;
@@ -76,7 +76,7 @@ struct HashTableOptions {
   // about retire rate x grace in steady state (7 M at 650 K updates/s and the 11 s default
   // grace); above the bound retiring operations wait, which stalls an update-heavy thread.
   size_t max_retired = size_t{1} << 24;
-  uint32_t max_attempts = 100000;    // bound on retries of one operation
+  uint32_t max_attempts = 100000;  // bound on retries of one operation
   // An operation waits at most this long for splits (then kTimedOut: the splitter is alive but
   // stopped or very slow). 0 = auto: max(10 s, 4 x the client's op_timeout_ms).
   uint64_t split_wait_ms = 0;
@@ -91,8 +91,8 @@ struct HashStats {
   uint64_t spec_hits = 0;
   uint64_t spec_misses = 0;
   uint64_t inserts = 0, updates = 0, puts = 0, erases = 0;
-  uint64_t cas_failures = 0;     // lost slot CAS races (each retried with backoff)
-  uint64_t stale_reads = 0;      // torn or recycled blocks seen and retried
+  uint64_t cas_failures = 0;  // lost slot CAS races (each retried with backoff)
+  uint64_t stale_reads = 0;   // torn or recycled blocks seen and retried
   uint64_t retired = 0, reclaimed = 0;
   uint64_t splits = 0;           // subtables this handle split
   uint64_t split_failures = 0;   // splits that failed (and undid themselves when they could)
@@ -105,12 +105,14 @@ struct HashStats {
 class HashTable {
  public:
   // Creates the table across every memory node and publishes it under the root "hash/<name>".
-  static runtime::Task<Result<std::unique_ptr<HashTable>>> create(
-      client::ThreadClient* client, std::string name, HashTableOptions options = {});
+  static runtime::Task<Result<std::unique_ptr<HashTable>>> create(client::ThreadClient* client,
+                                                                  std::string name,
+                                                                  HashTableOptions options = {});
   // Opens a table another process created (kNotFound if none; kInvalidArgument if the root
   // does not name a hash table).
-  static runtime::Task<Result<std::unique_ptr<HashTable>>> open(
-      client::ThreadClient* client, std::string name, HashTableOptions options = {});
+  static runtime::Task<Result<std::unique_ptr<HashTable>>> open(client::ThreadClient* client,
+                                                                std::string name,
+                                                                HashTableOptions options = {});
   // Destroys the named table: frees all of its far memory and its root. Precondition: no
   // handle uses it any more.
   static runtime::Task<Status> destroy(client::ThreadClient* client, std::string name);
@@ -203,8 +205,8 @@ class HashTable {
                                        Wait* wait, uint32_t* rtt = nullptr);
   // After reading buckets that belong to another subtable: refresh the directory, and when
   // it has not changed, wait like for a split (a split is publishing, or died doing so).
-  runtime::Task<Status> resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff,
-                               Wait* wait, uint32_t* rtt);
+  runtime::Task<Status> resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff, Wait* wait,
+                               uint32_t* rtt);
   uint64_t split_wait_ns() const;
   uint64_t lease_check_ns() const { return options_.lease_check_ms * 1'000'000; }
 
@@ -235,16 +237,15 @@ class HashTable {
   // (lock_directory re-applies an intent it finds recorded.)
   runtime::Task<Status> apply_intent(Shard& s, const DirectoryHeader& intent);
   // *maybe_published: the directory may have been changed (do not undo after that).
-  runtime::Task<Status> publish_split(Shard& s, GlobalAddress sub, uint32_t depth,
-                                      uint32_t suffix, GlobalAddress half0, GlobalAddress half1,
+  runtime::Task<Status> publish_split(Shard& s, GlobalAddress sub, uint32_t depth, uint32_t suffix,
+                                      GlobalAddress half0, GlobalAddress half1,
                                       bool* maybe_published);
 
   // ---- lookups ----
   // `rtt` (optional) counts the round trips the calling operation waited on.
   // Reads both combined buckets (and writes `block` in the same batch when given).
-  runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b,
-                                     GlobalAddress block, const std::string* block_bytes,
-                                     uint32_t* rtt = nullptr);
+  runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b, GlobalAddress block,
+                                     const std::string* block_bytes, uint32_t* rtt = nullptr);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
   // Finds the committed (or, with pending_too, any) slot holding `key`, lowest address first.
   runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
@@ -256,13 +257,12 @@ class HashTable {
                                     std::vector<std::string>* bufs, uint32_t* rtt);
   // The lowest committed slot holding `key` (bucket < 0: absent); `all`, when given, receives
   // every committed slot holding it.
-  runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh,
-                                      Buckets* b, std::string* value, GlobalAddress block,
+  runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh, Buckets* b,
+                                      std::string* value, GlobalAddress block,
                                       const std::string* block_bytes, uint32_t* rtt = nullptr,
                                       std::vector<Match>* all = nullptr);
   runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
-                                              const KeyHash& kh, std::string* value,
-                                              uint32_t* rtt);
+                                              const KeyHash& kh, std::string* value, uint32_t* rtt);
 
   // ---- writes ----
   runtime::Task<Result<GlobalAddress>> write_block(const Shard& s, std::string_view key,

@@ -33,9 +33,9 @@ inline constexpr uint64_t kTableMagic = 0x3154485341484D46ull;  // "FMHASHT1"
 inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kBucketBytes = 64;
 inline constexpr uint32_t kSlotsPerBucket = 7;
-inline constexpr uint32_t kMaxDepth = 12;            // at most 4096 subtables per shard
+inline constexpr uint32_t kMaxDepth = 12;             // at most 4096 subtables per shard
 inline constexpr uint32_t kBlockUnit = kKvBlockUnit;  // KV blocks are multiples of 64 B
-inline constexpr uint32_t kMaxInlineUnits = 127;     // len field; 0 = "large, read header first"
+inline constexpr uint32_t kMaxInlineUnits = 127;      // len field; 0 = "large, read header first"
 inline constexpr uint32_t kMaxKeyBytes = 64 * 1024;
 inline constexpr uint32_t kMaxValueBytes = 256 * 1024;
 
@@ -63,7 +63,7 @@ struct DirectoryHeader {
   uint64_t intent_sub;    // offset of the subtable being split, 0 = no intent
   uint64_t intent_half0;  // offsets of its two halves
   uint64_t intent_half1;
-  uint64_t intent_dx;     // the split subtable's local depth << 32 | suffix
+  uint64_t intent_dx;  // the split subtable's local depth << 32 | suffix
   uint64_t reserved;
   // followed by uint64_t entry[1 << kMaxDepth]
 };
@@ -80,16 +80,18 @@ inline constexpr uint64_t dir_entry(uint64_t subtable_offset, uint32_t local_dep
   return (subtable_offset & ((1ull << 48) - 1)) | (static_cast<uint64_t>(local_depth & 0xFF) << 48);
 }
 inline constexpr uint64_t dir_entry_offset(uint64_t e) { return e & ((1ull << 48) - 1); }
-inline constexpr uint32_t dir_entry_depth(uint64_t e) { return static_cast<uint32_t>((e >> 48) & 0xFF); }
+inline constexpr uint32_t dir_entry_depth(uint64_t e) {
+  return static_cast<uint32_t>((e >> 48) & 0xFF);
+}
 
 struct SubtableHeader {
-  uint64_t lock;          // lease lock: 0 = live; else the splitter's session id (held for good
-                          // once the split is published: the subtable is retired)
+  uint64_t lock;  // lease lock: 0 = live; else the splitter's session id (held for good
+                  // once the split is published: the subtable is retired)
   uint32_t local_depth;
   uint32_t suffix;
-  uint64_t half0;         // offsets of the two new subtables, written once they are complete
-  uint64_t half1;         // (0 until then)
-  uint64_t retired;       // 1 once the split is published and this subtable awaits its free
+  uint64_t half0;    // offsets of the two new subtables, written once they are complete
+  uint64_t half1;    // (0 until then)
+  uint64_t retired;  // 1 once the split is published and this subtable awaits its free
   uint64_t reserved[3];
 };
 static_assert(sizeof(SubtableHeader) == 64);
@@ -123,7 +125,9 @@ inline constexpr bool slot_pending(uint64_t s) { return (s & kSlotPendingBit) !=
 inline constexpr bool slot_frozen(uint64_t s) { return (s & kSlotFrozenBit) != 0; }
 // A word that names a block (committed or pending), frozen or not.
 inline constexpr bool slot_used(uint64_t s) { return (s & ~kSlotFrozenBit) != 0; }
-inline constexpr uint32_t slot_len_units(uint64_t s) { return static_cast<uint32_t>((s >> 48) & 0x7F); }
+inline constexpr uint32_t slot_len_units(uint64_t s) {
+  return static_cast<uint32_t>((s >> 48) & 0x7F);
+}
 inline constexpr uint64_t slot_offset(uint64_t s) { return s & kSlotOffsetMask; }
 static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, true)) == 0x123440);
 static_assert(slot_len_units(make_slot(0xAB, 3, 0x123440, true)) == 3);
@@ -138,7 +142,9 @@ inline constexpr uint64_t block_bytes(uint64_t key_bytes, uint64_t value_bytes) 
 }
 
 // Geometry of a subtable with 2^main_log2 main buckets.
-inline constexpr uint64_t subtable_buckets(uint32_t main_log2) { return (1ull << main_log2) / 2 * 3; }
+inline constexpr uint64_t subtable_buckets(uint32_t main_log2) {
+  return (1ull << main_log2) / 2 * 3;
+}
 inline constexpr uint64_t subtable_bytes(uint32_t main_log2) {
   return sizeof(SubtableHeader) + subtable_buckets(main_log2) * kBucketBytes;
 }
