@@ -317,10 +317,10 @@ uint8_t* Batch::direct_target(fabric::Endpoint* ep, GlobalAddress addr) const {
 
 ServedOps* Batch::served_for(fabric::Endpoint* ep, uint16_t node) {
   if (!client_->served(node)) return nullptr;
-  for (ServedOps& o : served_) {
-    if (o.endpoint() == ep) return &o;
+  for (auto& o : served_) {
+    if (o->endpoint() == ep) return o.get();
   }
-  return &served_.emplace_back(ep);
+  return served_.emplace_back(std::make_unique<ServedOps>(ep)).get();
 }
 
 void Batch::perform_deferred_reads() {
@@ -433,8 +433,8 @@ Status Batch::fence() {
 
 bool Batch::WaitAwaitable::await_ready() {
   b->waited_ = true;
-  for (ServedOps& o : b->served_) {
-    Status s = o.post(&b->completion_, b->deadline_ns_);
+  for (auto& o : b->served_) {
+    Status s = o->post(&b->completion_, b->deadline_ns_);
     if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
   }
   for (fabric::Endpoint* ep : b->written_) {
@@ -458,7 +458,7 @@ void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) {
 Status Batch::WaitAwaitable::await_resume() {
   b->handle_ = nullptr;
   b->perform_deferred_reads();
-  for (ServedOps& o : b->served_) o.finish();
+  for (auto& o : b->served_) o->finish();
   if (!b->first_error_.ok()) return b->first_error_;
   return b->completion_.status;
 }

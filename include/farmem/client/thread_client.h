@@ -185,7 +185,9 @@ class Batch {
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
   Status first_error_;
-  std::deque<ServedOps> served_;  // per served node, in first-use order (never moved)
+  // Per served node, in first-use order. A vector of pointers: empty costs no allocation (a
+  // Batch is built for every round trip), and a ServedOps never moves.
+  std::vector<std::unique_ptr<ServedOps>> served_;
   size_t ops_ = 0;
   std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
   // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
