@@ -70,7 +70,7 @@ test: deps
 	$(MAKE) --no-print-directory build WERROR=ON && step build && \
 	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS) && step unit && \
 	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS) && step integration && \
-	$(MAKE) --no-print-directory stress && step stress && \
+	$(MAKE) --no-print-directory stress WERROR=ON && step stress && \
 	$(MAKE) --no-print-directory asan WERROR=ON && step asan && \
 	$(MAKE) --no-print-directory tsan WERROR=ON && step tsan
 
