@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "history.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -532,38 +533,6 @@ TEST_P(HashTableTest, ClientDyingAtEveryStepOfASplitLosesNothing) {
 
 // ---- concurrency and linearizability ----------------------------------------------------
 
-struct HistoryOp {
-  int client;
-  std::string op, key, value;
-  bool ok = false;
-  bool unknown = false;
-  int64_t call = 0, ret = 0;
-};
-
-struct History {
-  std::mutex mu;
-  std::vector<HistoryOp> ops;
-  void add(HistoryOp op) {
-    std::lock_guard<std::mutex> lock(mu);
-    ops.push_back(std::move(op));
-  }
-  std::string write(const std::string& path) {
-    std::ofstream f(path);
-    for (const auto& o : ops) {
-      nlohmann::json j = {{"client", o.client}, {"op", o.op}, {"key", o.key}, {"call", o.call}};
-      if (o.unknown) {
-        j["unknown"] = true;
-      } else {
-        j["ok"] = o.ok;
-        j["return"] = o.ret;
-        if (o.op != "erase" && !(o.op == "get" && !o.ok)) j["value"] = o.value;
-      }
-      f << j.dump() << "\n";
-    }
-    return path;
-  }
-};
-
 Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h, std::atomic<int>* torn,
                         std::set<std::string>* written, std::mutex* written_mu) {
   std::mt19937 rng(static_cast<uint32_t>(test_seed() + 1000 + id));
@@ -706,17 +675,7 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
                 static_cast<unsigned long long>(split_waits.load()));
   }
   std::printf("CAS races retried: %llu\n", static_cast<unsigned long long>(cas_failures.load()));
-  std::string lincheck = FARMEM_LINCHECK_BIN;
-  if (lincheck.empty())
-    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
-  std::string path = "/tmp/farmem-history-" + transport + "-" + run.table + "-" +
-                     std::to_string(getpid()) + ".jsonl";
-  history.write(path);
-  std::string out;
-  int rc = run_command(lincheck + " -timeout 120s " + path, &out);
-  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
-  if (rc == 0) std::remove(path.c_str());
-  std::printf("lincheck: %s", out.c_str());
+  expect_linearizable(history, transport + "-" + run.table);
   (void)test;
 }
 

@@ -1,0 +1,68 @@
+// A recorded history of key-value operations for tools/lincheck (Porcupine): what each client
+// called, when, and what it got. Shared by the hash-table and B+tree linearizability tests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace farmem::testing {
+
+struct HistoryOp {
+  int client;
+  std::string op, key, value;
+  bool ok = false;
+  bool unknown = false;
+  int64_t call = 0, ret = 0;
+};
+
+struct History {
+  std::mutex mu;
+  std::vector<HistoryOp> ops;
+  void add(HistoryOp op) {
+    std::lock_guard<std::mutex> lock(mu);
+    ops.push_back(std::move(op));
+  }
+  std::string write(const std::string& path) {
+    std::ofstream f(path);
+    for (const auto& o : ops) {
+      nlohmann::json j = {{"client", o.client}, {"op", o.op}, {"key", o.key}, {"call", o.call}};
+      if (o.unknown) {
+        j["unknown"] = true;
+      } else {
+        j["ok"] = o.ok;
+        j["return"] = o.ret;
+        if (o.op != "erase" && !(o.op == "get" && !o.ok)) j["value"] = o.value;
+      }
+      f << j.dump() << "\n";
+    }
+    return path;
+  }
+};
+
+// Writes the history and checks it with tools/lincheck (Porcupine); the history file is kept
+// when the check fails. Without a checker the test skips (fails in CI).
+inline void expect_linearizable(History& history, const std::string& name) {
+  std::string lincheck = FARMEM_LINCHECK_BIN;
+  if (lincheck.empty())
+    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
+  std::string path =
+      "/tmp/farmem-history-" + name + "-" + std::to_string(getpid()) + ".jsonl";
+  history.write(path);
+  std::string out;
+  int rc = run_command(lincheck + " -timeout 120s " + path, &out);
+  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
+  if (rc == 0) std::remove(path.c_str());
+  std::printf("lincheck: %s", out.c_str());
+}
+
+}  // namespace farmem::testing
