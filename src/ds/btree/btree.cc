@@ -459,6 +459,7 @@ Task<Status> BTree::check(std::vector<uint64_t>* pages) {
       const std::string where = fmt::format("page {}:{:#x} at level {}", p.node(), p.offset(), level);
       if (foreign) co_return Internal(where + " is dead or foreign but linked");
       if (v.level() != level) co_return Internal(where + " has the wrong level");
+      if (!v.check_entries()) co_return Internal(where + " has an entry outside the page");
       if (first != v.low_infinite() || (!first && v.low() != prev_high)) {
         co_return Internal(where + "'s low fence is not its left neighbour's high fence");
       }

@@ -123,6 +123,8 @@ class PageView {
   Check parse(const char* image, uint32_t page_bytes, uint64_t tree_id,
               bool verify_checksum = true);
 
+  // Every entry's offset and lengths lie inside the page (the diagnostic walk checks this).
+  bool check_entries() const;
   const PageHeader& header() const { return h_; }
   uint8_t level() const { return h_.level; }
   bool leaf() const { return h_.level == 0; }
