@@ -35,8 +35,8 @@ std::string num_key(int i, int width = 6) {
   std::string s = std::to_string(i);
   return "k" + std::string(width > static_cast<int>(s.size()) ? width - s.size() : 0, '0') + s;
 }
-// 31-byte keys: about 20 per 1 KiB page at every level, so a few hundred keys make 3 levels.
-std::string long_key(int i) { return num_key(i, 30); }
+// 101-byte keys: a handful per 1 KiB page at every level, so a few hundred keys make 4 levels.
+std::string long_key(int i) { return num_key(i, 100); }
 
 class BTreeTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -198,12 +198,12 @@ TEST_P(BTreeTest, BoundaryKeyAndValueSizes) {
   EXPECT_GE(out.size(), 40u);
 }
 
-// 1000 long keys in 1 KiB pages: leaves, two internal levels and root splits; every get, every
-// scan start and every page edge.
+// 400 long keys in 1 KiB pages: leaves, internal levels and root splits; every get, every scan
+// start and every page edge.
 TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
   auto t = create("levels");
   ASSERT_NE(t, nullptr);
-  constexpr int kN = 1000;
+  constexpr int kN = 400;
   std::vector<int> order(kN);
   for (int i = 0; i < kN; ++i) order[i] = i;
   std::mt19937 rng(static_cast<uint32_t>(test_seed()));
@@ -215,6 +215,7 @@ TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
   ASSERT_GE(pages.size(), 3u) << "expected leaves, internal pages and a root above them";
   EXPECT_EQ(pages.back(), 1u);
   EXPECT_GT(t->stats().splits, 40u);
+  EXPECT_GE(pages.size(), 4u);
   EXPECT_GE(t->stats().root_growths, 2u);
   std::string v;
   for (int i = 0; i < kN; ++i) {
@@ -229,7 +230,7 @@ TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
   // Scans from every key (so from every page's first and last key) for a window that crosses
   // at least one page edge, and from the gaps between keys.
   Pairs out;
-  for (int i = 0; i < kN; i += 7) {
+  for (int i = 0; i < kN; i += 3) {
     ASSERT_TRUE(t->scan_sync(long_key(i * 2), "", 60, &out).ok());
     ASSERT_EQ(out.size(), static_cast<size_t>(std::min(60, kN - i))) << i;
     for (size_t j = 0; j < out.size(); ++j) ASSERT_EQ(out[j].first, long_key((i + j) * 2));
@@ -247,15 +248,15 @@ TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
 TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   auto t = create("cache");
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 600; ++i) ASSERT_TRUE(t->insert_sync(long_key(i), "v").ok());
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(t->insert_sync(long_key(i), "v").ok());
   ASSERT_GE(t->height(), 3u);
   std::string v;
-  for (int i = 0; i < 600; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));  // warms the cache
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));  // warms the cache
   const auto before = t->stats();
-  for (int i = 0; i < 600; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));
   const auto after = t->stats();
-  EXPECT_EQ(after.get_page_reads - before.get_page_reads, 600u);
-  EXPECT_EQ(after.cache_hits - before.cache_hits, 600u);
+  EXPECT_EQ(after.get_page_reads - before.get_page_reads, 300u);
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 300u);
   // Without a cache every get reads the whole path.
   BTreeOptions none;
   none.cache_bytes = 0;
@@ -269,8 +270,8 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   ThreadClient* oc = *other->thread_client();
   auto o = oc->run(BTree::open(oc, "cache"));
   ASSERT_TRUE(o.ok());
-  for (int i = 0; i < 600; ++i) ASSERT_TRUE((*o)->insert_sync(long_key(i) + "x", "w").ok());
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE((*o)->insert_sync(long_key(i) + "x", "w").ok());
+  for (int i = 0; i < 300; ++i) {
     ASSERT_TRUE(*t->get_sync(long_key(i) + "x", &v)) << i;
     ASSERT_EQ(v, "w");
   }
@@ -280,7 +281,7 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   small.cache_bytes = 4 * (1024 + 128);
   auto s = client_->run(BTree::open(client_, "cache", small));
   ASSERT_TRUE(s.ok());
-  for (int i = 0; i < 600; i += 3) ASSERT_TRUE(*(*s)->get_sync(long_key(i), &v));
+  for (int i = 0; i < 300; i += 3) ASSERT_TRUE(*(*s)->get_sync(long_key(i), &v));
   EXPECT_LE((*s)->cache().entries(), 4u);
   EXPECT_GT((*s)->cache().stats().evictions, 0u);
 }
@@ -303,7 +304,7 @@ Task<void> insert_range(BTree* t, int first, int count, int stride, std::atomic<
 TEST_P(BTreeTest, RootSplitsFromManyThreadsAtOnceOnAnEmptyTree) {
   auto t = create("race");
   ASSERT_NE(t, nullptr);
-  constexpr int kThreads = 4, kCoroutines = 6, kPer = 30;  // 720 keys
+  constexpr int kThreads = 4, kCoroutines = 6, kPer = 15;  // 360 keys
   constexpr int kStride = kThreads * kCoroutines;
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
