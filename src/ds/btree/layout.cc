@@ -103,7 +103,7 @@ uint32_t PageView::lower_bound(std::string_view key) const {
   uint32_t lo = 0, hi = h_.count;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (this->key(mid) < key) {
+    if (compare_keys(this->key(mid), key) < 0) {
       lo = mid + 1;
     } else {
       hi = mid;

@@ -90,6 +90,24 @@ inline constexpr uint32_t kEntryHeaderBytes = 4;
 inline constexpr uint32_t kOutOfPlaceBytes = 12;  // u64 block + u32 value bytes
 inline constexpr uint32_t kChildBytes = 8;
 
+// The first 8 bytes of a key as a big-endian integer (zero-padded): keys compare like these
+// integers first, then byte by byte when the prefixes are equal.
+inline uint64_t key_prefix(std::string_view k) {
+  uint64_t v = 0;
+  if (k.size() >= 8) {
+    std::memcpy(&v, k.data(), 8);
+  } else {
+    std::memcpy(&v, k.data(), k.size());
+  }
+  return __builtin_bswap64(v);
+}
+// Lexicographic comparison of unsigned bytes (<0, 0, >0), fast for keys that differ early.
+inline int compare_keys(std::string_view a, std::string_view b) {
+  const uint64_t x = key_prefix(a), y = key_prefix(b);
+  if (x != y) return x < y ? -1 : 1;
+  return a.compare(b);
+}
+
 inline constexpr uint32_t fence_bytes(uint16_t len) { return len == kInfinite ? 0 : len; }
 // Bytes of a leaf entry with a key of k bytes and an inline value of v bytes (or out of place).
 inline constexpr uint32_t leaf_entry_bytes(uint32_t k, uint32_t v, bool out_of_place) {
