@@ -756,15 +756,8 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
   if (!chunk.ok()) co_return chunk.status();
-  // Other coroutines may have refilled while this one waited for its chunk: then this chunk is
-  // a spare, and the current one (barely used) stays current.
-  a = allocators_[node].take(cls);
-  if (!a.is_null()) {
-    allocators_[node].add_spare_chunk(*chunk, chunk_bytes);
-    co_return a;
-  }
-  allocators_[node].add_chunk(*chunk, chunk_bytes);
-  co_return allocators_[node].take(cls);
+  // Other coroutines may have refilled while this one waited for its chunk.
+  co_return allocators_[node].take_after_refill(cls, *chunk, chunk_bytes);
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
