@@ -75,6 +75,7 @@ kills() {
     fi
   done
   echo "  => $ok / $ROUNDS rounds clean; node log errors: $(grep -ci 'fatal\|error' "$WORK/kills.log")"
+  grep -i 'fatal\|error' "$WORK/kills.log" | sed -E 's/^\[[^]]*\] *//' | sort | uniq -c | head -5
   kill -TERM "$NODE_PID"; wait "$NODE_PID"; echo "  node exit status on SIGTERM: $?"
   unset UCX_TLS
 }

@@ -372,11 +372,11 @@ int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<Ycsb
     fmt::print(stderr, "  [load] {} / {} records\n", sh->loaded.load(), f.records);
   });
   run->load_s = (now_ns() - load_start) / 1e9;
-  run->used_after_load = nodes_used(*bench.cluster(), run->main_client);
-  if (bench.stopped()) {
+  if (bench.stopped()) {  // before asking the nodes anything: one of them may be gone
     bench.join();
     return bench.fail(1, "load failed: " + bench.first_error().to_string());
   }
+  run->used_after_load = nodes_used(*bench.cluster(), run->main_client);
   for (const auto& p : *per) {
     run->load_splits += p.load_stats.splits;
     run->load_split_waits += p.load_stats.split_waits;
@@ -412,7 +412,10 @@ void run_phase(Bench& bench, const YcsbRun& run) {
 }
 
 // Destroys a scratch table; takes the nodes' usage before and after.
+// After a failed run it asks nothing: a node may be gone, and a scratch table is temporary, so
+// the nodes take its memory back when this process's sessions end.
 void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, YcsbRun* run) {
+  if (!bench.first_error().ok()) return;
   ThreadClient* c = run->main_client;
   run->used_end = nodes_used(*bench.cluster(), c);
   run->used_after = run->used_end;

@@ -52,4 +52,14 @@ void ChunkAllocator::add_spare_chunk(GlobalAddress chunk, uint64_t bytes) {
   ++chunks_;
 }
 
+GlobalAddress ChunkAllocator::take_after_refill(int cls, GlobalAddress chunk, uint64_t bytes) {
+  GlobalAddress a = take(cls);
+  if (!a.is_null()) {
+    add_spare_chunk(chunk, bytes);
+    return a;
+  }
+  add_chunk(chunk, bytes);
+  return take(cls);
+}
+
 }  // namespace farmem::client

@@ -239,6 +239,7 @@ void OpAwaitable::post_served(fabric::Endpoint* ep) {
 
 void OpAwaitable::post() {
   posted_ = true;
+  client_->pace();  // first: a failure it finds makes resolve() and the paths below see it
   fabric::Endpoint* ep = nullptr;
   uint64_t raddr = 0;
   bool atomic = kind_ == OpKind::kCas || kind_ == OpKind::kFaa;
@@ -302,6 +303,7 @@ Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating
   } else if (ops_ >= kMaxOps) {
     s = ResourceExhausted(fmt::format("a batch holds at most {} operations", kMaxOps));
   } else {
+    client_->pace();
     s = client_->resolve(addr, bytes, atomic, mutating, ep, raddr);
   }
   if (!s.ok() && first_error_.ok()) first_error_ = s;
@@ -666,16 +668,9 @@ Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool
   return OkStatus();
 }
 
-uint8_t* ThreadClient::direct_base(fabric::Endpoint* ep) {
-  if (!direct_access_) return nullptr;
-  // A coroutine whose direct operations never suspend would keep the scheduler from
-  // progressing the worker, and so from noticing that the node died: progress it here now and
-  // then. Before reading direct_base(), which a failure found now clears.
-  if (++direct_ops_ % kDirectOpsPerProgress == 0) {
-    worker_->progress();
-    check_liveness(now_ns());
-  }
-  return ep->direct_base();
+void ThreadClient::progress_and_check() {
+  worker_->progress();
+  check_liveness(now_ns());
 }
 
 std::string ThreadClient::transports() const {
@@ -761,15 +756,8 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
   if (!chunk.ok()) co_return chunk.status();
-  // Other coroutines may have refilled while this one waited for its chunk: then this chunk is
-  // a spare, and the current one (barely used) stays current.
-  a = allocators_[node].take(cls);
-  if (!a.is_null()) {
-    allocators_[node].add_spare_chunk(*chunk, chunk_bytes);
-    co_return a;
-  }
-  allocators_[node].add_chunk(*chunk, chunk_bytes);
-  co_return allocators_[node].take(cls);
+  // Other coroutines may have refilled while this one waited for its chunk.
+  co_return allocators_[node].take_after_refill(cls, *chunk, chunk_bytes);
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {

@@ -428,7 +428,7 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
 }
 
 // A coroutine that never suspends (direct CAS completes at once) still learns that the node died:
-// the client progresses its worker every ThreadClient::kDirectOpsPerProgress direct operations.
+// the client progresses its worker every ThreadClient::kOpsPerProgress operations.
 TEST_P(DirectAccessTest, SpinningOnDirectCasNoticesAKilledNode) {
   GlobalAddress a = alloc(64);
   uint64_t zero = 0;
@@ -439,6 +439,26 @@ TEST_P(DirectAccessTest, SpinningOnDirectCasNoticesAKilledNode) {
   // One run: without the periodic liveness check these 2^32 attempts (a minute or more) would
   // all succeed on the dead node's still-mapped segment.
   Status s = direct_->run(spin_cas(direct_, a, uint64_t{1} << 32, &attempts));
+  ASSERT_FALSE(s.ok()) << attempts << " attempts";
+  EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
+}
+
+Task<Status> spin_write(ThreadClient* c, GlobalAddress a, uint64_t max, uint64_t* attempts) {
+  for (*attempts = 0; *attempts < max; ++*attempts) {
+    Status s = co_await c->write(a, attempts, 8);
+    if (!s.ok()) co_return s;
+  }
+  co_return OkStatus();
+}
+
+// The same with direct access off: on shared memory UCX completes each write (put and flush)
+// inside the post, so this coroutine never suspends either, and still learns that the node died.
+TEST_P(DirectAccessTest, SpinningOnUcxWritesNoticesAKilledNode) {
+  GlobalAddress a = alloc(64);
+  uint64_t attempts = 0;
+  ASSERT_TRUE(plain_->run(spin_write(plain_, a, 100, &attempts)).ok());
+  server_->signal(SIGKILL);
+  Status s = plain_->run(spin_write(plain_, a, uint64_t{1} << 32, &attempts));
   ASSERT_FALSE(s.ok()) << attempts << " attempts";
   EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
 }

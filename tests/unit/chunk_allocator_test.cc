@@ -178,6 +178,21 @@ TEST(ChunkAllocatorTest, AddChunkWithAnEmptyTailAddsNothingToFreeLists) {
   EXPECT_EQ(a.take(0), second);  // nothing from the exhausted first chunk
 }
 
+// The refill path of ThreadClient::allocate and ds::ObjectHeap::allocate: a chunk that arrives
+// after another coroutine's refill becomes a spare; one that arrives to an empty allocator is
+// current and serves the request.
+TEST(ChunkAllocatorTest, TakeAfterRefillUsesTheChunkOnlyWhenStillEmpty) {
+  ChunkAllocator a;
+  const GlobalAddress first(2, 0x10000);
+  const GlobalAddress second(2, 0x20000);
+  EXPECT_TRUE(a.take(0).is_null());
+  EXPECT_EQ(a.take_after_refill(0, first, 256), first);  // empty: the chunk becomes current
+  EXPECT_EQ(a.spare_chunks(), 0u);
+  EXPECT_EQ(a.take_after_refill(0, second, 256), first + 64);  // refilled meanwhile: a spare
+  EXPECT_EQ(a.spare_chunks(), 1u);
+  EXPECT_EQ(a.chunks(), 2u);
+}
+
 // Several coroutines that found the allocator empty refill it at once: the chunks that arrive
 // while the current one still has room wait as spares instead of retiring it.
 TEST(ChunkAllocatorTest, SpareChunksWaitUntilTheCurrentOneIsUsedUp) {

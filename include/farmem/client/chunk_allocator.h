@@ -35,6 +35,9 @@ class ChunkAllocator {
   void add_chunk(GlobalAddress chunk, uint64_t bytes);
   // Keeps `chunk` for when the current chunk cannot fit a request.
   void add_spare_chunk(GlobalAddress chunk, uint64_t bytes);
+  // Takes an object of class `cls` after `chunk` arrived for a refill: if other coroutines
+  // refilled meanwhile (take() succeeds), `chunk` becomes a spare; otherwise it becomes current.
+  GlobalAddress take_after_refill(int cls, GlobalAddress chunk, uint64_t bytes);
   uint64_t chunks() const { return chunks_; }
   size_t spare_chunks() const { return spares_.size(); }
 

@@ -333,9 +333,18 @@ class ThreadClient {
   // Opens the session with one node and checks the UCX connection with an echo RPC.
   Status connect_node(size_t index);
   // The local mapping of ep's region if this operation may use the direct path, else null.
-  // Progresses the worker every kDirectOpsPerProgress calls.
-  uint8_t* direct_base(fabric::Endpoint* ep);
-  static constexpr uint64_t kDirectOpsPerProgress = 1024;
+  uint8_t* direct_base(fabric::Endpoint* ep) const {
+    return direct_access_ ? ep->direct_base() : nullptr;
+  }
+  // Called before each operation is posted: every kOpsPerProgress operations it progresses the
+  // worker and checks the node sessions. Operations that complete when posted (direct access,
+  // and UCX's shared-memory transports with direct access off) never suspend, so a coroutine
+  // issuing only those would otherwise keep the scheduler from noticing that a node died.
+  void pace() {
+    if (++posted_ops_ % kOpsPerProgress == 0) progress_and_check();
+  }
+  void progress_and_check();
+  static constexpr uint64_t kOpsPerProgress = 1024;
 
   Cluster* cluster_;
   uint32_t index_;
@@ -353,7 +362,7 @@ class ThreadClient {
   runtime::Throttle throttle_;
   bool throttle_on_;
   bool direct_access_;       // ClientOptions::direct_access
-  uint64_t direct_ops_ = 0;  // direct_base() calls, for the periodic progress
+  uint64_t posted_ops_ = 0;  // pace() calls, for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
   size_t liveness_ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;

@@ -33,13 +33,8 @@ Task<Result<GlobalAddress>> ObjectHeap::allocate(uint16_t node, uint64_t bytes,
   if (!a.is_null()) co_return a;
   auto chunk = co_await client_->allocate_on(node, chunk_bytes_, 4096, owner);
   if (!chunk.ok()) co_return chunk.status();
-  a = per_node_[node].take(cls);  // another coroutine may have refilled meanwhile
-  if (!a.is_null()) {
-    per_node_[node].add_spare_chunk(*chunk, chunk_bytes_);
-    co_return a;
-  }
-  per_node_[node].add_chunk(*chunk, chunk_bytes_);
-  co_return per_node_[node].take(cls);
+  // Another coroutine may have refilled meanwhile.
+  co_return per_node_[node].take_after_refill(cls, *chunk, chunk_bytes_);
 }
 
 Task<Status> ObjectHeap::free(GlobalAddress addr, uint64_t bytes) {
