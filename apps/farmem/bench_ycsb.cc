@@ -474,11 +474,11 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   // read per get and per operation, the index cache and scanned records (tree).
   const std::string own =
       f.structure == "btree"
-          ? fmt::format("page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
-                        "scan_records/s={:.0f} lock_retries={} height={}",
-                        t.rtt_per_get, all.count() ? t.stats.page_reads / double(all.count()) : 0.0,
-                        t.cache_rate, t.stats.scan_records / secs, t.stats.cas_failures,
-                        run.height)
+          ? fmt::format(
+                "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
+                "scan_records/s={:.0f} lock_retries={} height={}",
+                t.rtt_per_get, all.count() ? t.stats.page_reads / double(all.count()) : 0.0,
+                t.cache_rate, t.stats.scan_records / secs, t.stats.cas_failures, run.height)
           : fmt::format("rtt/get={:.3f} spec_hits={:.1f}% cas_retries={} spec_cache=2^{}",
                         t.rtt_per_get, t.spec_rate, t.stats.cas_failures, f.spec_cache_log2);
   fmt::print(

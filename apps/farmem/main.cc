@@ -2,8 +2,8 @@
 //
 //   farmem bench ops [--op read|write|cas|faa|inc] [--depth N] [--block-bytes N] [--direct on|off]
 //                    <bench flags>
-//   farmem bench ycsb [--structure hash|btree] [--workload a|b|c|d|e|f] [--records N] [--coroutines N] ... <bench flags>
-//   farmem status    [--servers h:p,...|--config FILE]
+//   farmem bench ycsb [--structure hash|btree] [--workload a|b|c|d|e|f] [--records N] [--coroutines
+//   N] ... <bench flags> farmem status    [--servers h:p,...|--config FILE]
 //
 // Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
@@ -117,8 +117,9 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
                    "on|off: direct access on shared memory (default: client config, on)")
       ->check(CLI::IsMember({"on", "off"}));
 
-  bench_ycsb->add_option("--max-scan-length", ycsb->max_scan_length,
-                         "workload e: scan lengths are uniform in 1..N (YCSB's maxscanlength)")
+  bench_ycsb
+      ->add_option("--max-scan-length", ycsb->max_scan_length,
+                   "workload e: scan lengths are uniform in 1..N (YCSB's maxscanlength)")
       ->check(CLI::Range(1u, 100000u));
   bench_ycsb
       ->add_option("--index-cache", ycsb->index_cache_bytes,

@@ -400,13 +400,12 @@ TEST_P(BTreeTest, ContendedMixedOperationsAreLinearizable) {
       auto h = tc->run(BTree::open(tc, "hot"));
       ASSERT_TRUE(h.ok());
       for (int k = 0; k < kCoroutines; ++k) {
-        ASSERT_TRUE(tc->scheduler()
-                        .spawn(mixed_worker(h->get(), th * kCoroutines + k, kOps, kKeys, &history,
-                                            &bad))
-                        .ok());
+        ASSERT_TRUE(
+            tc->scheduler()
+                .spawn(mixed_worker(h->get(), th * kCoroutines + k, kOps, kKeys, &history, &bad))
+                .ok());
       }
-      ASSERT_TRUE(
-          tc->scheduler().spawn(insert_range(h->get(), th, kFill, kThreads, &failed)).ok());
+      ASSERT_TRUE(tc->scheduler().spawn(insert_range(h->get(), th, kFill, kThreads, &failed)).ok());
       tc->scheduler().run_until_idle();
       cluster_->release_thread_client();
     });

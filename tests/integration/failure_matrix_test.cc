@@ -40,9 +40,9 @@ constexpr int kGuardMs = 30'000;         // hang guard for any single wait
 
 struct Row {
   const char* name;
-  const char* mode;  // farmem_fault_client --mode
-  bool table;        // needs a hash table (object-owned: survives its writers)
-  bool tiny;         // a table that splits all the time
+  const char* mode;   // farmem_fault_client --mode
+  bool table;         // needs a hash table (object-owned: survives its writers)
+  bool tiny;          // a table that splits all the time
   bool tree = false;  // needs a B+tree (object-owned), instead of a hash table
 };
 

@@ -55,8 +55,7 @@ inline void expect_linearizable(History& history, const std::string& name) {
   std::string lincheck = FARMEM_LINCHECK_BIN;
   if (lincheck.empty())
     FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
-  std::string path =
-      "/tmp/farmem-history-" + name + "-" + std::to_string(getpid()) + ".jsonl";
+  std::string path = "/tmp/farmem-history-" + name + "-" + std::to_string(getpid()) + ".jsonl";
   history.write(path);
   std::string out;
   int rc = run_command(lincheck + " -timeout 120s " + path, &out);

@@ -27,8 +27,8 @@
 namespace {
 
 using farmem::Status;
-using farmem::ds::btree::BTree;
 using farmem::client::ThreadClient;
+using farmem::ds::btree::BTree;
 using farmem::ds::hash::HashTable;
 using farmem::ds::hash::HashTableOptions;
 using farmem::runtime::Task;

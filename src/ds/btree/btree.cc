@@ -24,8 +24,8 @@ std::string root_name(const std::string& name) { return "btree/" + name; }
 Status check_create_options(const BTreeOptions& o) {
   if (o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes ||
       (o.page_bytes & (o.page_bytes - 1)) != 0) {
-    return InvalidArgument(fmt::format("page_bytes must be a power of two in {}..{}",
-                                       kMinPageBytes, kMaxPageBytes));
+    return InvalidArgument(
+        fmt::format("page_bytes must be a power of two in {}..{}", kMinPageBytes, kMaxPageBytes));
   }
   if (o.inline_value_bytes > max_inline_value_bytes(o.page_bytes)) {
     return InvalidArgument(fmt::format("inline_value_bytes must be at most {} with {}-byte pages",
@@ -157,8 +157,7 @@ Task<Result<std::unique_ptr<BTree>>> BTree::open(client::ThreadClient* c, std::s
   Status rs = co_await c->read(*root, &m, sizeof(m));
   if (!rs.ok()) co_return rs;
   if (m.magic != kMetaMagic) {
-    co_return InvalidArgument(
-        fmt::format("root '{}' does not point to a B+tree", root_name(name)));
+    co_return InvalidArgument(fmt::format("root '{}' does not point to a B+tree", root_name(name)));
   }
   BTreeOptions check = o;
   check.page_bytes = m.page_bytes;
@@ -227,8 +226,8 @@ Task<Status> BTree::refresh_root(uint32_t* reads) {
   co_return OkStatus();
 }
 
-Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign,
-                          uint32_t* reads, bool locked) {
+Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign, uint32_t* reads,
+                          bool locked) {
   *foreign = false;
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t torn_since = 0;
@@ -325,8 +324,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
   co_return RetriesExhausted("B+tree descent (pages kept moving)", options_.max_attempts);
 }
 
-Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value,
-                               uint32_t* reads) {
+Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value, uint32_t* reads) {
   if (!v.out_of_place(i)) {
     value->assign(v.inline_value(i));
     co_return OkStatus();
@@ -456,7 +454,8 @@ Task<Status> BTree::check(std::vector<uint64_t>* pages) {
       PageView v;
       bool foreign = false;
       FARMEM_CO_RETURN_IF_ERROR(co_await fetch(p, buf.get(), &v, &foreign, &reads));
-      const std::string where = fmt::format("page {}:{:#x} at level {}", p.node(), p.offset(), level);
+      const std::string where =
+          fmt::format("page {}:{:#x} at level {}", p.node(), p.offset(), level);
       if (foreign) co_return Internal(where + " is dead or foreign but linked");
       if (v.level() != level) co_return Internal(where + " has the wrong level");
       if (!v.check_entries()) co_return Internal(where + " has an entry outside the page");

@@ -63,8 +63,7 @@ void IndexCache::insert(GlobalAddress addr, const char* image) {
     const Entry& prev = entries_[order_[pos - 1].entry];
     if (prev.high_infinite || low < prev.high) --pos;
   }
-  while (pos < order_.size() &&
-         (v.high_infinite() || entries_[order_[pos].entry].low < v.high())) {
+  while (pos < order_.size() && (v.high_infinite() || entries_[order_[pos].entry].low < v.high())) {
     erase_at(pos);
   }
   while (bytes() + entry_bytes() > budget_ && !order_.empty()) evict_one();

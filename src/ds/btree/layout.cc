@@ -11,7 +11,7 @@ uint64_t page_checksum(const char* image) {
 }
 
 PageView::Check PageView::parse(const char* image, uint32_t page_bytes, uint64_t tree_id,
-                               bool verify_checksum) {
+                                bool verify_checksum) {
   constexpr Check kTorn = Check::kTorn;
   image_ = image;
   std::memcpy(&h_, image, sizeof(h_));
@@ -191,7 +191,8 @@ std::string entry_head(std::string_view key, uint16_t vinfo, size_t tail) {
 
 std::string leaf_entry(std::string_view key, std::string_view value) {
   std::string e = entry_head(key, static_cast<uint16_t>(value.size()), value.size());
-  if (!value.empty()) std::memcpy(e.data() + kEntryHeaderBytes + key.size(), value.data(), value.size());
+  if (!value.empty())
+    std::memcpy(e.data() + kEntryHeaderBytes + key.size(), value.data(), value.size());
   return e;
 }
 

@@ -22,8 +22,7 @@ void LocalLocks::EnterAwaiter::await_suspend(std::coroutine_handle<> h) {
 
 bool LocalLocks::will_hand_over(uint64_t word) const {
   auto it = locks_.find(word);
-  return it != locks_.end() && it->second.head != nullptr &&
-         it->second.handovers < max_handovers_;
+  return it != locks_.end() && it->second.head != nullptr && it->second.handovers < max_handovers_;
 }
 
 void LocalLocks::leave(uint64_t word, bool remote_held) {

@@ -182,9 +182,10 @@ Task<Status> BTree::repair(GlobalAddress page) {
   if (!st.ok()) co_return st;
   PageView v;
   if (v.parse(buf.get(), page_bytes_, tree_id_) != PageView::Check::kWhole) {
-    co_return Internal(fmt::format("B+tree page {}:{:#x}: its dead writer's redo copy is not a "
-                                   "whole page",
-                                   page.node(), page.offset()));
+    co_return Internal(
+        fmt::format("B+tree page {}:{:#x}: its dead writer's redo copy is not a "
+                    "whole page",
+                    page.node(), page.offset()));
   }
   const size_t n = sizeof(PageHeader) - 16 + v.header().used;
   const uint64_t zero = 0;
@@ -349,7 +350,8 @@ Task<Status> BTree::store(GlobalAddress page, const PageDraft& d) {
     }
   }
   std::vector<PageDraft> drafts;
-  for (size_t p = 0; p < pieces; ++p) drafts.push_back(splitter.piece(plan.cut[p], plan.cut[p + 1]));
+  for (size_t p = 0; p < pieces; ++p)
+    drafts.push_back(splitter.piece(plan.cut[p], plan.cut[p + 1]));
   for (size_t p = 0; p < pieces; ++p) {
     drafts[p].sibling = p + 1 < pieces ? addrs[p + 1].pack() : d.sibling;
   }
@@ -388,8 +390,8 @@ Task<Status> BTree::store(GlobalAddress page, const PageDraft& d) {
   co_return OkStatus();
 }
 
-Task<Result<bool>> BTree::grow_root(GlobalAddress old_root, uint32_t level,
-                                    const std::string& sep, GlobalAddress child) {
+Task<Result<bool>> BTree::grow_root(GlobalAddress old_root, uint32_t level, const std::string& sep,
+                                    GlobalAddress child) {
   auto a = co_await new_page();
   if (!a.ok()) co_return a.status();
   PageDraft d;
@@ -458,8 +460,8 @@ Task<Status> BTree::insert_separator(uint32_t level, std::string sep, GlobalAddr
 Task<Status> BTree::write_leaf(std::string_view key, std::string_view value, Mode mode) {
   FARMEM_CO_RETURN_IF_ERROR(check_key(key));
   if (value.size() > kMaxValueBytes) {
-    co_return InvalidArgument(fmt::format("value of {} bytes exceeds the {}-byte maximum",
-                                          value.size(), kMaxValueBytes));
+    co_return InvalidArgument(
+        fmt::format("value of {} bytes exceeds the {}-byte maximum", value.size(), kMaxValueBytes));
   }
   const bool oop = value.size() > inline_bytes_;
   GlobalAddress block;

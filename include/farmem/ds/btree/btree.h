@@ -55,11 +55,11 @@
 namespace farmem::ds::btree {
 
 struct BTreeOptions {
-  uint32_t page_bytes = kDefaultPageBytes;                  // create only: power of two
-  uint32_t inline_value_bytes = kDefaultInlineValueBytes;   // create only
-  bool temporary = false;                                   // create only (see HashTableOptions)
-  uint64_t cache_bytes = 16ull << 20;                       // index cache budget, 0 = none
-  uint32_t max_handovers = 8;                               // HOCL: consecutive local hand-overs
+  uint32_t page_bytes = kDefaultPageBytes;                 // create only: power of two
+  uint32_t inline_value_bytes = kDefaultInlineValueBytes;  // create only
+  bool temporary = false;                                  // create only (see HashTableOptions)
+  uint64_t cache_bytes = 16ull << 20;                      // index cache budget, 0 = none
+  uint32_t max_handovers = 8;                              // HOCL: consecutive local hand-overs
   // A retired page or block is reused only after this. 0 = auto: 2 x op_timeout_ms + 1 s.
   uint64_t retire_grace_ms = 0;
   size_t max_retired = size_t{1} << 22;
