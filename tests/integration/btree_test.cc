@@ -342,43 +342,11 @@ Task<void> mixed_worker(BTree* t, int id, int ops, int keys, History* h, std::at
     o.client = id;
     o.key = "hot" + std::to_string(rng() % keys);
     const int dice = rng() % 10;
-    o.call = static_cast<int64_t>(now_ns());
-    Status st;
-    if (dice < 4) {
-      o.op = "get";
-      auto r = co_await t->get(o.key, &o.value);
-      st = r.ok() ? OkStatus() : r.status();
-      if (r.ok()) o.ok = *r;
-    } else {
-      // Values alternate between inline and out of place.
-      o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
-      if (i % 3 == 0) o.value += std::string(200, 'x');
-      if (dice < 6) {
-        o.op = "put";
-        st = co_await t->put(o.key, o.value);
-        o.ok = st.ok();
-      } else if (dice < 7) {
-        o.op = "insert";
-        st = co_await t->insert(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kAlreadyExists) st = OkStatus();
-      } else if (dice < 8) {
-        o.op = "update";
-        st = co_await t->update(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      } else {
-        o.op = "erase";
-        st = co_await t->erase(o.key);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      }
-    }
-    o.ret = static_cast<int64_t>(now_ns());
-    if (!st.ok()) {
-      o.unknown = true;
-      bad->fetch_add(1);
-    }
+    // Values alternate between inline and out of place.
+    o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
+    if (i % 3 == 0) o.value += std::string(200, 'x');
+    co_await apply_op(t, dice, &o);
+    if (o.unknown) bad->fetch_add(1);
     h->add(std::move(o));
   }
 }

@@ -540,51 +540,17 @@ Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h, std
     HistoryOp o;
     o.client = id;
     o.key = "hot" + std::to_string(rng() % keys);
-    int dice = rng() % 10;
-    o.call = static_cast<int64_t>(now_ns());
-    Status st;
-    if (dice < 4) {
-      o.op = "get";
-      std::string v;
-      auto r = co_await t->get(o.key, &v);
-      st = r.ok() ? OkStatus() : r.status();
-      if (r.ok()) {
-        o.ok = *r;
-        o.value = v;
-        if (o.ok) {
-          std::lock_guard<std::mutex> lock(*written_mu);
-          if (!written->count(v)) torn->fetch_add(1);
-        }
-      }
-    } else {
+    const int dice = rng() % 10;
+    if (dice >= 4) {
       o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
-      {
-        std::lock_guard<std::mutex> lock(*written_mu);
-        written->insert(o.value);
-      }
-      if (dice < 6) {
-        o.op = "put";
-        st = co_await t->put(o.key, o.value);
-        o.ok = st.ok();
-      } else if (dice < 7) {
-        o.op = "insert";
-        st = co_await t->insert(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kAlreadyExists) st = OkStatus();
-      } else if (dice < 8) {
-        o.op = "update";
-        st = co_await t->update(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      } else {
-        o.op = "erase";
-        st = co_await t->erase(o.key);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      }
+      std::lock_guard<std::mutex> lock(*written_mu);
+      written->insert(o.value);
     }
-    o.ret = static_cast<int64_t>(now_ns());
-    if (!st.ok()) o.unknown = true;
+    co_await apply_op(t, dice, &o);
+    if (o.op == "get" && o.ok && !o.unknown) {
+      std::lock_guard<std::mutex> lock(*written_mu);
+      if (!written->count(o.value)) torn->fetch_add(1);
+    }
     h->add(std::move(o));
   }
 }

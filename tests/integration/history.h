@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "farmem/common/clock.h"
+#include "farmem/runtime/task.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -48,6 +50,43 @@ struct History {
     return path;
   }
 };
+
+// One operation of a key-value structure (hash table, B+tree) chosen by dice (0..9: get 40%,
+// put 20%, insert 10%, update 10%, erase 20%) on o->key, recorded in *o (a get's value read
+// goes to o->value; writes use o->value as given). Expected refusals (kAlreadyExists of insert,
+// kNotFound of update and erase) are outcomes; any other error marks the outcome unknown.
+template <typename S>
+runtime::Task<void> apply_op(S* t, int dice, HistoryOp* o) {
+  o->call = static_cast<int64_t>(now_ns());
+  Status st;
+  if (dice < 4) {
+    o->op = "get";
+    auto r = co_await t->get(o->key, &o->value);
+    st = r.ok() ? OkStatus() : r.status();
+    if (r.ok()) o->ok = *r;
+  } else if (dice < 6) {
+    o->op = "put";
+    st = co_await t->put(o->key, o->value);
+    o->ok = st.ok();
+  } else if (dice < 7) {
+    o->op = "insert";
+    st = co_await t->insert(o->key, o->value);
+    o->ok = st.ok();
+    if (st.code() == StatusCode::kAlreadyExists) st = OkStatus();
+  } else if (dice < 8) {
+    o->op = "update";
+    st = co_await t->update(o->key, o->value);
+    o->ok = st.ok();
+    if (st.code() == StatusCode::kNotFound) st = OkStatus();
+  } else {
+    o->op = "erase";
+    st = co_await t->erase(o->key);
+    o->ok = st.ok();
+    if (st.code() == StatusCode::kNotFound) st = OkStatus();
+  }
+  o->ret = static_cast<int64_t>(now_ns());
+  if (!st.ok()) o->unknown = true;
+}
 
 // Writes the history and checks it with tools/lincheck (Porcupine); the history file is kept
 // when the check fails. Without a checker the test skips (fails in CI).

@@ -96,7 +96,7 @@ inline uint64_t key_prefix(std::string_view k) {
   uint64_t v = 0;
   if (k.size() >= 8) {
     std::memcpy(&v, k.data(), 8);
-  } else {
+  } else if (!k.empty()) {
     std::memcpy(&v, k.data(), k.size());
   }
   return __builtin_bswap64(v);
