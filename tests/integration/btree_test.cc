@@ -346,7 +346,10 @@ Task<void> mixed_worker(BTree* t, int id, int ops, int keys, History* h, std::at
     o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
     if (i % 3 == 0) o.value += std::string(200, 'x');
     co_await apply_op(t, dice, &o);
-    if (o.unknown) bad->fetch_add(1);
+    if (o.unknown) {
+      std::fprintf(stderr, "%s %s: %s\n", o.op.c_str(), o.key.c_str(), o.error.c_str());
+      bad->fetch_add(1);
+    }
     h->add(std::move(o));
   }
 }

@@ -25,6 +25,7 @@ struct HistoryOp {
   bool ok = false;
   bool unknown = false;
   int64_t call = 0, ret = 0;
+  std::string error;  // why the outcome is unknown
 };
 
 struct History {
@@ -40,6 +41,7 @@ struct History {
       nlohmann::json j = {{"client", o.client}, {"op", o.op}, {"key", o.key}, {"call", o.call}};
       if (o.unknown) {
         j["unknown"] = true;
+        if (o.op != "erase" && o.op != "get") j["value"] = o.value;  // lincheck needs the input
       } else {
         j["ok"] = o.ok;
         j["return"] = o.ret;
@@ -85,7 +87,10 @@ runtime::Task<void> apply_op(S* t, int dice, HistoryOp* o) {
     if (st.code() == StatusCode::kNotFound) st = OkStatus();
   }
   o->ret = static_cast<int64_t>(now_ns());
-  if (!st.ok()) o->unknown = true;
+  if (!st.ok()) {
+    o->unknown = true;
+    o->error = st.to_string();
+  }
 }
 
 // Writes the history and checks it with tools/lincheck (Porcupine); the history file is kept

@@ -17,12 +17,10 @@ namespace {
 constexpr uint32_t kPage = 1024;
 constexpr uint64_t kTree = 0x1234;
 
-// A leaf with keys b, d, f (values "vb"...) over [a, g), or an internal page over the same
-// range with children 100 (child0), 200 (>= c), 300 (>= e).
+// A leaf over [a, i) with keys b, d, f (values "vb", ...) and h (out of place).
 std::string leaf_image(std::vector<std::string>* keep) {
-  keep->clear();
-  for (const char* k : {"b", "d", "f"}) keep->push_back(leaf_entry(k, std::string("v") + k));
-  keep->push_back(out_of_place_entry("h", 0xABCDEF, 5000));
+  *keep = {leaf_entry("b", "vb"), leaf_entry("d", "vd"), leaf_entry("f", "vf"),
+           out_of_place_entry("h", 0xABCDEF, 5000)};
   PageDraft d;
   d.tree_id = kTree;
   d.low_infinite = false;
