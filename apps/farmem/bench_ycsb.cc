@@ -1,4 +1,5 @@
-// farmem bench ycsb: YCSB workloads A, B, C, D, F against a far-memory structure.
+// farmem bench ycsb: YCSB workloads A-F against a far-memory structure (--structure hash: the
+// RACE hash table, A-D and F; --structure btree: the B+tree, all six, E's scans included).
 //
 // Load phase: --records keys (fixed-length keys from workload/key_format.h, values from
 // value_format.h) are put by every thread's coroutines. Run phase: each of --threads threads
@@ -6,7 +7,8 @@
 // mix with keys from the chosen distribution until --duration ends; each coroutine's generator
 // is seeded from its thread's stream of --seed. Latency is taken per operation with the TSC.
 // Prints throughput and p50/p99/p999 per operation type, and the average round trips per get
-// counted by the table itself; --out appends JSON. Runs on bench_harness.h.
+// counted by the table itself (the tree: page reads per get and per operation, the index
+// cache's hit rate, scanned records per second); --out appends JSON. Runs on bench_harness.h.
 //
 // run_bench_ycsb: check_flags -> setup (connect, create the table) -> load -> run_phase ->
 // cleanup (destroy the table) -> report (its memory line needs the usage after cleanup).
@@ -23,6 +25,7 @@
 #include "commands.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/op_generator.h"
@@ -32,6 +35,8 @@ namespace farmem::apps {
 namespace {
 
 using client::ThreadClient;
+using ds::btree::BTree;
+using ds::btree::BTreeOptions;
 using ds::hash::HashStats;
 using ds::hash::HashTable;
 using ds::hash::HashTableOptions;
@@ -47,17 +52,71 @@ struct YcsbShared {
   const BenchYcsbFlags* flags = nullptr;
   std::string table;
   HashTableOptions table_options;
+  BTreeOptions tree_options;
   std::atomic<uint64_t> key_counter{0};
   std::atomic<uint64_t> loaded{0};
 };
 
+// The counters of either structure the report uses (a hash table's or a tree's).
+struct DsCounters {
+  uint64_t gets = 0;
+  uint64_t get_round_trips = 0;  // hash: batches waited on by get; tree: pages read by get
+  uint64_t spec_hits = 0, spec_misses = 0;
+  uint64_t cas_failures = 0;  // hash: lost slot CASes; tree: failed remote lock CASes
+  uint64_t splits = 0, split_waits = 0;
+  uint64_t page_reads = 0;  // tree: pages read by every operation
+  uint64_t cache_hits = 0, cache_misses = 0;
+  uint64_t scan_records = 0;
+  DsCounters operator-(const DsCounters& b) const {
+    DsCounters d = *this;
+    d.gets -= b.gets;
+    d.get_round_trips -= b.get_round_trips;
+    d.spec_hits -= b.spec_hits;
+    d.spec_misses -= b.spec_misses;
+    d.splits -= b.splits;
+    d.page_reads -= b.page_reads;
+    d.cache_hits -= b.cache_hits;
+    d.cache_misses -= b.cache_misses;
+    d.scan_records -= b.scan_records;
+    return d;  // cas_failures and split_waits stay totals
+  }
+};
+
+DsCounters counters_of(const HashTable& t) {
+  const HashStats& s = t.stats();
+  DsCounters c;
+  c.gets = s.gets;
+  c.get_round_trips = s.get_round_trips;
+  c.spec_hits = s.spec_hits;
+  c.spec_misses = s.spec_misses;
+  c.cas_failures = s.cas_failures;
+  c.splits = s.splits;
+  c.split_waits = s.split_waits;
+  return c;
+}
+
+DsCounters counters_of(const BTree& t) {
+  const ds::btree::BTreeStats& s = t.stats();
+  DsCounters c;
+  c.gets = s.gets;
+  c.get_round_trips = s.get_page_reads;
+  c.cas_failures = s.lock_retries;
+  c.splits = s.splits;
+  c.page_reads = s.page_reads;
+  c.cache_hits = s.cache_hits;
+  c.cache_misses = s.cache_misses;
+  c.scan_records = s.scan_records;
+  return c;
+}
+
 // What a thread keeps beside the harness's counts and histograms.
 struct alignas(64) YcsbThread {
   std::array<uint64_t, kOps> misses{};  // reads of absent keys, updates of absent keys
-  HashStats load_stats;
-  HashStats measure_base;  // at the start of the measurement
-  HashStats stats;         // get counters and splits: measurement only (cas_failures: all)
-  uint64_t subtables = 0;  // in the handle's directories after the load
+  DsCounters load_stats;
+  DsCounters measure_base;  // at the start of the measurement
+  DsCounters stats;         // measurement only (cas_failures, split_waits: all)
+  uint64_t subtables = 0;   // hash: in the handle's directories after the load
+  uint64_t height = 0;      // tree: levels after the load
 };
 
 // What the main thread learns on the way, for the report.
@@ -65,7 +124,7 @@ struct YcsbRun {
   ThreadClient* main_client = nullptr;
   double load_s = 0;
   uint64_t used_before = 0, used_after_load = 0, used_end = 0, used_after = 0;
-  uint64_t load_splits = 0, load_split_waits = 0, subtables = 0;
+  uint64_t load_splits = 0, load_split_waits = 0, subtables = 0, height = 0;
 };
 
 // Bytes used on all memory nodes.
@@ -87,8 +146,8 @@ Status absent_is_miss(Status s, uint64_t* misses) {
   return OkStatus();
 }
 
-Task<void> load_loop(HashTable* t, YcsbShared* sh, BenchThread* th, uint64_t first,
-                     uint64_t stride) {
+template <typename S>
+Task<void> load_loop(S* t, YcsbShared* sh, BenchThread* th, uint64_t first, uint64_t stride) {
   const auto& f = *sh->flags;
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0');
   for (uint64_t i = first; i < f.records && !th->stopping(); i += stride) {
@@ -103,11 +162,25 @@ Task<void> load_loop(HashTable* t, YcsbShared* sh, BenchThread* th, uint64_t fir
   }
 }
 
-Task<void> run_loop(HashTable* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
+// A scan of `length` records from `key` (the tree), or an error (the hash table has no order).
+Task<Status> scan_op(HashTable* t, const std::string& key, uint32_t length,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  (void)t, (void)key, (void)length, (void)out;
+  co_return InvalidArgument("scans need an ordered structure; --structure hash has none");
+}
+Task<Status> scan_op(BTree* t, const std::string& key, uint32_t length,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  Status s = co_await t->scan(key, "", length, out);
+  co_return s;
+}
+
+template <typename S>
+Task<void> run_loop(S* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
                     workload::OpGenerator* gen, uint64_t seed) {
   const auto& f = *sh->flags;
   workload::Rng rng(seed);
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0'), got;
+  std::vector<std::pair<std::string, std::string>> range;
   uint64_t version = seed << 20;
   while (th->running()) {
     workload::Op op = gen->next(rng);
@@ -142,7 +215,7 @@ Task<void> run_loop(HashTable* t, YcsbShared* sh, BenchThread* th, YcsbThread* p
         break;
       }
       case OpType::kScan:
-        s = InvalidArgument("scans need an ordered structure; --structure hash has none");
+        s = co_await scan_op(t, key, op.scan_length, &range);
         break;
     }
     if (!s.ok()) {
@@ -154,7 +227,8 @@ Task<void> run_loop(HashTable* t, YcsbShared* sh, BenchThread* th, YcsbThread* p
   }
 }
 
-void load_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh) {
+template <typename S>
+void load_stage(BenchThread& th, ThreadClient* c, S* t, YcsbShared* sh) {
   const auto& f = *sh->flags;
   const uint64_t stride = uint64_t{f.bench.threads} * f.coroutines;
   for (uint32_t k = 0; k < f.coroutines && th.error().ok(); ++k) {
@@ -164,10 +238,12 @@ void load_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh) 
   c->scheduler().run_until_idle();
 }
 
-void run_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh, YcsbThread* pt) {
+template <typename S>
+void run_stage(BenchThread& th, ThreadClient* c, S* t, YcsbShared* sh, YcsbThread* pt) {
   const auto& f = *sh->flags;
   workload::OpGeneratorOptions go;
   go.spec = *workload::workload_by_name(f.workload);
+  go.spec.max_scan_length = f.max_scan_length;
   go.record_count = f.records;
   go.distribution = *workload::distribution_by_name(f.distribution);
   go.zipf_theta = f.zipf;
@@ -185,32 +261,39 @@ void run_stage(BenchThread& th, ThreadClient* c, HashTable* t, YcsbShared* sh, Y
   c->scheduler().run_until_idle();
 }
 
-// A thread: open a handle, load its share of the records, run the mix, keep the table counters.
+// Opens the thread's handle of the structure.
+Result<std::unique_ptr<HashTable>> open_handle(ThreadClient* c, YcsbShared* sh, HashTable*) {
+  return c->run(HashTable::open(c, sh->table, sh->table_options));
+}
+Result<std::unique_ptr<BTree>> open_handle(ThreadClient* c, YcsbShared* sh, BTree*) {
+  return c->run(BTree::open(c, sh->table, sh->tree_options));
+}
+void note_shape(const HashTable& t, YcsbThread* pt) {
+  for (uint32_t i = 0; i < t.shard_count(); ++i) pt->subtables += t.subtable_count(i);
+}
+void note_shape(const BTree& t, YcsbThread* pt) { pt->height = t.height(); }
+
+// A thread: open a handle, load its share of the records, run the mix, keep the counters.
+template <typename S>
 void thread_body(BenchThread& th, ThreadClient* c, YcsbShared* sh, YcsbThread* pt) {
-  auto handle = c->run(HashTable::open(c, sh->table, sh->table_options));
+  auto handle = open_handle(c, sh, static_cast<S*>(nullptr));
   if (!handle.ok()) {
     th.fail(handle.status());
     return;
   }
-  HashTable* t = handle->get();
+  S* t = handle->get();
   if (!th.arrive_and_wait()) return;
   load_stage(th, c, t, sh);
-  pt->load_stats = t->stats();
-  for (uint32_t i = 0; i < t->shard_count(); ++i) pt->subtables += t->subtable_count(i);
+  pt->load_stats = counters_of(*t);
+  note_shape(*t, pt);
   if (!th.arrive_and_wait()) return;
   pt->measure_base = pt->load_stats;
   th.on_measure([pt, t] {  // what warm-up did is not reported
-    pt->measure_base = t->stats();
+    pt->measure_base = counters_of(*t);
     pt->misses = {};
   });
   run_stage(th, c, t, sh, pt);
-  HashStats st = t->stats();
-  st.gets -= pt->measure_base.gets;
-  st.get_round_trips -= pt->measure_base.get_round_trips;
-  st.spec_hits -= pt->measure_base.spec_hits;
-  st.spec_misses -= pt->measure_base.spec_misses;
-  st.splits -= pt->measure_base.splits;
-  pt->stats = st;
+  pt->stats = counters_of(*t) - pt->measure_base;
 }
 
 // ---- Main thread, in order
@@ -218,10 +301,14 @@ void thread_body(BenchThread& th, ThreadClient* c, YcsbShared* sh, YcsbThread* p
 int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
   auto spec = workload::workload_by_name(f.workload);
   if (!spec.ok()) return bench.fail(2, spec.status().to_string());
-  if (spec->proportion(OpType::kScan) > 0) {
-    return bench.fail(2, fmt::format("workload {} needs scans, which --structure hash does not "
-                                     "support (it arrives with the B+tree)",
+  if (spec->proportion(OpType::kScan) > 0 && f.structure == "hash") {
+    return bench.fail(2, fmt::format("workload {} needs range scans, which --structure hash does "
+                                     "not have (keys are hashed); run it with --structure btree",
                                      f.workload));
+  }
+  if (f.structure == "btree" && f.key_bytes > ds::btree::kMaxKeyBytes) {
+    return bench.fail(2, fmt::format("--structure btree takes keys of at most {} bytes",
+                                     ds::btree::kMaxKeyBytes));
   }
   if (auto s = workload::validate_key_bytes(f.key_bytes); !s.ok()) {
     return bench.fail(2, s.to_string());
@@ -251,19 +338,33 @@ int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
   if (f.initial_depth >= 0)
     sh->table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
   sh->table_options.spec_cache_log2 = f.spec_cache_log2;
+  sh->tree_options.temporary = f.keep_table.empty();
+  sh->tree_options.cache_bytes = f.index_cache_bytes;
   ThreadClient* c = *bench.cluster()->thread_client();
   run->main_client = c;
   run->used_before = nodes_used(*bench.cluster(), c);
-  auto t = c->run(HashTable::create(c, sh->table, sh->table_options));
-  if (!t.ok()) return bench.fail(1, "creating the table: " + t.status().to_string());
+  Status st;
+  if (f.structure == "btree") {
+    st = c->run(BTree::create(c, sh->table, sh->tree_options)).status();
+  } else {
+    st = c->run(HashTable::create(c, sh->table, sh->table_options)).status();
+  }
+  if (!st.ok()) return bench.fail(1, "creating the " + f.structure + ": " + st.to_string());
   return 0;
 }
 
 // Starts the threads and lets them load the records; prints the load line.
 int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<YcsbThread>* per,
          YcsbRun* run) {
-  bench.start_threads(
-      [sh, per](BenchThread& th, ThreadClient* c) { thread_body(th, c, sh, &(*per)[th.index()]); });
+  if (f.structure == "btree") {
+    bench.start_threads([sh, per](BenchThread& th, ThreadClient* c) {
+      thread_body<BTree>(th, c, sh, &(*per)[th.index()]);
+    });
+  } else {
+    bench.start_threads([sh, per](BenchThread& th, ThreadClient* c) {
+      thread_body<HashTable>(th, c, sh, &(*per)[th.index()]);
+    });
+  }
   bench.wait_arrived();
   uint64_t load_start = now_ns();
   bench.release();
@@ -280,6 +381,15 @@ int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<Ycsb
     run->load_splits += p.load_stats.splits;
     run->load_split_waits += p.load_stats.split_waits;
     run->subtables = std::max(run->subtables, p.subtables);
+    run->height = std::max(run->height, p.height);
+  }
+  if (f.structure == "btree") {
+    fmt::print(stderr,
+               "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes; the tree "
+               "grew to {} levels ({} splits)\n",
+               f.records, run->load_s, f.records / run->load_s, run->used_after_load, run->height,
+               run->load_splits);
+    return 0;
   }
   fmt::print(stderr,
              "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes; the table "
@@ -310,8 +420,13 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
   run->used_end = nodes_used(*bench.cluster(), c);
   run->used_after = run->used_end;
   if (!f.keep_table.empty()) return;
-  Status s = c->run(HashTable::destroy(c, sh.table));
-  if (!s.ok()) bench.fail(1, "destroying the table: " + s.to_string());
+  Status s;
+  if (f.structure == "btree") {
+    s = c->run(BTree::destroy(c, sh.table));
+  } else {
+    s = c->run(HashTable::destroy(c, sh.table));
+  }
+  if (!s.ok()) bench.fail(1, "destroying the " + f.structure + ": " + s.to_string());
   run->used_after = nodes_used(*bench.cluster(), c);
 }
 
@@ -319,14 +434,15 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
 
 struct YcsbTotals {
   std::array<uint64_t, kOps> misses{};
-  HashStats stats;  // run phase
+  DsCounters stats;  // run phase
   double rtt_per_get = 0;
   double spec_rate = 0;
+  double cache_rate = 0;  // tree: index-cache hits per lookup, percent
 };
 
 YcsbTotals totals(const std::vector<YcsbThread>& per) {
   YcsbTotals t;
-  HashStats& st = t.stats;
+  DsCounters& st = t.stats;
   for (const auto& p : per) {
     for (int i = 0; i < kOps; ++i) t.misses[i] += p.misses[i];
     st.gets += p.stats.gets;
@@ -335,10 +451,17 @@ YcsbTotals totals(const std::vector<YcsbThread>& per) {
     st.spec_misses += p.stats.spec_misses;
     st.cas_failures += p.stats.cas_failures;
     st.splits += p.stats.splits;
+    st.page_reads += p.stats.page_reads;
+    st.cache_hits += p.stats.cache_hits;
+    st.cache_misses += p.stats.cache_misses;
+    st.scan_records += p.stats.scan_records;
   }
   t.rtt_per_get = st.gets ? static_cast<double>(st.get_round_trips) / st.gets : 0.0;
   t.spec_rate =
       st.spec_hits + st.spec_misses ? 100.0 * st.spec_hits / (st.gets ? st.gets : 1) : 0.0;
+  t.cache_rate = st.cache_hits + st.cache_misses
+                     ? 100.0 * st.cache_hits / static_cast<double>(st.cache_hits + st.cache_misses)
+                     : 0.0;
   return t;
 }
 
@@ -347,15 +470,24 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   const double secs = bench.seconds();
   const Histogram all = bench.histogram_all();
   const LatencyUs lat = latency_us(all);
+  // The structure's own figures: round trips per get and the speculative cache (hash); pages
+  // read per get and per operation, the index cache and scanned records (tree).
+  const std::string own =
+      f.structure == "btree"
+          ? fmt::format(
+                "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
+                "scan_records/s={:.0f} lock_retries={} height={}",
+                t.rtt_per_get, all.count() ? t.stats.page_reads / double(all.count()) : 0.0,
+                t.cache_rate, t.stats.scan_records / secs, t.stats.cas_failures, run.height)
+          : fmt::format("rtt/get={:.3f} spec_hits={:.1f}% cas_retries={} spec_cache=2^{}",
+                        t.rtt_per_get, t.spec_rate, t.stats.cas_failures, f.spec_cache_log2);
   fmt::print(
       "ycsb: structure={} workload={} records={} key={}B value={}B {} threads={} coroutines={} "
-      "ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us rtt/get={:.3f} spec_hits={:.1f}% "
-      "cas_retries={} spec_cache=2^{} transport={}{}\n",
+      "ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us {} transport={}{}\n",
       f.structure, f.workload, f.records, f.key_bytes, f.value_bytes,
       f.distribution == "zipfian" ? fmt::format("zipfian({})", f.zipf) : f.distribution,
-      f.bench.threads, f.coroutines, all.count() / secs, lat.p50, lat.p99, lat.p999, t.rtt_per_get,
-      t.spec_rate, t.stats.cas_failures, f.spec_cache_log2, bench.cluster()->transports(),
-      bench.result_suffix());
+      f.bench.threads, f.coroutines, all.count() / secs, lat.p50, lat.p99, lat.p999, own,
+      bench.cluster()->transports(), bench.result_suffix());
   for (int i = 0; i < kOps; ++i) {
     const Histogram h = bench.histogram(i);
     if (h.count() == 0) continue;
@@ -414,6 +546,17 @@ int write_json(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
   r["subtables_after_load"] = run.subtables;
   r["load_splits"] = run.load_splits;
   r["run_splits"] = t.stats.splits;
+  if (f.structure == "btree") {
+    const double secs = bench.seconds();
+    r["page_reads_per_get"] = t.rtt_per_get;
+    r["page_reads_per_op"] = all.count() ? t.stats.page_reads / double(all.count()) : 0.0;
+    r["index_cache_hit_percent"] = t.cache_rate;
+    r["index_cache_bytes"] = f.index_cache_bytes;
+    r["scans_per_s"] = bench.histogram(static_cast<int>(OpType::kScan)).count() / secs;
+    r["scan_records_per_s"] = t.stats.scan_records / secs;
+    r["max_scan_length"] = f.max_scan_length;
+    r["tree_height"] = run.height;
+  }
   r["transport"] = bench.cluster()->transports();
   r["cluster"] = bench.local() ? "local" : "remote";
   r["ops"] = per_op_json(bench, t);

@@ -71,8 +71,10 @@ struct BenchYcsbFlags {
   bool no_speculative = false;
   int initial_depth = -1;  // -1: the table's default; it grows online during the load
   uint32_t spec_cache_log2 = 20;
-  std::string direct;      // "", on, off: overrides [client] direct_access
-  std::string keep_table;  // "": a temporary table destroyed at the end
+  std::string direct;                        // "", on, off: overrides [client] direct_access
+  std::string keep_table;                    // "": a temporary table destroyed at the end
+  uint32_t max_scan_length = 100;            // workload E: scan lengths uniform in 1..this
+  uint64_t index_cache_bytes = 64ull << 20;  // --structure btree: each handle's index cache
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 

@@ -2,8 +2,8 @@
 //
 //   farmem bench ops [--op read|write|cas|faa|inc] [--depth N] [--block-bytes N] [--direct on|off]
 //                    <bench flags>
-//   farmem bench ycsb [--workload a|b|c|d|f] [--records N] [--coroutines N] ... <bench flags>
-//   farmem status    [--servers h:p,...|--config FILE]
+//   farmem bench ycsb [--structure hash|btree] [--workload a|b|c|d|e|f] [--records N] [--coroutines
+//   N] ... <bench flags> farmem status    [--servers h:p,...|--config FILE]
 //
 // Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
@@ -86,8 +86,8 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
   add_bench_flags(bench_ycsb, &ycsb->bench, "seconds of the run phase");
   bench_ycsb->add_option("--structure", ycsb->structure, "data structure")
-      ->check(CLI::IsMember({"hash"}));
-  bench_ycsb->add_option("--workload", ycsb->workload, "a|b|c|d|f (e needs scans)")
+      ->check(CLI::IsMember({"hash", "btree"}));
+  bench_ycsb->add_option("--workload", ycsb->workload, "a|b|c|d|e|f (e: scans, btree only)")
       ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
   bench_ycsb->add_option("--records", ycsb->records, "records loaded before the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
@@ -117,6 +117,14 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
                    "on|off: direct access on shared memory (default: client config, on)")
       ->check(CLI::IsMember({"on", "off"}));
 
+  bench_ycsb
+      ->add_option("--max-scan-length", ycsb->max_scan_length,
+                   "workload e: scan lengths are uniform in 1..N (YCSB's maxscanlength)")
+      ->check(CLI::Range(1u, 100000u));
+  bench_ycsb
+      ->add_option("--index-cache", ycsb->index_cache_bytes,
+                   "--structure btree: bytes of each handle's index cache (0 = none)")
+      ->transform(bytes_unit());
   bench_ycsb->add_option("--keep-table", ycsb->keep_table,
                          "create a persistent table with this name and keep it (default: a "
                          "temporary table, destroyed at the end or when the run dies)");

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
 
@@ -30,6 +31,7 @@ namespace {
 
 using client::Cluster;
 using client::ThreadClient;
+using ds::btree::BTree;
 using ds::hash::HashTable;
 using ds::hash::HashTableOptions;
 
@@ -38,9 +40,10 @@ constexpr int kGuardMs = 30'000;         // hang guard for any single wait
 
 struct Row {
   const char* name;
-  const char* mode;  // farmem_fault_client --mode
-  bool table;        // needs a hash table (object-owned: survives its writers)
-  bool tiny;         // a table that splits all the time
+  const char* mode;   // farmem_fault_client --mode
+  bool table;         // needs a hash table (object-owned: survives its writers)
+  bool tiny;          // a table that splits all the time
+  bool tree = false;  // needs a B+tree (object-owned), instead of a hash table
 };
 
 const Row kRows[] = {
@@ -49,6 +52,9 @@ const Row kRows[] = {
     {"writes", "writes", false, false},
     {"hash_inserts", "hash", true, false},
     {"split_in_progress", "split", true, true},
+    // Inserts into a B+tree: a killed client may hold a page lock (and die mid-write): the
+    // observer's reads take it over and repair the page from its redo copy.
+    {"btree_inserts", "btree", false, false, true},
 };
 
 enum class Fault { kKill, kStopCont };
@@ -159,6 +165,10 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
 
   // Every key the client acknowledged is in the table (read by a fresh handle).
   void expect_acked_keys(ThreadClient* c, const std::string& table, uint64_t acked) {
+    if (GetParam().row.tree) {
+      expect_acked_tree_keys(c, table, acked);
+      return;
+    }
     auto t = c->run(HashTable::open(c, table, table_options(GetParam().row)));
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     std::string v;
@@ -170,6 +180,46 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     }
   }
 
+  void expect_acked_tree_keys(ThreadClient* c, const std::string& table, uint64_t acked) {
+    auto t = c->run(BTree::open(c, table, tree_options()));
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    std::string v;
+    for (uint64_t i = 0; i < acked; ++i) {
+      auto r = (*t)->get_sync(fmt::format("{}-k{}", table, i), &v);
+      ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
+      ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
+      EXPECT_EQ(v, fmt::format("v{}", i));
+    }
+    std::vector<uint64_t> pages;
+    Status s = c->run((*t)->check(&pages));
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+  static ds::btree::BTreeOptions tree_options() {
+    ds::btree::BTreeOptions o;
+    o.lock_wait_ms = 3000;
+    return o;
+  }
+  // Creates the row's structure; destroys it.
+  void create_structure(const std::string& name) {
+    const Row& r = GetParam().row;
+    if (r.tree) {
+      auto t = obs_->run(BTree::create(obs_, name, tree_options()));
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+    } else if (r.table) {
+      auto t = obs_->run(HashTable::create(obs_, name, table_options(r)));
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+    }
+  }
+  void destroy_structure(ThreadClient* c, const std::string& name) {
+    const Row& r = GetParam().row;
+    if (r.tree) {
+      ASSERT_TRUE(c->run(BTree::destroy(c, name)).ok());
+    } else if (r.table) {
+      ASSERT_TRUE(c->run(HashTable::destroy(c, name)).ok());
+    }
+  }
+  bool has_structure() const { return GetParam().row.table || GetParam().row.tree; }
+
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<Cluster> observer_;
   ThreadClient* obs_ = nullptr;
@@ -179,10 +229,7 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
 TEST_P(FailureMatrixTest, OutcomeIsClean) {
   const Case& k = GetParam();
   const std::string table = "t" + std::to_string(getpid());
-  if (k.row.table) {
-    auto t = obs_->run(HashTable::create(obs_, table, table_options(k.row)));
-    ASSERT_TRUE(t.ok()) << t.status().to_string();
-  }
+  create_structure(table);
   auto client = start_client(table);
   ASSERT_NE(client, nullptr);
   let_it_work(*client);
@@ -219,9 +266,9 @@ TEST_P(FailureMatrixTest, OutcomeIsClean) {
       ASSERT_NE(client->wait_exit(kGuardMs), -1);
     }
     const uint64_t acked = client->acked();
-    if (k.row.table) {
+    if (has_structure()) {
       expect_acked_keys(obs_, table, acked);
-      ASSERT_TRUE(obs_->run(HashTable::destroy(obs_, table)).ok());
+      destroy_structure(obs_, table);
     }
     // The client's session ended (EOF on its door connection): what it owned comes back.
     uint64_t used = used_bytes(obs_);
@@ -275,9 +322,9 @@ TEST_P(FailureMatrixTest, OutcomeIsClean) {
   auto fresh = connect();
   ASSERT_NE(fresh, nullptr);
   ThreadClient* fc = *fresh->thread_client();
-  if (k.row.table) {
+  if (has_structure()) {
     expect_acked_keys(fc, table, acked);
-    ASSERT_TRUE(fc->run(HashTable::destroy(fc, table)).ok());
+    destroy_structure(fc, table);
   }
   uint64_t used = used_bytes(fc);
   for (int w = 0; used != baseline_ && w < kGuardMs; w += 10) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "history.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -532,38 +533,6 @@ TEST_P(HashTableTest, ClientDyingAtEveryStepOfASplitLosesNothing) {
 
 // ---- concurrency and linearizability ----------------------------------------------------
 
-struct HistoryOp {
-  int client;
-  std::string op, key, value;
-  bool ok = false;
-  bool unknown = false;
-  int64_t call = 0, ret = 0;
-};
-
-struct History {
-  std::mutex mu;
-  std::vector<HistoryOp> ops;
-  void add(HistoryOp op) {
-    std::lock_guard<std::mutex> lock(mu);
-    ops.push_back(std::move(op));
-  }
-  std::string write(const std::string& path) {
-    std::ofstream f(path);
-    for (const auto& o : ops) {
-      nlohmann::json j = {{"client", o.client}, {"op", o.op}, {"key", o.key}, {"call", o.call}};
-      if (o.unknown) {
-        j["unknown"] = true;
-      } else {
-        j["ok"] = o.ok;
-        j["return"] = o.ret;
-        if (o.op != "erase" && !(o.op == "get" && !o.ok)) j["value"] = o.value;
-      }
-      f << j.dump() << "\n";
-    }
-    return path;
-  }
-};
-
 Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h, std::atomic<int>* torn,
                         std::set<std::string>* written, std::mutex* written_mu) {
   std::mt19937 rng(static_cast<uint32_t>(test_seed() + 1000 + id));
@@ -571,51 +540,17 @@ Task<void> mixed_worker(HashTable* t, int id, int ops, int keys, History* h, std
     HistoryOp o;
     o.client = id;
     o.key = "hot" + std::to_string(rng() % keys);
-    int dice = rng() % 10;
-    o.call = static_cast<int64_t>(now_ns());
-    Status st;
-    if (dice < 4) {
-      o.op = "get";
-      std::string v;
-      auto r = co_await t->get(o.key, &v);
-      st = r.ok() ? OkStatus() : r.status();
-      if (r.ok()) {
-        o.ok = *r;
-        o.value = v;
-        if (o.ok) {
-          std::lock_guard<std::mutex> lock(*written_mu);
-          if (!written->count(v)) torn->fetch_add(1);
-        }
-      }
-    } else {
+    const int dice = rng() % 10;
+    if (dice >= 4) {
       o.value = "c" + std::to_string(id) + "n" + std::to_string(i);
-      {
-        std::lock_guard<std::mutex> lock(*written_mu);
-        written->insert(o.value);
-      }
-      if (dice < 6) {
-        o.op = "put";
-        st = co_await t->put(o.key, o.value);
-        o.ok = st.ok();
-      } else if (dice < 7) {
-        o.op = "insert";
-        st = co_await t->insert(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kAlreadyExists) st = OkStatus();
-      } else if (dice < 8) {
-        o.op = "update";
-        st = co_await t->update(o.key, o.value);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      } else {
-        o.op = "erase";
-        st = co_await t->erase(o.key);
-        o.ok = st.ok();
-        if (st.code() == StatusCode::kNotFound) st = OkStatus();
-      }
+      std::lock_guard<std::mutex> lock(*written_mu);
+      written->insert(o.value);
     }
-    o.ret = static_cast<int64_t>(now_ns());
-    if (!st.ok()) o.unknown = true;
+    co_await apply_op(t, dice, &o);
+    if (o.op == "get" && o.ok && !o.unknown) {
+      std::lock_guard<std::mutex> lock(*written_mu);
+      if (!written->count(o.value)) torn->fetch_add(1);
+    }
     h->add(std::move(o));
   }
 }
@@ -706,17 +641,7 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
                 static_cast<unsigned long long>(split_waits.load()));
   }
   std::printf("CAS races retried: %llu\n", static_cast<unsigned long long>(cas_failures.load()));
-  std::string lincheck = FARMEM_LINCHECK_BIN;
-  if (lincheck.empty())
-    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
-  std::string path = "/tmp/farmem-history-" + transport + "-" + run.table + "-" +
-                     std::to_string(getpid()) + ".jsonl";
-  history.write(path);
-  std::string out;
-  int rc = run_command(lincheck + " -timeout 120s " + path, &out);
-  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
-  if (rc == 0) std::remove(path.c_str());
-  std::printf("lincheck: %s", out.c_str());
+  expect_linearizable(history, transport + "-" + run.table);
   (void)test;
 }
 

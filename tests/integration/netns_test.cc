@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
 
@@ -175,6 +176,52 @@ TEST_F(TwoHostTest, HashTableAcrossTheNamespace) {
   }
   tc->scheduler().run_until_idle();
   EXPECT_EQ(errors, 0);
+}
+
+Task<void> tree_worker(ds::btree::BTree* t, int id, int ops, int* errors) {
+  for (int i = 0; i < ops; ++i) {
+    std::string key = "t" + std::to_string(100 + (id * 7 + i) % 20);
+    Status s = co_await t->put(key, "w" + std::to_string(id));
+    std::string got;
+    auto r = co_await t->get(key, &got);
+    if (!s.ok() || !r.ok() || !*r || got.empty() || got[0] != 'w') ++*errors;
+  }
+}
+
+TEST_F(TwoHostTest, BTreeAcrossTheNamespace) {
+  auto c = Cluster::connect(config());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ThreadClient* tc = *(*c)->thread_client();
+  auto t = tc->run(ds::btree::BTree::create(tc, "netns-tree"));
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  for (int i = 0; i < 300; ++i) {  // splits and a root growth across the link
+    ASSERT_TRUE((*t)->insert_sync("key" + std::to_string(1000 + i), std::to_string(i)).ok()) << i;
+  }
+  EXPECT_GE((*t)->height(), 2u);
+  ASSERT_TRUE((*t)->erase_sync("key1006").ok());
+  std::vector<std::pair<std::string, std::string>> out;
+  ASSERT_TRUE((*t)->scan_sync("key1000", "key1010", 0, &out).ok());
+  ASSERT_EQ(out.size(), 9u);
+  EXPECT_EQ(out[5].first, "key1005");
+  EXPECT_EQ(out[6].first, "key1007");
+  // A second client opens it by name over the same link; coroutines contend on hot keys.
+  auto other = Cluster::connect(config());
+  ASSERT_TRUE(other.ok());
+  ThreadClient* oc = *(*other)->thread_client();
+  auto ot = oc->run(ds::btree::BTree::open(oc, "netns-tree"));
+  ASSERT_TRUE(ot.ok());
+  std::string v;
+  ASSERT_TRUE(*(*ot)->get_sync("key1299", &v));
+  EXPECT_EQ(v, "299");
+  int errors = 0;
+  for (int k = 0; k < 6; ++k) {
+    ASSERT_TRUE(tc->scheduler().spawn(tree_worker(t->get(), k, 30, &errors)).ok());
+  }
+  tc->scheduler().run_until_idle();
+  EXPECT_EQ(errors, 0);
+  std::vector<uint64_t> pages;
+  Status s = tc->run((*t)->check(&pages));
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 }  // namespace

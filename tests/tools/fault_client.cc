@@ -1,12 +1,15 @@
 // farmem_fault_client: a client process for the failure matrix (failure_matrix_test.cc).
 //
-//   farmem_fault_client --servers h:p --mode idle|reads|writes|hash|split [--table NAME]
-//                       [--count N] [--op-timeout-ms MS]
+//   farmem_fault_client --servers h:p --mode idle|reads|writes|hash|split|btree|btree-hold
+//                       [--table NAME] [--count N] [--op-timeout-ms MS]
 //
 // Prints "ready" once connected and set up, then "acked N" lines (at most every 20 ms and at
 // the end) where N is how many of its writes or inserts have completed: writes store i at slot
 // i of an array it allocated (its address is printed as "array NODE OFFSET"); hash and split
-// insert keys "<table>-k<i>" -> "v<i>" into the existing table NAME. It runs until --count
+// insert keys "<table>-k<i>" -> "v<i>" into the existing table NAME, btree into the existing
+// B+tree NAME. btree-hold puts "<table>-held" -> "held" into the B+tree NAME with a writer that
+// stops in the middle of the page write (holding the page's lock, the page torn, its redo copy
+// written), prints "holding" and waits to be killed. It runs until --count
 // operations are done (0: until killed) and exits 0, or exits 1 printing "error CODE: message"
 // at the first failed operation. The test kills or stops it by PID.
 #include <fmt/format.h>
@@ -18,12 +21,14 @@
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
 
 namespace {
 
 using farmem::Status;
 using farmem::client::ThreadClient;
+using farmem::ds::btree::BTree;
 using farmem::ds::hash::HashTable;
 using farmem::ds::hash::HashTableOptions;
 using farmem::runtime::Task;
@@ -101,6 +106,32 @@ int run_hash(ThreadClient* c, const Args& a) {
   return 0;
 }
 
+int run_btree(ThreadClient* c, const Args& a) {
+  auto t = c->run(BTree::open(c, a.table));
+  if (!t.ok()) return fail(t.status());
+  std::printf("ready\n");
+  std::fflush(stdout);
+  if (a.mode == "btree-hold") {
+    (*t)->set_die_mid_write_for_test(true);
+    Status s = (*t)->put_sync(fmt::format("{}-held", a.table), "held");
+    if (s.code() != farmem::StatusCode::kCancelled) return fail(s);
+    std::printf("holding\n");
+    std::fflush(stdout);
+    for (;;) {  // keep the session (and so the lock's lease) alive until killed
+      c->scheduler().poll_once();
+      usleep(1000);
+    }
+  }
+  Reporter r;
+  for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
+    Status s = (*t)->insert_sync(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i));
+    if (!s.ok()) return fail(s);
+    r.acked(i + 1);
+  }
+  r.acked(a.count, true);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,7 +139,7 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("--servers", a.servers)->required();
   app.add_option("--mode", a.mode)
-      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "split"}));
+      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "split", "btree", "btree-hold"}));
   app.add_option("--table", a.table);
   app.add_option("--count", a.count);
   app.add_option("--op-timeout-ms", a.op_timeout_ms);
@@ -120,5 +151,6 @@ int main(int argc, char** argv) {
   if (!cluster.ok()) return fail(cluster.status());
   ThreadClient* c = *(*cluster)->thread_client();
   if (a.mode == "hash" || a.mode == "split") return run_hash(c, a);
+  if (a.mode == "btree" || a.mode == "btree-hold") return run_btree(c, a);
   return run_one_sided(c, a);
 }

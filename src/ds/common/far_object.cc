@@ -60,6 +60,17 @@ Task<Status> FarObject::destroy(client::ThreadClient* c) {
   co_return first;
 }
 
+Task<Status> FarObject::destroy_named(client::ThreadClient* c, std::string name,
+                                      std::string not_found) {
+  auto object = co_await open(c, std::move(name));
+  if (!object.ok()) {
+    if (object.status().code() == StatusCode::kNotFound) co_return NotFound(not_found);
+    co_return object.status();
+  }
+  Status s = co_await object->destroy(c);
+  co_return s;
+}
+
 uint64_t FarObject::owner(uint16_t node) const {
   for (const auto& [n, id] : ids_) {
     if (n == node) return id;

@@ -241,14 +241,8 @@ Task<Status> HashTable::destroy() {
 }
 
 Task<Status> HashTable::destroy(client::ThreadClient* c, std::string name) {
-  auto object = co_await FarObject::open(c, root_name(name));
-  if (!object.ok()) {
-    if (object.status().code() == StatusCode::kNotFound) {
-      co_return NotFound(fmt::format("no hash table named '{}'", name));
-    }
-    co_return object.status();
-  }
-  Status s = co_await object->destroy(c);
+  Status s = co_await FarObject::destroy_named(c, root_name(name),
+                                               fmt::format("no hash table named '{}'", name));
   co_return s;
 }
 

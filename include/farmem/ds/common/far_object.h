@@ -42,6 +42,10 @@ class FarObject {
   // Frees every allocation of the structure on every node and removes its root. Best effort
   // over all nodes; the first error is returned.
   runtime::Task<Status> destroy(client::ThreadClient* c);
+  // Opens the structure named `name` and destroys it; when there is none, kNotFound with
+  // `not_found` as its message (e.g. "no B+tree named 'x'").
+  static runtime::Task<Status> destroy_named(client::ThreadClient* c, std::string name,
+                                             std::string not_found);
 
   const std::string& name() const { return name_; }
   bool temporary() const { return temporary_; }
