@@ -36,6 +36,10 @@ std::string_view status_code_name(StatusCode code) {
       return "PermissionDenied";
     case StatusCode::kRetriesExhausted:
       return "RetriesExhausted";
+    case StatusCode::kBusy:
+      return "Busy";
+    case StatusCode::kAborted:
+      return "Aborted";
   }
   return "Unknown";
 }
@@ -83,5 +87,7 @@ Status RetriesExhausted(std::string_view what, uint64_t attempts) {
   return Status(StatusCode::kRetriesExhausted,
                 fmt::format("{} gave up after {} contended attempts", what, attempts));
 }
+Status Busy(std::string_view m) { return Status(StatusCode::kBusy, m); }
+Status Aborted(std::string_view m) { return Status(StatusCode::kAborted, m); }
 
 }  // namespace farmem

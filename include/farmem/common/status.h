@@ -31,8 +31,10 @@ enum class StatusCode : uint8_t {
   kCancelled = 12,         // the operation was abandoned locally
   kPermissionDenied = 13,  // refused: wrong cluster key, or not the caller's to touch
   kRetriesExhausted = 14,  // gave up after a bounded number of contended attempts; retry later
+  kBusy = 15,              // in use: a key locked by another session, a pool open elsewhere
+  kAborted = 16,           // a transaction aborted (the reason is in the message); nothing applied
 };
-inline constexpr StatusCode kLastStatusCode = StatusCode::kRetriesExhausted;
+inline constexpr StatusCode kLastStatusCode = StatusCode::kAborted;
 
 std::string_view status_code_name(StatusCode code);
 
@@ -74,6 +76,8 @@ Status Cancelled(std::string_view msg);
 Status PermissionDenied(std::string_view msg);
 // "<what> gave up after <attempts> contended attempts": the one form of retry exhaustion.
 Status RetriesExhausted(std::string_view what, uint64_t attempts);
+Status Busy(std::string_view msg);
+Status Aborted(std::string_view msg);
 
 }  // namespace farmem
 
