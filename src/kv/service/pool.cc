@@ -246,7 +246,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
     case w::LocateMode::kWrite: {
       // Rule 2: a new version and checksum, then live.
       const uint64_t version = versions_.next();
-      seal(region_.at(g.record), version);
+      seal(region_.at(g.record), version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
       store_state(region_.at(g.record), w::record_state(version, w::kRecordLive));
       const uint64_t i = index_.find(HopscotchIndex::hash_key(g.key), g.key);
       if (i != HopscotchIndex::kNotFound) index_.bucket(i).epoch_ns = now_ns;
@@ -259,7 +259,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
         allocator_.free_now(g.record, bytes);
         break;
       }
-      seal(region_.at(g.record), g.version);
+      seal(region_.at(g.record), g.version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
       const uint64_t hash = HopscotchIndex::hash_key(g.key);
       s = publish(g.key, hash, index_.find(hash, g.key), g.record, g.version, now_ns);
       if (!s.ok()) allocator_.free_now(g.record, bytes);

@@ -85,7 +85,7 @@ TEST(KvRecordTest, SealTakesANewVersionAfterAnInPlaceWrite) {
   store_state(r.data(), w::record_state(11, w::kRecordLocked));
   std::memcpy(r.data() + 32 + 3, "HELLO", 5);
   EXPECT_FALSE(record_valid(r.data(), r.size(), "key"));
-  seal(r.data(), 12);
+  seal(r.data(), 12, 3, 5);
   store_state(r.data(), w::record_state(12, w::kRecordLive));
   EXPECT_TRUE(record_valid(r.data(), r.size(), "key"));
   w::KvRecordHeader h;
@@ -97,7 +97,7 @@ TEST(KvRecordTest, AValueLeftForTheWriterIsZeroed) {
   std::vector<uint8_t> r(record_bytes(3, 100), 0xEE);
   write_record(r.data(), 5, "key", nullptr, 100);
   for (size_t i = 35; i < 135; ++i) ASSERT_EQ(r[i], 0) << i;
-  seal(r.data(), 5);
+  seal(r.data(), 5, 3, 100);
   store_state(r.data(), w::record_state(5, w::kRecordLive));
   EXPECT_TRUE(record_valid(r.data(), r.size(), "key"));
 }
