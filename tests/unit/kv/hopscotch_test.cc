@@ -231,6 +231,26 @@ TEST(KvPoolTest, LocksFollowTheirModesAndSessionEnds) {
   EXPECT_GT(k->version, info.version);
   EXPECT_EQ(k->write_epoch_ns, 6u);
   EXPECT_TRUE(record_valid(region.view().at(k->record), k->record_bytes(), "k"));
+  // An ADO's resize under its write lock: a new record, invisible until release.
+  const uint64_t ado = kAdoOwnerBit | 1;
+  auto al = pool.lock(ado, "k", w::LocateMode::kWrite, 0, 0, 0, 7);
+  ASSERT_TRUE(al.ok());
+  EXPECT_EQ(pool.grant(ado, al->token)->record, k->record);
+  EXPECT_EQ(pool.grant(12, al->token), nullptr);
+  auto grown = pool.resize(ado, al->token, 3000, 7);
+  ASSERT_TRUE(grown.ok()) << grown.status().to_string();
+  EXPECT_NE(grown->record, k->record);
+  EXPECT_EQ(grown->length, 3000u);
+  EXPECT_FALSE(record_valid(region.view().at(k->record), k->record_bytes(), "k"));  // dead
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(region.view().at(grown->address)), 5), "VALUE");
+  EXPECT_EQ(region.view().at(grown->address)[2999], 0);
+  EXPECT_EQ(pool.lookup("k")->record, grown->record);
+  EXPECT_FALSE(record_valid(region.view().at(grown->record), 32 + 1 + 3000, "k"));  // locked
+  ASSERT_TRUE(pool.release(ado, al->token, 0, 8).ok());
+  auto resized = pool.lookup("k");
+  EXPECT_EQ(resized->value_bytes, 3000u);
+  EXPECT_TRUE(record_valid(region.view().at(resized->record), resized->record_bytes(), "k"));
+  EXPECT_EQ(pool.resize(ado, al->token, 10, 9).status().code(), StatusCode::kNotFound);
   // A put-new dropped at session end leaves nothing.
   auto pn = pool.lock(14, "new", w::LocateMode::kPutNew, 0, 1000, 0, 7);
   ASSERT_TRUE(pn.ok());
