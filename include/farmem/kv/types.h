@@ -53,6 +53,7 @@ struct AdoResult {
 // Counters of one Store (one thread), cumulative.
 struct StoreStats {
   uint64_t gets = 0, puts = 0, erases = 0;
+  uint64_t get_round_trips = 0;   // one-sided reads, RPCs and locate steps taken by gets
   uint64_t one_sided_hits = 0;    // gets answered by one validated one-sided read
   uint64_t one_sided_misses = 0;  // gets that tried one-sidedly (or had no entry) and fell back
   uint64_t locates = 0;           // locate/release transfers (large values, ranges, locks)

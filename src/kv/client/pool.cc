@@ -83,6 +83,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     hash = LocationCache::key_hash(id_, key);
     RecordLocation loc;
     if (store_->cache_.lookup(id_, hash, &loc)) {
+      ++st.get_round_trips;
       const bool hit = co_await read_record(loc, key, value);
       if (hit) {
         ++st.one_sided_hits;
@@ -96,6 +97,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     OpSlot slot;
     slot.op = w::KvOp::kGet;
     slot.value = value;
+    ++st.get_round_trips;
     co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {}, hint);
     if (!slot.status.ok()) co_return slot.status;
     const w::KvOpReply& r = slot.reply;
@@ -112,6 +114,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     // (once, if a reply can carry it), or locate / read / release.
     if (one_sided_ && r.record != 0 && r.record_bytes != 0) {
       const RecordLocation loc{r.record, r.version, r.record_bytes};
+      ++st.get_round_trips;
       const bool hit = co_await read_record(loc, key, value);
       if (hit) {
         remember(hash, r);
@@ -123,6 +126,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
       ++st.refetches;
       continue;
     }
+    st.get_round_trips += 3;  // locate, read, release
     auto located = co_await get_located(key, value);
     co_return located;
   }
