@@ -422,6 +422,7 @@ int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
   sh->store_options.mode = *kv::parse_kv_mode(f.kv_mode);
   sh->store_options.coalesce = f.coalesce == "on";
   sh->store_options.max_in_flight = f.kv_in_flight;
+  sh->store_options.max_batch = f.kv_batch;
   sh->store_options.location_cache_log2 = f.kv_cache_log2;
   ThreadClient* c = *bench.cluster()->thread_client();
   run->main_client = c;
@@ -573,11 +574,11 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   // read per get and per operation, the index cache and scanned records (tree).
   const double per_msg = t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0;
   const std::string own =
-      f.structure == "kv"
-          ? fmt::format(
-                "rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
-                "coalesce={} in_flight={}",
-                t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce, f.kv_in_flight)
+      f.structure == "kv" ? fmt::format(
+                                "rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
+                                "coalesce={} in_flight={} batch={}",
+                                t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce,
+                                f.kv_in_flight, f.kv_batch)
       : f.structure == "btree"
           ? fmt::format(
                 "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
@@ -655,6 +656,7 @@ int write_json(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
     r["kv_mode"] = f.kv_mode;
     r["coalesce"] = f.coalesce == "on";
     r["kv_in_flight"] = f.kv_in_flight;
+    r["kv_batch"] = f.kv_batch;
     r["one_sided_hit_percent"] = t.spec_rate;
     r["keys_per_message"] =
         t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0.0;

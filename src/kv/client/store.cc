@@ -36,6 +36,7 @@ CoalescerOptions coalescer_options(client::ThreadClient* c, const StoreOptions& 
   CoalescerOptions co;
   co.coalesce = o.coalesce;
   co.max_in_flight = o.max_in_flight;
+  co.max_ops = o.max_batch;
   co.timeout_ns = uint64_t{c->cluster().config().options.op_timeout_ms} * 1'000'000;
   return co;
 }
@@ -63,6 +64,10 @@ Result<std::unique_ptr<Store>> Store::open(client::ThreadClient* client, StoreOp
   if (options.location_cache_log2 > 30) {
     return InvalidArgument(
         fmt::format("location_cache_log2 {} is above 30", options.location_cache_log2));
+  }
+  if (options.max_batch < 1 || options.max_batch > w::kMaxOpsPerMessage) {
+    return InvalidArgument(
+        fmt::format("max_batch {} is outside 1..{}", options.max_batch, w::kMaxOpsPerMessage));
   }
   if (options.max_in_flight < 1 || options.max_in_flight > 256) {
     return InvalidArgument(
