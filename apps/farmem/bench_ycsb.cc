@@ -388,8 +388,14 @@ uint64_t pool_capacity(const BenchYcsbFlags& f) {
   return f.records * (2 * record + 64) + (256ull << 20);
 }
 
+kv::StoreOptions admin_store(const YcsbShared& sh) {
+  kv::StoreOptions o = sh.store_options;
+  o.location_cache_log2 = -1;  // creates and deletes only
+  return o;
+}
+
 Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& sh) {
-  auto store = kv::Store::open(c, sh.store_options);
+  auto store = kv::Store::open(c, admin_store(sh));
   if (!store.ok()) return store.status();
   auto pool =
       (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, kv::wire::kPoolCreateOnly);
@@ -517,7 +523,7 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
   if (!f.keep_table.empty()) return;
   Status s;
   if (f.structure == "kv") {
-    auto store = kv::Store::open(c, sh.store_options);
+    auto store = kv::Store::open(c, admin_store(sh));
     s = store.ok() ? (*store)->delete_pool_sync(sh.table) : store.status();
   } else if (f.structure == "btree") {
     s = c->run(BTree::destroy(c, sh.table));

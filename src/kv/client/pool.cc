@@ -62,6 +62,9 @@ Task<Status> Pool::call(w::KvOpcode opcode, std::string request, std::vector<uin
 
 namespace {
 
+// Records up to this size are read into the get's frame, then only the value is copied out.
+constexpr uint32_t kFrameRecordBytes = 256;
+
 // *value holds a copy of the record at `loc`: true (and *value is the record's value) if the
 // copy is that incarnation of `key` (record_view.h).
 bool accept_copy(const RecordLocation& loc, std::string_view key, std::string* value) {
@@ -100,10 +103,22 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     if (store_->cache_.lookup(id_, hash, &loc)) {
       ++st.get_round_trips;
       // Inline rather than read_record(): the hit path is the one that counts.
-      value->resize(loc.record_bytes);
-      Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), value->data(),
-                                                loc.record_bytes);
-      if (s.ok() && accept_copy(loc, key, value)) {
+      bool hit = false;
+      if (loc.record_bytes <= kFrameRecordBytes) {
+        alignas(64) uint8_t copy[kFrameRecordBytes];
+        Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), copy,
+                                                  loc.record_bytes);
+        uint64_t value_bytes = 0;
+        const size_t at =
+            s.ok() ? check_record_copy(copy, loc.record_bytes, key, loc.version, &value_bytes) : 0;
+        if (at != 0) {
+          value->assign(reinterpret_cast<const char*>(copy + at), value_bytes);
+          hit = true;
+        }
+      } else {
+        hit = co_await read_record(loc, key, value);
+      }
+      if (hit) {
         ++st.one_sided_hits;
         co_return true;
       }

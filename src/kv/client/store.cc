@@ -41,6 +41,16 @@ CoalescerOptions coalescer_options(client::ThreadClient* c, const StoreOptions& 
   return co;
 }
 
+// Whether gets on some node of the cluster read one-sidedly (else the cache stays unallocated).
+bool uses_cache(client::ThreadClient* c, const StoreOptions& o) {
+  if (o.mode == KvMode::kRpc) return false;
+  if (o.mode == KvMode::kOneTwoSided) return true;
+  for (const auto& n : c->cluster().nodes()) {
+    if (c->endpoint(n.node_id) != nullptr && !c->served(n.node_id)) return true;
+  }
+  return false;
+}
+
 Status check_name(std::string_view name) {
   if (name.empty() || name.size() > w::kMaxPoolNameBytes) {
     return InvalidArgument(
@@ -55,7 +65,7 @@ Store::Store(client::ThreadClient* client, const StoreOptions& options)
     : client_(client),
       options_(options),
       coalescer_(client, coalescer_options(client, options)),
-      cache_(options.location_cache_log2) {}
+      cache_(uses_cache(client, options) ? options.location_cache_log2 : -1) {}
 
 Store::~Store() = default;
 
