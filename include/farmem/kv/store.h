@@ -15,6 +15,7 @@
 //   delete_pool(name)       (kNotFound; kBusy while another session has it open)
 //   list_pools()            every pool of every node
 //   shard_stats(node)       the kv service's per-shard counters of one node
+// Configuring a pool, its count and its info are calls on its Pool (configure, count, info).
 //
 // Every call is a coroutine with a blocking *_sync twin, returns Status / Result and never
 // throws; every remote step has the client's op_timeout_ms as its deadline (a timed-out step
