@@ -105,7 +105,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
       // Inline rather than read_record(): the hit path is the one that counts.
       bool hit = false;
       if (loc.record_bytes <= kFrameRecordBytes) {
-        alignas(64) uint8_t copy[kFrameRecordBytes];
+        alignas(8) uint8_t copy[kFrameRecordBytes];  // frames are not over-aligned
         Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), copy,
                                                   loc.record_bytes);
         uint64_t value_bytes = 0;
