@@ -54,7 +54,8 @@ int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {
     int32_t s = c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, 8, &v);
     if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
   }
-  if (v.bytes != 8) return reply(c, w, "add: the value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
+  if (v.bytes != 8)
+    return reply(c, w, "add: the value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
   int64_t count = 0;
   std::memcpy(&count, v.data, 8);
   count += delta;
@@ -68,8 +69,8 @@ int32_t do_append(Counter* c, const farmem_ado_work* w, std::string_view text) {
   }
   uint64_t old_bytes = w->values[0].bytes;
   farmem_ado_value v{};
-  int32_t s = c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes,
-                                   old_bytes + text.size(), &v);
+  int32_t s =
+      c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, old_bytes + text.size(), &v);
   if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
   std::memcpy(v.data + old_bytes, text.data(), text.size());
   return reply(c, w, std::to_string(v.bytes), FARMEM_ADO_OK);
@@ -102,8 +103,13 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
 
 void shutdown(void* self) { delete static_cast<Counter*>(self); }
 
-const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION, sizeof(farmem_ado_plugin), "counter",
-                                   &launch, &do_work, nullptr, &shutdown};
+const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION,
+                                   sizeof(farmem_ado_plugin),
+                                   "counter",
+                                   &launch,
+                                   &do_work,
+                                   nullptr,
+                                   &shutdown};
 
 }  // namespace
 

@@ -88,8 +88,13 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
 
 void shutdown(void* self) { delete static_cast<Filter*>(self); }
 
-const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION, sizeof(farmem_ado_plugin), "filter",
-                                   &launch, &do_work, nullptr, &shutdown};
+const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION,
+                                   sizeof(farmem_ado_plugin),
+                                   "filter",
+                                   &launch,
+                                   &do_work,
+                                   nullptr,
+                                   &shutdown};
 
 }  // namespace
 

@@ -72,8 +72,8 @@ bool number(std::string_view s, T* out) {
 }
 inline Cmp comparison(std::string_view s) {
   static constexpr std::pair<const char*, Cmp> kOps[] = {{"lt", Cmp::kLt}, {"le", Cmp::kLe},
-                                                        {"eq", Cmp::kEq}, {"ne", Cmp::kNe},
-                                                        {"ge", Cmp::kGe}, {"gt", Cmp::kGt}};
+                                                         {"eq", Cmp::kEq}, {"ne", Cmp::kNe},
+                                                         {"ge", Cmp::kGe}, {"gt", Cmp::kGt}};
   for (const auto& [name, c] : kOps) {
     if (s == name) return c;
   }
@@ -86,22 +86,28 @@ inline bool parse_query(std::string_view text, Query* q, std::string* error) {
   auto w = detail::words(text);
   *q = Query{};
   if (w.size() < 2) return *error = "query: <agg> <field> [where <f> <op> <n>] [prefix <p>]", false;
-  if (w[0] == "sum") q->agg = Agg::kSum;
-  else if (w[0] == "count") q->agg = Agg::kCount;
-  else if (w[0] == "min") q->agg = Agg::kMin;
-  else if (w[0] == "max") q->agg = Agg::kMax;
+  if (w[0] == "sum")
+    q->agg = Agg::kSum;
+  else if (w[0] == "count")
+    q->agg = Agg::kCount;
+  else if (w[0] == "min")
+    q->agg = Agg::kMin;
+  else if (w[0] == "max")
+    q->agg = Agg::kMax;
   else if (w[0].starts_with("top") && detail::number(w[0].substr(3), &q->k) && q->k >= 1 &&
            q->k <= kMaxTopK) {
     q->agg = Agg::kTop;
   } else {
     return *error = "query: unknown aggregate " + std::string(w[0]), false;
   }
-  if (!detail::number(w[1], &q->field) || q->field > 4096) return *error = "query: bad field", false;
+  if (!detail::number(w[1], &q->field) || q->field > 4096)
+    return *error = "query: bad field", false;
   size_t i = 2;
   if (i < w.size() && w[i] == "where") {
     if (i + 3 >= w.size()) return *error = "query: where needs 3 words", false;
     if (!detail::number(w[i + 1], &q->where_field) || q->where_field > 4096 ||
-        (q->cmp = detail::comparison(w[i + 2])) == Cmp::kNone || !detail::number(w[i + 3], &q->arg)) {
+        (q->cmp = detail::comparison(w[i + 2])) == Cmp::kNone ||
+        !detail::number(w[i + 3], &q->arg)) {
       return *error = "query: where <field> <lt|le|eq|ne|ge|gt> <integer>", false;
     }
     i += 4;
@@ -163,14 +169,20 @@ class Accumulator {
   }
   // The layer-0 text answer.
   std::string summary() const {
-    std::string s = "scanned=" + std::to_string(r_.scanned) + " matched=" +
-                    std::to_string(r_.matched) + " skipped=" + std::to_string(r_.skipped);
+    std::string s = "scanned=" + std::to_string(r_.scanned) +
+                    " matched=" + std::to_string(r_.matched) +
+                    " skipped=" + std::to_string(r_.skipped);
     switch (q_.agg) {
-      case Agg::kSum: return s + " sum=" + std::to_string(r_.sum);
-      case Agg::kCount: return s + " count=" + std::to_string(r_.matched);
-      case Agg::kMin: return s + (r_.matched ? " min=" + std::to_string(r_.min) : " min=none");
-      case Agg::kMax: return s + (r_.matched ? " max=" + std::to_string(r_.max) : " max=none");
-      case Agg::kTop: return s + " top=" + std::to_string(top_.size());
+      case Agg::kSum:
+        return s + " sum=" + std::to_string(r_.sum);
+      case Agg::kCount:
+        return s + " count=" + std::to_string(r_.matched);
+      case Agg::kMin:
+        return s + (r_.matched ? " min=" + std::to_string(r_.min) : " min=none");
+      case Agg::kMax:
+        return s + (r_.matched ? " max=" + std::to_string(r_.max) : " max=none");
+      case Agg::kTop:
+        return s + " top=" + std::to_string(top_.size());
     }
     return s;
   }
@@ -183,13 +195,20 @@ class Accumulator {
   }
   bool passes(int64_t x) const {
     switch (q_.cmp) {
-      case Cmp::kLt: return x < q_.arg;
-      case Cmp::kLe: return x <= q_.arg;
-      case Cmp::kEq: return x == q_.arg;
-      case Cmp::kNe: return x != q_.arg;
-      case Cmp::kGe: return x >= q_.arg;
-      case Cmp::kGt: return x > q_.arg;
-      case Cmp::kNone: return true;
+      case Cmp::kLt:
+        return x < q_.arg;
+      case Cmp::kLe:
+        return x <= q_.arg;
+      case Cmp::kEq:
+        return x == q_.arg;
+      case Cmp::kNe:
+        return x != q_.arg;
+      case Cmp::kGe:
+        return x >= q_.arg;
+      case Cmp::kGt:
+        return x > q_.arg;
+      case Cmp::kNone:
+        return true;
     }
     return true;
   }

@@ -33,9 +33,7 @@ void say(Testing* t, const farmem_ado_work* w, std::string_view text) {
   t->ops->respond(t->store, w->work_id, 0, text.data(), text.size());
 }
 
-int64_t number(std::string_view s) {
-  return std::strtoll(std::string(s).c_str(), nullptr, 10);
-}
+int64_t number(std::string_view s) { return std::strtoll(std::string(s).c_str(), nullptr, 10); }
 
 int32_t callback(Testing* t, const farmem_ado_work* w, std::string_view req) {
   size_t colon = req.find(':');
@@ -108,8 +106,8 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
     int64_t n = number(req.substr(8));
     std::vector<char> kib(1024, 'r');
     for (int64_t i = 0; i < n; ++i) {
-      int32_t s = t->ops->respond(t->store, w->work_id, static_cast<uint32_t>(i), kib.data(),
-                                  kib.size());
+      int32_t s =
+          t->ops->respond(t->store, w->work_id, static_cast<uint32_t>(i), kib.data(), kib.size());
       if (s != FARMEM_ADO_OK) return s;
     }
     return FARMEM_ADO_OK;
@@ -151,8 +149,13 @@ void op_event(void* self, uint32_t event, const void* key, uint32_t key_bytes) {
 
 void shutdown(void* self) { delete static_cast<Testing*>(self); }
 
-const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION, sizeof(farmem_ado_plugin), "testing",
-                                   &launch, &do_work, &op_event, &shutdown};
+const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION,
+                                   sizeof(farmem_ado_plugin),
+                                   "testing",
+                                   &launch,
+                                   &do_work,
+                                   &op_event,
+                                   &shutdown};
 
 }  // namespace
 

@@ -52,11 +52,11 @@ extern "C" {
 #define FARMEM_ADO_E_BUSY (-15)
 
 /* farmem_ado_work.flags */
-#define FARMEM_ADO_WORK_NEW_VALUE 1u   /* the target value was created by this invocation */
-#define FARMEM_ADO_WORK_READ_ONLY 2u   /* the target is read-locked: do not write it */
-#define FARMEM_ADO_WORK_DETACHED 4u    /* values[1] is a detached value (invoke_put_ado) */
-#define FARMEM_ADO_WORK_SIGNAL 8u      /* a signal, not an invocation: signal says which */
-#define FARMEM_ADO_WORK_ASYNC 16u      /* the client does not wait; responses are dropped */
+#define FARMEM_ADO_WORK_NEW_VALUE 1u /* the target value was created by this invocation */
+#define FARMEM_ADO_WORK_READ_ONLY 2u /* the target is read-locked: do not write it */
+#define FARMEM_ADO_WORK_DETACHED 4u  /* values[1] is a detached value (invoke_put_ado) */
+#define FARMEM_ADO_WORK_SIGNAL 8u    /* a signal, not an invocation: signal says which */
+#define FARMEM_ADO_WORK_ASYNC 16u    /* the client does not wait; responses are dropped */
 
 /* farmem_ado_work.signal */
 #define FARMEM_ADO_SIGNAL_NONE 0u
@@ -65,13 +65,13 @@ extern "C" {
 #define FARMEM_ADO_SIGNAL_POST_ERASE 3u
 
 /* op_event kinds */
-#define FARMEM_ADO_EVENT_CREATE 1u       /* the pool was created (first launch after create) */
-#define FARMEM_ADO_EVENT_OPEN 2u         /* a client session opened the pool */
-#define FARMEM_ADO_EVENT_CLOSE 3u        /* a client session closed the pool */
-#define FARMEM_ADO_EVENT_ERASE 4u        /* a client erased key (not through the ADO) */
-#define FARMEM_ADO_EVENT_RESIZE 5u       /* a value was resized (key) */
-#define FARMEM_ADO_EVENT_POOL_DELETE 6u  /* the pool is being deleted; shutdown follows */
-#define FARMEM_ADO_EVENT_SHUTDOWN 7u     /* the ADO process is stopping; shutdown() follows */
+#define FARMEM_ADO_EVENT_CREATE 1u      /* the pool was created (first launch after create) */
+#define FARMEM_ADO_EVENT_OPEN 2u        /* a client session opened the pool */
+#define FARMEM_ADO_EVENT_CLOSE 3u       /* a client session closed the pool */
+#define FARMEM_ADO_EVENT_ERASE 4u       /* a client erased key (not through the ADO) */
+#define FARMEM_ADO_EVENT_RESIZE 5u      /* a value was resized (key) */
+#define FARMEM_ADO_EVENT_POOL_DELETE 6u /* the pool is being deleted; shutdown follows */
+#define FARMEM_ADO_EVENT_SHUTDOWN 7u    /* the ADO process is stopping; shutdown() follows */
 
 /* open_key flags */
 #define FARMEM_ADO_LOCK_READ 1u
@@ -167,11 +167,10 @@ typedef struct farmem_ado_store_ops {
                       uint32_t* key_bytes);
   /* Up to max_refs records from *cursor (0 = the start); *cursor is updated, and becomes
    * UINT64_MAX at the end. Keys locked by others are listed too (ref_is_current tells). */
-  int32_t (*iterate)(farmem_ado_store* s, uint64_t* cursor, farmem_ado_ref* refs,
-                     uint32_t max_refs, uint32_t* count);
+  int32_t (*iterate)(farmem_ado_store* s, uint64_t* cursor, farmem_ado_ref* refs, uint32_t max_refs,
+                     uint32_t* count);
   /* Releases a key this call created or opened, before the call returns. */
-  int32_t (*unlock_key)(farmem_ado_store* s, uint64_t work_id, const void* key,
-                        uint32_t key_bytes);
+  int32_t (*unlock_key)(farmem_ado_store* s, uint64_t work_id, const void* key, uint32_t key_bytes);
   int32_t (*pool_info)(farmem_ado_store* s, farmem_ado_pool_info* out);
   /* 1 if the record behind ref is still the live version listed (read it, then check), else 0.
    * Local: no message to the memory node. */

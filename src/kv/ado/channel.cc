@@ -241,8 +241,7 @@ Result<Work> decode_work(const Message& m) {
   for (uint32_t i = wm.value_count; i < 2; ++i) {
     if (wm.values[i].offset != 0 || wm.values[i].bytes != 0) return malformed("unused value");
   }
-  if (!r.get_bytes(wm.key_bytes, &key) || !r.get_bytes(wm.request_bytes, &request) ||
-      !r.done()) {
+  if (!r.get_bytes(wm.key_bytes, &key) || !r.get_bytes(wm.request_bytes, &request) || !r.done()) {
     return malformed("work lengths");
   }
   Work w;
@@ -384,8 +383,8 @@ Result<std::string_view> receive_message(int fd, std::string* buffer) {
     ssize_t n = recv(fd, buffer->data(), buffer->size(), MSG_DONTWAIT | MSG_TRUNC);
     if (n > 0) {
       if (static_cast<size_t>(n) > kMaxMessageBytes) {
-        return ProtocolError(fmt::format("ADO channel packet of {} bytes exceeds {}", n,
-                                         kMaxMessageBytes));
+        return ProtocolError(
+            fmt::format("ADO channel packet of {} bytes exceeds {}", n, kMaxMessageBytes));
       }
       return std::string_view(buffer->data(), static_cast<size_t>(n));
     }

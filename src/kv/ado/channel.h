@@ -50,12 +50,12 @@ enum class MsgType : uint16_t {
 };
 
 struct MsgHeader {
-  uint32_t magic;     // kChannelMagic
-  uint16_t type;      // MsgType
-  uint16_t reserved;  // 0
-  uint32_t bytes;     // the whole message, header included
-  uint32_t reserved2; // 0
-  uint64_t id;        // work id (kWork, kWorkDone, kCallback, kCallbackReply), else 0
+  uint32_t magic;      // kChannelMagic
+  uint16_t type;       // MsgType
+  uint16_t reserved;   // 0
+  uint32_t bytes;      // the whole message, header included
+  uint32_t reserved2;  // 0
+  uint64_t id;         // work id (kWork, kWorkDone, kCallback, kCallbackReply), else 0
 };
 static_assert(sizeof(MsgHeader) == 24);
 static_assert(offsetof(MsgHeader, id) == 16);
@@ -68,11 +68,11 @@ struct LaunchMsg {
   uint64_t pool_capacity_bytes;
   uint64_t region_bytes;  // the node's exported region (the ADO checks its mapping)
   uint16_t node_id;
-  uint16_t plugin_count;  // 1..kMaxPlugins
-  uint16_t param_count;   // 0..kMaxParams
+  uint16_t plugin_count;     // 1..kMaxPlugins
+  uint16_t param_count;      // 0..kMaxParams
   uint16_t pool_name_bytes;  // 1..kMaxPoolNameBytes
-  uint32_t timeout_ms;    // deadline of a callback's answer in the ADO
-  uint32_t reserved;      // 0
+  uint32_t timeout_ms;       // deadline of a callback's answer in the ADO
+  uint32_t reserved;         // 0
 };
 static_assert(sizeof(LaunchMsg) == 40);
 

@@ -100,9 +100,9 @@ int AdoHost::run(const Status& setup) {
 
 Status AdoHost::launch(const Launch& l) {
   if (options_.region == nullptr || l.region_bytes != options_.region_bytes) {
-    return Unavailable(fmt::format(
-        "the ADO process maps {} bytes of the node's region, the node exports {}",
-        options_.region == nullptr ? 0 : options_.region_bytes, l.region_bytes));
+    return Unavailable(
+        fmt::format("the ADO process maps {} bytes of the node's region, the node exports {}",
+                    options_.region == nullptr ? 0 : options_.region_bytes, l.region_bytes));
   }
   pool_name_ = l.pool_name;
   timeout_ns_ = static_cast<uint64_t>(l.timeout_ms) * kNsPerMs;
@@ -121,8 +121,7 @@ Status AdoHost::launch(const Launch& l) {
   info.param_count = static_cast<uint32_t>(params.size());
   info.flags = l.flags;
   for (auto& p : plugins_) {
-    FARMEM_RETURN_IF_ERROR(
-        p.launch(info, reinterpret_cast<farmem_ado_store*>(this), &ops_));
+    FARMEM_RETURN_IF_ERROR(p.launch(info, reinterpret_cast<farmem_ado_store*>(this), &ops_));
   }
   return OkStatus();
 }
@@ -163,8 +162,8 @@ Status AdoHost::run_work(const Work& w) {
   for (uint32_t i = 0; i < w.value_count; ++i) {
     const ValueRange& v = w.values[i];
     if (!range_ok(v.offset, v.bytes)) {
-      return ProtocolError(fmt::format("work names bytes [{}, +{}) outside the region", v.offset,
-                                       v.bytes));
+      return ProtocolError(
+          fmt::format("work names bytes [{}, +{}) outside the region", v.offset, v.bytes));
     }
     work.values[i] = {options_.region + v.offset, v.bytes, v.offset};
   }
@@ -327,9 +326,9 @@ int32_t AdoHost::op_free(farmem_ado_store* s, uint64_t offset, uint64_t bytes) {
   return st.ok() ? FARMEM_ADO_OK : self(s)->fail_callback(st);
 }
 
-int32_t AdoHost::op_find_key(farmem_ado_store* s, const char* expression,
-                             uint32_t expression_bytes, uint64_t start, uint64_t* position,
-                             void* key_out, uint32_t key_capacity, uint32_t* key_bytes) {
+int32_t AdoHost::op_find_key(farmem_ado_store* s, const char* expression, uint32_t expression_bytes,
+                             uint64_t start, uint64_t* position, void* key_out,
+                             uint32_t key_capacity, uint32_t* key_bytes) {
   std::string payload;
   Status st = self(s)->call({self(s)->current_.work_id, CallbackOp::kFind,
                              std::string(bytes_of(expression, expression_bytes)), start, 0},
@@ -342,9 +341,8 @@ int32_t AdoHost::op_find_key(farmem_ado_store* s, const char* expression,
   if (position != nullptr) *position = r.position;
   if (key_bytes != nullptr) *key_bytes = r.key_bytes;
   if (r.key_bytes > key_capacity) {
-    return self(s)->fail_callback(
-        ResourceExhausted(fmt::format("found key of {} bytes exceeds the buffer of {}",
-                                      r.key_bytes, key_capacity)));
+    return self(s)->fail_callback(ResourceExhausted(
+        fmt::format("found key of {} bytes exceeds the buffer of {}", r.key_bytes, key_capacity)));
   }
   if (r.key_bytes > 0) std::memcpy(key_out, payload.data() + sizeof(r), r.key_bytes);
   return FARMEM_ADO_OK;
@@ -422,8 +420,8 @@ int32_t AdoHost::op_ref_is_current(farmem_ado_store* s, const farmem_ado_ref* re
   return now == wire::record_state(ref->version, wire::kRecordLive) ? 1 : 0;
 }
 
-int32_t AdoHost::op_respond(farmem_ado_store* s, uint64_t work_id, uint32_t layer,
-                            const void* data, uint64_t bytes) {
+int32_t AdoHost::op_respond(farmem_ado_store* s, uint64_t work_id, uint32_t layer, const void* data,
+                            uint64_t bytes) {
   AdoHost* h = self(s);
   Current& c = h->current_;
   if (work_id != c.work_id || work_id == 0) {
@@ -433,9 +431,9 @@ int32_t AdoHost::op_respond(farmem_ado_store* s, uint64_t work_id, uint32_t laye
   uint64_t padded = (bytes + 7) & ~uint64_t{7};
   uint64_t total = c.responses.size() + sizeof(wire::KvAdoResponse) + padded;
   if (c.count >= FARMEM_ADO_MAX_RESPONSES || total > FARMEM_ADO_MAX_RESPONSE_BYTES) {
-    return h->fail_callback(ResourceExhausted(
-        fmt::format("ADO reply full ({} responses, {} bytes max)", FARMEM_ADO_MAX_RESPONSES,
-                    FARMEM_ADO_MAX_RESPONSE_BYTES)));
+    return h->fail_callback(
+        ResourceExhausted(fmt::format("ADO reply full ({} responses, {} bytes max)",
+                                      FARMEM_ADO_MAX_RESPONSES, FARMEM_ADO_MAX_RESPONSE_BYTES)));
   }
   wire::KvAdoResponse r{static_cast<uint32_t>(bytes), layer};
   c.responses.append(reinterpret_cast<const char*>(&r), sizeof(r));

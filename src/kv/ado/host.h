@@ -84,17 +84,17 @@ class AdoHost {
   static int32_t op_allocate(farmem_ado_store* s, uint64_t bytes, uint64_t alignment,
                              farmem_ado_value* out);
   static int32_t op_free(farmem_ado_store* s, uint64_t offset, uint64_t bytes);
-  static int32_t op_find_key(farmem_ado_store* s, const char* expression,
-                             uint32_t expression_bytes, uint64_t start, uint64_t* position,
-                             void* key_out, uint32_t key_capacity, uint32_t* key_bytes);
+  static int32_t op_find_key(farmem_ado_store* s, const char* expression, uint32_t expression_bytes,
+                             uint64_t start, uint64_t* position, void* key_out,
+                             uint32_t key_capacity, uint32_t* key_bytes);
   static int32_t op_iterate(farmem_ado_store* s, uint64_t* cursor, farmem_ado_ref* refs,
                             uint32_t max_refs, uint32_t* count);
   static int32_t op_unlock_key(farmem_ado_store* s, uint64_t work_id, const void* key,
                                uint32_t key_bytes);
   static int32_t op_pool_info(farmem_ado_store* s, farmem_ado_pool_info* out);
   static int32_t op_ref_is_current(farmem_ado_store* s, const farmem_ado_ref* ref);
-  static int32_t op_respond(farmem_ado_store* s, uint64_t work_id, uint32_t layer,
-                            const void* data, uint64_t bytes);
+  static int32_t op_respond(farmem_ado_store* s, uint64_t work_id, uint32_t layer, const void* data,
+                            uint64_t bytes);
   static const char* op_last_error(farmem_ado_store* s);
 
   HostOptions options_;

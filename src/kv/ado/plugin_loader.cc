@@ -26,8 +26,8 @@ Result<LoadedPlugin> LoadedPlugin::load(const std::string& path) {
   auto entry = reinterpret_cast<farmem_ado_entry_fn>(sym);
   p.api_ = entry();
   if (p.api_ == nullptr) {
-    return InvalidArgument(fmt::format("ADO plugin {}: {} returned NULL", path,
-                                       FARMEM_ADO_ENTRY_POINT));
+    return InvalidArgument(
+        fmt::format("ADO plugin {}: {} returned NULL", path, FARMEM_ADO_ENTRY_POINT));
   }
   if (p.api_->abi_version != FARMEM_ADO_ABI_VERSION) {
     return InvalidArgument(fmt::format("ADO plugin {} is built for ABI v{}, farmem-ado speaks v{}",

@@ -54,16 +54,16 @@ Result<std::unique_ptr<AdoProcess>> AdoProcess::spawn(const AdoSettings& setting
 }
 
 Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
-  describe_ = fmt::format("pool '{}' (plugins {})", launch.pool_name,
-                          fmt::join(launch.plugin_paths, ", "));
+  describe_ =
+      fmt::format("pool '{}' (plugins {})", launch.pool_name, fmt::join(launch.plugin_paths, ", "));
   if (launch.plugin_paths.empty() || launch.plugin_paths.size() > ado::kMaxPlugins) {
     return InvalidArgument(fmt::format("ADO of {}: 1..{} plugins", describe_, ado::kMaxPlugins));
   }
   ado::Launch full = launch;
   for (auto& name : full.plugin_paths) {
     if (!valid_plugin_name(name)) {
-      return InvalidArgument(fmt::format("ADO plugin name '{}' of {} is not a file name", name,
-                                         describe_));
+      return InvalidArgument(
+          fmt::format("ADO plugin name '{}' of {} is not a file name", name, describe_));
     }
     name = settings_.plugin_dir + "/" + name;
   }
@@ -109,8 +109,8 @@ Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
   posix_spawnattr_destroy(&attr);
   close(child);
   if (rc != 0) {
-    return Unavailable(fmt::format("cannot start the ADO process of {}: {}: {}", describe_,
-                                   program, std::strerror(rc)));
+    return Unavailable(fmt::format("cannot start the ADO process of {}: {}: {}", describe_, program,
+                                   std::strerror(rc)));
   }
   pid_ = pid;
   state_ = State::kLaunching;
@@ -175,8 +175,8 @@ void AdoProcess::stop(uint64_t now_ns) {
     return;
   }
   if (state_ == State::kBusy) {
-    finish_work(Unavailable(fmt::format("the ADO of {} was stopped (pool closed or deleted)",
-                                        describe_)));
+    finish_work(
+        Unavailable(fmt::format("the ADO of {} was stopped (pool closed or deleted)", describe_)));
   }
   state_ = State::kStopping;
   deadline_ns_ = now_ns + settings_.stop_grace_ms * kNsPerMs;
@@ -192,8 +192,8 @@ void AdoProcess::on_readable(uint64_t now_ns) {
       break;
     }
     if (!got.ok()) {
-      fail(Unavailable(fmt::format("the ADO of {} failed: {}", describe_,
-                                   got.status().to_string())));
+      fail(Unavailable(
+          fmt::format("the ADO of {} failed: {}", describe_, got.status().to_string())));
       return;
     }
     if (got->empty()) break;
@@ -204,9 +204,8 @@ void AdoProcess::on_readable(uint64_t now_ns) {
 
 void AdoProcess::handle(std::string_view bytes, uint64_t now_ns) {
   auto bad = [&](const Status& s) {
-    fail(Unavailable(
-        fmt::format("the ADO of {} sent a malformed message and was killed: {}", describe_,
-                    s.to_string())));
+    fail(Unavailable(fmt::format("the ADO of {} sent a malformed message and was killed: {}",
+                                 describe_, s.to_string())));
   };
   Result<ado::Message> m = ado::parse_message(bytes);
   if (!m.ok()) return bad(m.status());
@@ -216,8 +215,8 @@ void AdoProcess::handle(std::string_view bytes, uint64_t now_ns) {
       Status s = ado::decode_status(*m, nullptr);
       if (s.code() == StatusCode::kProtocolError) return bad(s);
       if (!s.ok()) {
-        fail(Unavailable(fmt::format("the ADO of {} failed to launch: {}", describe_,
-                                     s.message())));
+        fail(
+            Unavailable(fmt::format("the ADO of {} failed to launch: {}", describe_, s.message())));
         return;
       }
       state_ = State::kReady;

@@ -38,11 +38,11 @@ namespace farmem::kv::service {
 
 // How a node runs its ADO processes (per node; from its kv configuration).
 struct AdoSettings {
-  std::string program;     // the farmem-ado executable
-  std::string plugin_dir;  // where plugins are loaded from (by file name)
-  std::string node_address;  // host:port of the node's door, for the ADO's connection
-  std::string cluster_key;   // given to the ADO in its environment
-  std::string tls;           // FARMEM_ADO_TLS for the ADO's connection ("" = its default)
+  std::string program;                 // the farmem-ado executable
+  std::string plugin_dir;              // where plugins are loaded from (by file name)
+  std::string node_address;            // host:port of the node's door, for the ADO's connection
+  std::string cluster_key;             // given to the ADO in its environment
+  std::string tls;                     // FARMEM_ADO_TLS for the ADO's connection ("" = its default)
   uint32_t timeout_ms = 5000;          // a work's deadline (from being sent to its answer)
   uint32_t launch_timeout_ms = 20000;  // spawn to launch answer (connecting to the node)
   uint32_t stop_grace_ms = 1000;       // shutdown to exit, then SIGKILL
