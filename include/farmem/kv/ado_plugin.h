@@ -40,6 +40,7 @@ extern "C" {
 #define FARMEM_ADO_OK 0
 #define FARMEM_ADO_ERASE_TARGET 1 /* do_work: erase the target key after the call */
 #define FARMEM_ADO_NOT_MINE 2     /* do_work: not this plugin's request; offer it to the next */
+#define FARMEM_ADO_MORE 3         /* find_key: no match within the budget; call again at *position */
 #define FARMEM_ADO_E_INVALID (-1)
 #define FARMEM_ADO_E_OUT_OF_RANGE (-2)
 #define FARMEM_ADO_E_NOT_FOUND (-3)
@@ -161,7 +162,9 @@ typedef struct farmem_ado_store_ops {
   int32_t (*allocate_pool_memory)(farmem_ado_store* s, uint64_t bytes, uint64_t alignment,
                                   farmem_ado_value* out);
   int32_t (*free_pool_memory)(farmem_ado_store* s, uint64_t offset, uint64_t bytes);
-  /* Secondary-index search (kv.md "Find"): FARMEM_ADO_E_NOT_FOUND at the end. */
+  /* Secondary-index search (kv.md "Find"): the first key matching expression at a position
+   * >= start. FARMEM_ADO_E_NOT_FOUND at the end; FARMEM_ADO_MORE when the node's budget of keys
+   * per call ran out first (call again with start = *position). */
   int32_t (*find_key)(farmem_ado_store* s, const char* expression, uint32_t expression_bytes,
                       uint64_t start, uint64_t* position, void* key_out, uint32_t key_capacity,
                       uint32_t* key_bytes);

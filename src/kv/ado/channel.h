@@ -145,10 +145,12 @@ struct CallbackMsg {
 static_assert(sizeof(CallbackMsg) == 24);
 
 // kCallbackReply: StatusMsg, then (status 0) the op's result, else message_bytes of text.
+inline constexpr uint32_t kFindReplyMore = 1u;  // no match within the budget: go on at position
+
 struct FindReply {
   uint64_t position;
   uint32_t key_bytes;
-  uint32_t reserved;
+  uint32_t flags;  // kFindReplyMore
 };
 static_assert(sizeof(FindReply) == 16);
 

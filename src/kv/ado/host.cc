@@ -340,6 +340,7 @@ int32_t AdoHost::op_find_key(farmem_ado_store* s, const char* expression, uint32
   }
   if (position != nullptr) *position = r.position;
   if (key_bytes != nullptr) *key_bytes = r.key_bytes;
+  if (r.flags & kFindReplyMore) return FARMEM_ADO_MORE;
   if (r.key_bytes > key_capacity) {
     return self(s)->fail_callback(ResourceExhausted(
         fmt::format("found key of {} bytes exceeds the buffer of {}", r.key_bytes, key_capacity)));

@@ -28,7 +28,7 @@ bool valid_plugin_name(const std::string& n) {
 
 // The environment of the ADO process: the node's, minus anything ADO- or key-related, plus
 // what the ADO needs.
-std::vector<std::string> child_environment(const AdoSettings& s) {
+std::vector<std::string> child_environment(const AdoProcessOptions& s) {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view v(*e);
@@ -44,7 +44,7 @@ std::vector<std::string> child_environment(const AdoSettings& s) {
 
 }  // namespace
 
-Result<std::unique_ptr<AdoProcess>> AdoProcess::spawn(const AdoSettings& settings,
+Result<std::unique_ptr<AdoProcess>> AdoProcess::spawn(const AdoProcessOptions& settings,
                                                       const ado::Launch& launch,
                                                       AdoCallbacks* callbacks, uint64_t now_ns) {
   std::unique_ptr<AdoProcess> p(new AdoProcess(settings, callbacks));

@@ -37,7 +37,7 @@
 namespace farmem::kv::service {
 
 // How a node runs its ADO processes (per node; from its kv configuration).
-struct AdoSettings {
+struct AdoProcessOptions {
   std::string program;                 // the farmem-ado executable
   std::string plugin_dir;              // where plugins are loaded from (by file name)
   std::string node_address;            // host:port of the node's door, for the ADO's connection
@@ -64,7 +64,7 @@ class AdoProcess {
   using DoneFn = std::function<void(Result<ado::Done>)>;
 
   // Starts the process and sends the launch. plugin names are file names in plugin_dir.
-  static Result<std::unique_ptr<AdoProcess>> spawn(const AdoSettings& settings,
+  static Result<std::unique_ptr<AdoProcess>> spawn(const AdoProcessOptions& settings,
                                                    const ado::Launch& launch,
                                                    AdoCallbacks* callbacks, uint64_t now_ns);
   ~AdoProcess();  // kills and reaps the process if it still runs
@@ -101,7 +101,7 @@ class AdoProcess {
   uint64_t dropped_events() const { return dropped_events_; }
 
  private:
-  AdoProcess(const AdoSettings& settings, AdoCallbacks* callbacks)
+  AdoProcess(const AdoProcessOptions& settings, AdoCallbacks* callbacks)
       : settings_(settings), callbacks_(callbacks) {}
   Status start(const ado::Launch& launch, uint64_t now_ns);
   void enqueue(std::string message);
@@ -113,7 +113,7 @@ class AdoProcess {
   void try_reap(bool block);
   std::string exit_text(int status) const;
 
-  AdoSettings settings_;
+  AdoProcessOptions settings_;
   AdoCallbacks* callbacks_;
   std::string describe_;
   pid_t pid_ = -1;

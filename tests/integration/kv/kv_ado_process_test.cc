@@ -35,7 +35,7 @@ namespace {
 
 using kv::service::AdoCallbacks;
 using kv::service::AdoProcess;
-using kv::service::AdoSettings;
+using kv::service::AdoProcessOptions;
 namespace ado = kv::ado;
 namespace w = kv::wire;
 
@@ -186,8 +186,8 @@ class AdoProcessTest : public ::testing::Test {
     pool_ = std::make_unique<FakePool>(base, a->offset(), kPoolBytes);
   }
 
-  AdoSettings settings(uint32_t timeout_ms = 5000) const {
-    AdoSettings s;
+  AdoProcessOptions settings(uint32_t timeout_ms = 5000) const {
+    AdoProcessOptions s;
     s.program = FARMEM_ADO_BIN;
     s.plugin_dir = FARMEM_ADO_PLUGIN_DIR;
     s.node_address = server_->address();
@@ -223,7 +223,7 @@ class AdoProcessTest : public ::testing::Test {
   }
 
   // Spawns and waits for the launch; returns the launch status.
-  Status start(AdoProcess** out, const AdoSettings& s, const ado::Launch& l) {
+  Status start(AdoProcess** out, const AdoProcessOptions& s, const ado::Launch& l) {
     auto p = AdoProcess::spawn(s, l, pool_.get(), now_ns());
     if (!p.ok()) return p.status();
     std::optional<Status> launched;
@@ -455,7 +455,7 @@ TEST_F(AdoProcessTest, PluginsThatDoNotLoadOrRefuseToLaunch) {
   std::string dir = std::filesystem::temp_directory_path() / fmt::format("ado-{}", getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/libjunk.so") << "not an ELF file";
-  AdoSettings junk = settings();
+  AdoProcessOptions junk = settings();
   junk.plugin_dir = dir;
   s = start(&p, junk, launch({"libjunk.so"}));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
@@ -469,7 +469,7 @@ TEST_F(AdoProcessTest, PluginsThatDoNotLoadOrRefuseToLaunch) {
   // Names are file names: no paths.
   EXPECT_EQ(start(&p, settings(), launch({"../libfarmem_ado_testing.so"})).code(),
             StatusCode::kInvalidArgument);
-  AdoSettings missing = settings();
+  AdoProcessOptions missing = settings();
   missing.program = "/nonexistent/farmem-ado";
   EXPECT_EQ(start(&p, missing, launch({"libfarmem_ado_testing.so"})).code(),
             StatusCode::kUnavailable);
@@ -488,7 +488,7 @@ TEST_F(AdoProcessTest, JunkOnTheChannelKillsTheProcess) {
   std::string script = dir + "/fake-ado";
   std::ofstream(script) << "#!/bin/sh\nprintf 'junk!' >&3\nexec sleep 30\n";
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
-  AdoSettings s = settings();
+  AdoProcessOptions s = settings();
   s.program = script;
   AdoProcess* p = nullptr;
   Status st = start(&p, s, launch({"libfarmem_ado_testing.so"}));
@@ -514,7 +514,7 @@ TEST(AdoProcessNoShm, RefusesToLaunchWithoutAMapping) {
   o.tls = "tcp";
   auto server = ServerProcess::start(o);
   ASSERT_NE(server, nullptr);
-  AdoSettings s;
+  AdoProcessOptions s;
   s.program = FARMEM_ADO_BIN;
   s.plugin_dir = FARMEM_ADO_PLUGIN_DIR;
   s.node_address = server->address();
