@@ -1,5 +1,6 @@
 // farmem bench ycsb: YCSB workloads A-F against a far-memory structure (--structure hash: the
-// RACE hash table, A-D and F; --structure btree: the B+tree, all six, E's scans included).
+// RACE hash table, A-D and F; --structure btree: the B+tree, all six, E's scans included;
+// --structure kv: a pool of the key-value store, A-D and F, with --kv-mode and --coalesce).
 //
 // Load phase: --records keys (fixed-length keys from workload/key_format.h, values from
 // value_format.h) are put by every thread's coroutines. Run phase: each of --threads threads
@@ -8,7 +9,9 @@
 // is seeded from its thread's stream of --seed. Latency is taken per operation with the TSC.
 // Prints throughput and p50/p99/p999 per operation type, and the average round trips per get
 // counted by the table itself (the tree: page reads per get and per operation, the index
-// cache's hit rate, scanned records per second); --out appends JSON. Runs on bench_harness.h.
+// cache's hit rate, scanned records per second; the kv store: its mode, the one-sided hit rate
+// and the average operations per coalesced message); --out appends JSON. Runs on
+// bench_harness.h. The kv store has no update-if-present: YCSB updates are plain puts.
 //
 // run_bench_ycsb: check_flags -> setup (connect, create the table) -> load -> run_phase ->
 // cleanup (destroy the table) -> report (its memory line needs the usage after cleanup).
@@ -27,6 +30,8 @@
 #include "farmem/common/clock.h"
 #include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "farmem/kv/pool.h"
+#include "farmem/kv/store.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/op_generator.h"
 #include "farmem/workload/value_format.h"
@@ -47,12 +52,29 @@ constexpr int kOps = workload::kOpTypeCount;
 constexpr std::array<const char*, kOps> kOpNames = {"read", "update", "insert", "scan", "rmw"};
 constexpr uint64_t kLoadProgressNs = 2'000'000'000ull;
 
+// A pool of the key-value store on one thread, with the calls the loops make.
+struct KvHandle {
+  std::unique_ptr<kv::Store> store;
+  std::unique_ptr<kv::Pool> pool;
+  Task<Result<bool>> get(std::string_view key, std::string* value) {
+    return pool->get(key, value);
+  }
+  Task<Status> put(std::string_view key, std::string_view value) { return pool->put(key, value); }
+  Task<Status> update(std::string_view key, std::string_view value) {
+    return pool->put(key, value);
+  }
+  Task<Status> insert(std::string_view key, std::string_view value) {
+    return pool->put(key, value, kv::wire::kPutCreateOnly);
+  }
+};
+
 // Read by every thread.
 struct YcsbShared {
   const BenchYcsbFlags* flags = nullptr;
   std::string table;
   HashTableOptions table_options;
   BTreeOptions tree_options;
+  kv::StoreOptions store_options;
   std::atomic<uint64_t> key_counter{0};
   std::atomic<uint64_t> loaded{0};
 };
@@ -67,6 +89,7 @@ struct DsCounters {
   uint64_t page_reads = 0;  // tree: pages read by every operation
   uint64_t cache_hits = 0, cache_misses = 0;
   uint64_t scan_records = 0;
+  uint64_t kv_messages = 0, kv_ops = 0;  // kv: coalesced messages and the operations in them
   DsCounters operator-(const DsCounters& b) const {
     DsCounters d = *this;
     d.gets -= b.gets;
@@ -78,6 +101,8 @@ struct DsCounters {
     d.cache_hits -= b.cache_hits;
     d.cache_misses -= b.cache_misses;
     d.scan_records -= b.scan_records;
+    d.kv_messages -= b.kv_messages;
+    d.kv_ops -= b.kv_ops;
     return d;  // cas_failures and split_waits stay totals
   }
 };
@@ -106,6 +131,18 @@ DsCounters counters_of(const BTree& t) {
   c.cache_hits = s.cache_hits;
   c.cache_misses = s.cache_misses;
   c.scan_records = s.scan_records;
+  return c;
+}
+
+DsCounters counters_of(const KvHandle& t) {
+  const kv::StoreStats s = t.store->stats();
+  DsCounters c;
+  c.gets = s.gets;
+  c.get_round_trips = s.get_round_trips;
+  c.spec_hits = s.one_sided_hits;
+  c.spec_misses = s.one_sided_misses;
+  c.kv_messages = s.ops_messages;
+  c.kv_ops = s.coalesced_ops;
   return c;
 }
 
@@ -167,6 +204,11 @@ Task<Status> scan_op(HashTable* t, const std::string& key, uint32_t length,
                      std::vector<std::pair<std::string, std::string>>* out) {
   (void)t, (void)key, (void)length, (void)out;
   co_return InvalidArgument("scans need an ordered structure; --structure hash has none");
+}
+Task<Status> scan_op(KvHandle* t, const std::string& key, uint32_t length,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  (void)t, (void)key, (void)length, (void)out;
+  co_return InvalidArgument("scans need an ordered structure; --structure kv has none");
 }
 Task<Status> scan_op(BTree* t, const std::string& key, uint32_t length,
                      std::vector<std::pair<std::string, std::string>>* out) {
@@ -268,6 +310,21 @@ Result<std::unique_ptr<HashTable>> open_handle(ThreadClient* c, YcsbShared* sh, 
 Result<std::unique_ptr<BTree>> open_handle(ThreadClient* c, YcsbShared* sh, BTree*) {
   return c->run(BTree::open(c, sh->table, sh->tree_options));
 }
+Result<std::unique_ptr<KvHandle>> open_handle(ThreadClient* c, YcsbShared* sh, KvHandle*) {
+  auto h = std::make_unique<KvHandle>();
+  auto store = kv::Store::open(c, sh->store_options);
+  if (!store.ok()) return store.status();
+  h->store = std::move(*store);
+  auto pool = h->store->open_pool_sync(sh->table);
+  if (!pool.ok()) return pool.status();
+  h->pool = std::move(*pool);
+  return h;
+}
+void note_shape(const KvHandle&, YcsbThread*) {}
+// Closes what the handle holds open on the nodes (the kv pool; the others hold nothing).
+void close_handle(HashTable&) {}
+void close_handle(BTree&) {}
+void close_handle(KvHandle& h) { (void)h.store->close_pool_sync(*h.pool); }
 void note_shape(const HashTable& t, YcsbThread* pt) {
   for (uint32_t i = 0; i < t.shard_count(); ++i) pt->subtables += t.subtable_count(i);
 }
@@ -294,6 +351,7 @@ void thread_body(BenchThread& th, ThreadClient* c, YcsbShared* sh, YcsbThread* p
   });
   run_stage(th, c, t, sh, pt);
   pt->stats = counters_of(*t) - pt->measure_base;
+  if (th.error().ok()) close_handle(*t);
 }
 
 // ---- Main thread, in order
@@ -304,6 +362,11 @@ int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
   if (spec->proportion(OpType::kScan) > 0 && f.structure == "hash") {
     return bench.fail(2, fmt::format("workload {} needs range scans, which --structure hash does "
                                      "not have (keys are hashed); run it with --structure btree",
+                                     f.workload));
+  }
+  if (spec->proportion(OpType::kScan) > 0 && f.structure == "kv") {
+    return bench.fail(2, fmt::format("workload {} needs range scans, which --structure kv does "
+                                     "not have; run it with --structure btree",
                                      f.workload));
   }
   if (f.structure == "btree" && f.key_bytes > ds::btree::kMaxKeyBytes) {
@@ -319,10 +382,28 @@ int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
   return 0;
 }
 
+// The pool of --structure kv: created (and closed again) by the main thread; the threads open it.
+uint64_t pool_capacity(const BenchYcsbFlags& f) {
+  if (f.pool_capacity_bytes != 0) return f.pool_capacity_bytes;
+  // Two records per key (updates leave the old one for its grace period), index slots, slack.
+  const uint64_t record = (32 + f.key_bytes + f.value_bytes + 63) / 64 * 64;
+  return f.records * (2 * record + 64) + (256ull << 20);
+}
+
+Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& sh) {
+  auto store = kv::Store::open(c, sh.store_options);
+  if (!store.ok()) return store.status();
+  auto pool = (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records,
+                                         kv::wire::kPoolCreateOnly);
+  if (!pool.ok()) return pool.status();
+  return (*store)->close_pool_sync(**pool);
+}
+
 // Connects and creates the table the threads open.
 int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
-  const uint64_t local_bytes =
-      (1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes);
+  const uint64_t local_bytes = std::max<uint64_t>(
+      (1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes),
+      f.structure == "kv" ? pool_capacity(f) + (256ull << 20) : 0);
   int rc = bench.connect(local_bytes, [&f](client::ClientOptions* o) {
     if (!f.direct.empty()) o->direct_access = f.direct == "on";
   });
@@ -340,11 +421,17 @@ int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
   sh->table_options.spec_cache_log2 = f.spec_cache_log2;
   sh->tree_options.temporary = f.keep_table.empty();
   sh->tree_options.cache_bytes = f.index_cache_bytes;
+  sh->store_options.mode = *kv::parse_kv_mode(f.kv_mode);
+  sh->store_options.coalesce = f.coalesce == "on";
+  sh->store_options.max_in_flight = f.kv_in_flight;
+  sh->store_options.location_cache_log2 = f.kv_cache_log2;
   ThreadClient* c = *bench.cluster()->thread_client();
   run->main_client = c;
   run->used_before = nodes_used(*bench.cluster(), c);
   Status st;
-  if (f.structure == "btree") {
+  if (f.structure == "kv") {
+    st = create_pool(c, f, *sh);
+  } else if (f.structure == "btree") {
     st = c->run(BTree::create(c, sh->table, sh->tree_options)).status();
   } else {
     st = c->run(HashTable::create(c, sh->table, sh->table_options)).status();
@@ -359,6 +446,10 @@ int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<Ycsb
   if (f.structure == "btree") {
     bench.start_threads([sh, per](BenchThread& th, ThreadClient* c) {
       thread_body<BTree>(th, c, sh, &(*per)[th.index()]);
+    });
+  } else if (f.structure == "kv") {
+    bench.start_threads([sh, per](BenchThread& th, ThreadClient* c) {
+      thread_body<KvHandle>(th, c, sh, &(*per)[th.index()]);
     });
   } else {
     bench.start_threads([sh, per](BenchThread& th, ThreadClient* c) {
@@ -382,6 +473,11 @@ int load(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, std::vector<Ycsb
     run->load_split_waits += p.load_stats.split_waits;
     run->subtables = std::max(run->subtables, p.subtables);
     run->height = std::max(run->height, p.height);
+  }
+  if (f.structure == "kv") {
+    fmt::print(stderr, "  [load] {} records in {:.2f} s ({:.0f} puts/s), nodes use {} bytes\n",
+               f.records, run->load_s, f.records / run->load_s, run->used_after_load);
+    return 0;
   }
   if (f.structure == "btree") {
     fmt::print(stderr,
@@ -421,7 +517,10 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
   run->used_after = run->used_end;
   if (!f.keep_table.empty()) return;
   Status s;
-  if (f.structure == "btree") {
+  if (f.structure == "kv") {
+    auto store = kv::Store::open(c, sh.store_options);
+    s = store.ok() ? (*store)->delete_pool_sync(sh.table) : store.status();
+  } else if (f.structure == "btree") {
     s = c->run(BTree::destroy(c, sh.table));
   } else {
     s = c->run(HashTable::destroy(c, sh.table));
@@ -455,6 +554,8 @@ YcsbTotals totals(const std::vector<YcsbThread>& per) {
     st.cache_hits += p.stats.cache_hits;
     st.cache_misses += p.stats.cache_misses;
     st.scan_records += p.stats.scan_records;
+    st.kv_messages += p.stats.kv_messages;
+    st.kv_ops += p.stats.kv_ops;
   }
   t.rtt_per_get = st.gets ? static_cast<double>(st.get_round_trips) / st.gets : 0.0;
   t.spec_rate =
@@ -472,8 +573,14 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   const LatencyUs lat = latency_us(all);
   // The structure's own figures: round trips per get and the speculative cache (hash); pages
   // read per get and per operation, the index cache and scanned records (tree).
+  const double per_msg = t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0;
   const std::string own =
-      f.structure == "btree"
+      f.structure == "kv"
+          ? fmt::format("rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
+                        "coalesce={} in_flight={}",
+                        t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce,
+                        f.kv_in_flight)
+      : f.structure == "btree"
           ? fmt::format(
                 "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
                 "scan_records/s={:.0f} lock_retries={} height={}",
@@ -546,6 +653,16 @@ int write_json(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
   r["subtables_after_load"] = run.subtables;
   r["load_splits"] = run.load_splits;
   r["run_splits"] = t.stats.splits;
+  if (f.structure == "kv") {
+    r["kv_mode"] = f.kv_mode;
+    r["coalesce"] = f.coalesce == "on";
+    r["kv_in_flight"] = f.kv_in_flight;
+    r["one_sided_hit_percent"] = t.spec_rate;
+    r["keys_per_message"] =
+        t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0.0;
+    r["kv_messages"] = t.stats.kv_messages;
+    r["kv_cache_log2"] = f.kv_cache_log2;
+  }
   if (f.structure == "btree") {
     const double secs = bench.seconds();
     r["page_reads_per_get"] = t.rtt_per_get;

@@ -10,7 +10,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace farmem::apps {
 
@@ -24,6 +25,9 @@ struct ClusterFlags {
 // (kept alive by *local) and returns a config pointing at it.
 Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
                                               std::unique_ptr<LocalNode>* local);
+
+// A CLI11 transform that accepts sizes with units ("16MiB", "4k", "4096") for byte options.
+CLI::Validator bytes_unit();
 
 // Adds --servers and --config to a subcommand.
 void add_cluster_flags(CLI::App* sub, ClusterFlags* flags);
@@ -75,6 +79,11 @@ struct BenchYcsbFlags {
   std::string keep_table;                    // "": a temporary table destroyed at the end
   uint32_t max_scan_length = 100;            // workload E: scan lengths uniform in 1..this
   uint64_t index_cache_bytes = 64ull << 20;  // --structure btree: each handle's index cache
+  std::string kv_mode = "auto";              // --structure kv: rpc | one-two-sided | auto
+  std::string coalesce = "on";               // --structure kv: request coalescing on | off
+  uint32_t kv_in_flight = 8;                 // --structure kv: messages in flight per node
+  int kv_cache_log2 = 20;                    // --structure kv: location cache entries = 2^N
+  uint64_t pool_capacity_bytes = 0;          // --structure kv: 0 = from records and sizes
 };
 int run_bench_ycsb(const BenchYcsbFlags& flags);
 
@@ -91,5 +100,37 @@ CLI::App* add_bench_ado(CLI::App* bench, BenchAdoFlags* flags);
 int run_bench_ado_filter(const BenchAdoFlags& flags);
 
 int run_status(const ClusterFlags& flags);
+
+// `farmem kv <command>` (kv_cmd.cc). Exit codes scripts can use:
+inline constexpr int kKvExitOk = 0;
+inline constexpr int kKvExitError = 1;     // anything else: unreachable node, timeout, bad reply
+inline constexpr int kKvExitUsage = 2;     // bad flags or arguments
+inline constexpr int kKvExitNotFound = 3;  // no such pool, key or match
+inline constexpr int kKvExitExists = 4;    // create-only: the pool or key exists
+inline constexpr int kKvExitBusy = 5;      // the key is locked / the pool is open elsewhere
+
+struct KvFlags {
+  ClusterFlags cluster;
+  std::string command;  // pools, create-pool, ...
+  std::string pool;
+  std::string key;
+  std::string value;
+  std::string value_file;  // put: read the value from this file ("-": stdin)
+  std::string expression;  // find
+  std::string request;     // invoke
+  uint64_t capacity_bytes = 64ull << 20;
+  uint64_t expected_count = 0;
+  uint64_t start = 0;   // find: first position
+  uint64_t limit = 0;   // find: matches to print (0 = all)
+  bool create_only = false;
+  bool dont_overwrite = false;
+  bool raw = false;            // get: the value's bytes only, no newline
+  std::string put_value;       // invoke: invoke_put_ado with this value
+  uint32_t ado_flags = 0;      // invoke: wire::kAdo* flags
+  uint64_t ado_value_size = 0; // invoke: kAdoCreateOnDemand size
+};
+// Registers `farmem kv` and its commands on `app`; run_kv runs the parsed one.
+CLI::App* add_kv_commands(CLI::App* app, KvFlags* flags);
+int run_kv(const KvFlags& flags);
 
 }  // namespace farmem::apps

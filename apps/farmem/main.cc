@@ -2,8 +2,10 @@
 //
 //   farmem bench ops [--op read|write|cas|faa|inc] [--depth N] [--block-bytes N] [--direct on|off]
 //                    <bench flags>
-//   farmem bench ycsb [--structure hash|btree] [--workload a|b|c|d|e|f] [--records N] [--coroutines
-//   N] ... <bench flags> farmem status    [--servers h:p,...|--config FILE]
+//   farmem bench ycsb [--structure hash|btree|kv] [--workload a|b|c|d|e|f] [--records N]
+//                     [--coroutines N] [--kv-mode M] [--coalesce on|off] ... <bench flags>
+//   farmem status [--servers h:p,...|--config FILE]
+//   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
 //
@@ -25,7 +27,6 @@
 
 namespace farmem::apps {
 
-// A CLI11 transform that accepts sizes with units ("16MiB", "4k", "4096") for byte options.
 CLI::Validator bytes_unit() {
   return CLI::Validator(
       [](std::string& text) {
@@ -87,8 +88,8 @@ CLI::App* add_bench_ops(CLI::App* bench, BenchOpsFlags* ops) {
 CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   CLI::App* bench_ycsb = bench->add_subcommand("ycsb", "YCSB workloads on a far-memory structure");
   add_bench_flags(bench_ycsb, &ycsb->bench, "seconds of the run phase");
-  bench_ycsb->add_option("--structure", ycsb->structure, "data structure")
-      ->check(CLI::IsMember({"hash", "btree"}));
+  bench_ycsb->add_option("--structure", ycsb->structure, "data structure: hash | btree | kv")
+      ->check(CLI::IsMember({"hash", "btree", "kv"}));
   bench_ycsb->add_option("--workload", ycsb->workload, "a|b|c|d|e|f (e: scans, btree only)")
       ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
   bench_ycsb->add_option("--records", ycsb->records, "records loaded before the run")
@@ -127,6 +128,27 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
       ->add_option("--index-cache", ycsb->index_cache_bytes,
                    "--structure btree: bytes of each handle's index cache (0 = none)")
       ->transform(bytes_unit());
+  bench_ycsb
+      ->add_option("--kv-mode", ycsb->kv_mode,
+                   "--structure kv: rpc | one-two-sided | auto (one-sided gets where the node "
+                   "is reached with true one-sided operations; default)")
+      ->check(CLI::IsMember({"rpc", "one-two-sided", "auto"}));
+  bench_ycsb
+      ->add_option("--coalesce", ycsb->coalesce,
+                   "--structure kv: on | off, request coalescing (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  bench_ycsb
+      ->add_option("--kv-in-flight", ycsb->kv_in_flight,
+                   "--structure kv: coalesced messages in flight per node (default 8)")
+      ->check(CLI::Range(1u, 256u));
+  bench_ycsb
+      ->add_option("--kv-cache-log2", ycsb->kv_cache_log2,
+                   "--structure kv: location cache entries per thread = 2^N (default 20)")
+      ->check(CLI::Range(0, 28));
+  bench_ycsb
+      ->add_option("--pool-capacity", ycsb->pool_capacity_bytes,
+                   "--structure kv: the pool's capacity (default: from records and sizes)")
+      ->transform(bytes_unit());
   bench_ycsb->add_option("--keep-table", ycsb->keep_table,
                          "create a persistent table with this name and keep it (default: a "
                          "temporary table, destroyed at the end or when the run dies)");
@@ -154,7 +176,11 @@ int main(int argc, char** argv) {
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   farmem::apps::add_cluster_flags(status, &status_flags);
 
+  farmem::apps::KvFlags kv;
+  CLI::App* kv_cmd = farmem::apps::add_kv_commands(&app, &kv);
+
   CLI11_PARSE(app, argc, argv);
+  if (kv_cmd->parsed()) return farmem::apps::run_kv(kv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);

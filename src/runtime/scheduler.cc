@@ -152,6 +152,7 @@ bool Scheduler::poll_once() {
     run_pos_ = 0;
     in_poll_ = false;
   }
+  if (!round_end_.empty() && run_round_end()) busy = true;
   // A worker with nothing in flight is progressed only on idle rounds and every
   // time_check_interval busy rounds: it has no completion to deliver, only background work
   // (keepalive, peer-failure detection), and progressing it can cost a system call (the TCP
@@ -167,6 +168,19 @@ bool Scheduler::poll_once() {
     check_time(/*idle=*/!busy);
   }
   return busy;
+}
+
+bool Scheduler::run_round_end() {
+  in_poll_ = true;
+  bool ran = false;
+  while (!round_end_.empty()) {
+    round_end_running_.swap(round_end_);
+    for (const RoundEnd& r : round_end_running_) r.fn(r.arg);
+    round_end_running_.clear();
+    ran = true;
+  }
+  in_poll_ = false;
+  return ran;
 }
 
 void Scheduler::run_until_idle() {

@@ -124,6 +124,58 @@ TEST(SchedulerTest, CoroutinePostedDuringAPollRunsInTheNextPoll) {
   EXPECT_EQ(s.live_coroutines(), 0u);
 }
 
+// What the round-end test records: coroutines append their id, round-end calls append -1.
+struct RoundLog {
+  Scheduler* s = nullptr;
+  std::vector<int> events;
+  bool hook_pending = false;
+  int chained = 0;  // round-end calls that register one more
+};
+
+void LogRoundEnd(void* arg) {
+  auto* log = static_cast<RoundLog*>(arg);
+  log->hook_pending = false;
+  log->events.push_back(-1);
+  if (log->chained > 0) {
+    --log->chained;
+    log->s->at_round_end(&LogRoundEnd, log);
+  }
+}
+
+// Appends id, asks once per round for the round-end call, yields, and appends id again.
+Task<void> QueueThenYield(RoundLog* log, int id) {
+  for (int i = 0; i < 2; ++i) {
+    log->events.push_back(id);
+    if (!log->hook_pending) {
+      log->hook_pending = true;
+      log->s->at_round_end(&LogRoundEnd, log);
+    }
+    if (i == 0) co_await log->s->yield();
+  }
+}
+
+// A round-end call runs once, after every coroutine of the round that asked for it and before
+// the next round; one registered outside a poll runs at the end of the next round; calls that
+// register more run in the same round.
+TEST(SchedulerTest, RoundEndCallsRunAfterTheRoundsCoroutines) {
+  Scheduler s;
+  RoundLog log;
+  log.s = &s;
+  for (int id = 1; id <= 3; ++id) ASSERT_TRUE(s.spawn(QueueThenYield(&log, id)).ok());
+  EXPECT_TRUE(s.poll_once());
+  EXPECT_EQ(log.events, (std::vector<int>{1, 2, 3, -1}));
+  EXPECT_TRUE(s.poll_once());
+  EXPECT_EQ(log.events, (std::vector<int>{1, 2, 3, -1, 1, 2, 3, -1}));
+  EXPECT_EQ(s.live_coroutines(), 0u);
+  log.events.clear();
+  log.chained = 2;
+  s.at_round_end(&LogRoundEnd, &log);  // outside a poll: the next round's end
+  EXPECT_TRUE(log.events.empty());
+  EXPECT_TRUE(s.poll_once());  // nothing else ran, but the calls did: a busy round
+  EXPECT_EQ(log.events, (std::vector<int>{-1, -1, -1}));
+  EXPECT_FALSE(s.poll_once());
+}
+
 // others_ready() is true while a later coroutine of the same round, or a posted one, would run
 // before a coroutine that yields now; the last of a round with nothing posted sees false.
 TEST(SchedulerTest, OthersReadySeesLaterCoroutinesOfTheRoundAndPostedOnes) {

@@ -53,6 +53,13 @@ class Scheduler {
   // Whether a coroutine that yielded now would let another one run first: something is posted,
   // or coroutines after the running one are still due in this round. Cheap (no clock, no I/O).
   bool others_ready() const { return !ready_.empty() || run_pos_ + 1 < running_.size(); }
+  // Runs fn(arg) once at the end of the current round: after the round's coroutines have run and
+  // before the workers are progressed (called outside poll_once, at the end of the next round's
+  // coroutines). For work that the coroutines of one round queue up together, e.g. requests
+  // coalesced into one message (kv/coalescer.h). fn may post handles and operations and
+  // register further round-end calls (they run in the same round); it must not resume
+  // coroutines or poll.
+  void at_round_end(void (*fn)(void*), void* arg) { round_end_.push_back({fn, arg}); }
   // Starts a detached coroutine. kResourceExhausted when max_coroutines are alive.
   Status spawn(Task<void> task);
   size_t live_coroutines() const { return live_; }
@@ -102,6 +109,8 @@ class Scheduler {
   // lets an auto-advancing virtual clock jump to the earliest timer (common/virtual_clock.h).
   void check_time(bool idle);
   void auto_advance_virtual_clock();
+  // Runs the at_round_end calls (and those they register); true if there were any.
+  bool run_round_end();
   bool in_poll_ = false;
 
   struct Timer {
@@ -123,6 +132,12 @@ class Scheduler {
   std::vector<fabric::Worker*> workers_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   std::vector<std::function<void(uint64_t)>> tickers_;
+  struct RoundEnd {
+    void (*fn)(void*);
+    void* arg;
+  };
+  std::vector<RoundEnd> round_end_;
+  std::vector<RoundEnd> round_end_running_;
   uint64_t timer_seq_ = 0;
   uint32_t polls_since_check_ = 0;
   size_t live_ = 0;

@@ -1,0 +1,481 @@
+#include "farmem/kv/pool.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "farmem/client/cluster.h"
+#include "farmem/common/clock.h"
+#include "farmem/kv/codec.h"
+#include "farmem/kv/record_view.h"
+#include "farmem/kv/store.h"
+
+namespace farmem::kv {
+
+namespace w = wire;
+using runtime::Task;
+
+namespace {
+constexpr uint8_t kPutFlags = w::kPutCreateOnly | w::kPutDontOverwrite;
+}
+
+Pool::Pool(Store* store, std::string name, uint16_t node, const w::KvPoolReply& reply, uint32_t id)
+    : store_(store),
+      name_(std::move(name)),
+      handle_(reply.pool),
+      node_(node),
+      id_(id),
+      capacity_bytes_(reply.capacity_bytes),
+      created_((reply.flags & w::kPoolReplyCreated) != 0),
+      one_sided_(store->one_sided(node)),
+      lane_(&store->coalescer_, reply.pool, node, store->client_->endpoint(node)) {}
+
+Pool::~Pool() = default;
+
+Status Pool::check_key(std::string_view key) const {
+  if (!open_) return InvalidArgument(fmt::format("pool '{}' is closed", name_));
+  if (key.empty() || key.size() > w::kMaxKeyBytes) {
+    return InvalidArgument(
+        fmt::format("keys are 1..{} bytes, not {}", w::kMaxKeyBytes, key.size()));
+  }
+  return OkStatus();
+}
+
+Status Pool::check_open() const {
+  if (!open_) return InvalidArgument(fmt::format("pool '{}' is closed", name_));
+  return OkStatus();
+}
+
+void Pool::remember(uint64_t hash, const w::KvOpReply& reply) {
+  store_->cache_.store(id_, hash, RecordLocation{reply.record, reply.version, reply.record_bytes});
+}
+
+Task<Status> Pool::call(w::KvOpcode opcode, std::string request, std::vector<uint8_t>* reply,
+                        uint32_t reply_capacity) {
+  Status s = co_await store_->call(node_, opcode, std::move(request), reply, reply_capacity);
+  co_return s;
+}
+
+// ---- get / put / erase ----------------------------------------------------------------------
+
+Task<bool> Pool::read_record(const RecordLocation& loc, std::string_view key, std::string* value) {
+  value->resize(loc.record_bytes);
+  Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), value->data(),
+                                            loc.record_bytes);
+  if (!s.ok()) co_return false;
+  uint64_t value_bytes = 0;
+  const size_t at = check_record_copy(reinterpret_cast<uint8_t*>(value->data()), loc.record_bytes,
+                                      key, loc.version, &value_bytes);
+  if (at == 0) co_return false;
+  std::memmove(value->data(), value->data() + at, value_bytes);
+  value->resize(value_bytes);
+  co_return true;
+}
+
+Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  StoreStats& st = store_->stats_;
+  ++st.gets;
+  uint64_t hash = 0;
+  size_t hint = 0;
+  if (one_sided_) {
+    hash = LocationCache::key_hash(id_, key);
+    RecordLocation loc;
+    if (store_->cache_.lookup(id_, hash, &loc)) {
+      ++st.get_round_trips;
+      const bool hit = co_await read_record(loc, key, value);
+      if (hit) {
+        ++st.one_sided_hits;
+        co_return true;
+      }
+      hint = loc.record_bytes - std::min<size_t>(loc.record_bytes, 32 + key.size());
+    }
+    ++st.one_sided_misses;
+  }
+  for (int attempt = 0;; ++attempt) {
+    OpSlot slot;
+    slot.op = w::KvOp::kGet;
+    slot.value = value;
+    ++st.get_round_trips;
+    co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {}, hint);
+    if (!slot.status.ok()) co_return slot.status;
+    const w::KvOpReply& r = slot.reply;
+    if (r.status == static_cast<int32_t>(StatusCode::kNotFound)) {
+      if (one_sided_) store_->cache_.forget(id_, hash);
+      co_return false;
+    }
+    FARMEM_CO_RETURN_IF_ERROR(op_status(r.status, w::KvOp::kGet, name_, key.size()));
+    if ((r.flags & w::kReplyNeedsLocate) == 0) {
+      if (one_sided_) remember(hash, r);
+      co_return true;
+    }
+    // The value did not fit in the reply: read the record it names one-sidedly, ask again alone
+    // (once, if a reply can carry it), or locate / read / release.
+    if (one_sided_ && r.record != 0 && r.record_bytes != 0) {
+      const RecordLocation loc{r.record, r.version, r.record_bytes};
+      ++st.get_round_trips;
+      const bool hit = co_await read_record(loc, key, value);
+      if (hit) {
+        remember(hash, r);
+        co_return true;
+      }
+    }
+    if (attempt == 0 && r.value_bytes <= kMaxReplyValueBytes) {
+      hint = r.value_bytes;
+      ++st.refetches;
+      continue;
+    }
+    st.get_round_trips += 3;  // locate, read, release
+    auto located = co_await get_located(key, value);
+    co_return located;
+  }
+}
+
+Task<Result<bool>> Pool::get_located(std::string_view key, std::string* value) {
+  auto loc = co_await locate(key, w::LocateMode::kRead, 0, 0, 0);
+  if (!loc.ok()) {
+    if (loc.status().code() == StatusCode::kNotFound) co_return false;
+    co_return loc.status();
+  }
+  const uint64_t bytes = std::min(loc->length, loc->value_bytes);
+  value->resize(bytes);
+  Status s;
+  if (bytes > 0) {
+    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), value->data(), bytes);
+  }
+  Status r = co_await release(loc->token, 0);
+  if (!s.ok()) co_return s;
+  if (!r.ok()) co_return r;
+  co_return true;
+}
+
+Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t flags, bool* existed) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  if ((flags & ~kPutFlags) != 0)
+    co_return InvalidArgument(fmt::format("unknown put flags {:#x}", flags));
+  if (value.size() > w::kMaxValueBytes) {
+    co_return InvalidArgument(
+        fmt::format("values are at most {} bytes, not {}", w::kMaxValueBytes, value.size()));
+  }
+  if (existed != nullptr) *existed = false;
+  ++store_->stats_.puts;
+  if (!put_fits_message(key.size(), value.size())) {
+    Status s = co_await put_direct(key, value.data(), value.size(), flags, existed);
+    co_return s;
+  }
+  OpSlot slot;
+  slot.op = w::KvOp::kPut;
+  co_await store_->coalescer_.submit(&lane_, &slot, flags, key, value);
+  if (!slot.status.ok()) co_return slot.status;
+  const uint64_t hash = one_sided_ ? LocationCache::key_hash(id_, key) : 0;
+  if (slot.reply.status != 0) {
+    if (one_sided_) store_->cache_.forget(id_, hash);
+    co_return op_status(slot.reply.status, w::KvOp::kPut, name_, key.size());
+  }
+  if (existed != nullptr) *existed = (slot.reply.flags & w::kReplyExisted) != 0;
+  if (one_sided_) remember(hash, slot.reply);
+  co_return OkStatus();
+}
+
+Task<Status> Pool::erase(std::string_view key) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  ++store_->stats_.erases;
+  OpSlot slot;
+  slot.op = w::KvOp::kErase;
+  co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {});
+  if (!slot.status.ok()) co_return slot.status;
+  if (one_sided_) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+  co_return op_status(slot.reply.status, w::KvOp::kErase, name_, key.size());
+}
+
+// ---- locate / release: direct transfers, ranges, locks ---------------------------------------
+
+Task<Result<w::KvLocateReply>> Pool::locate(std::string_view key, w::LocateMode mode, uint8_t flags,
+                                            uint64_t offset, uint64_t length) {
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(w::KvOpcode::kLocate, encode_locate(handle_, mode, flags, offset, length, key),
+                    &reply, sizeof(w::KvLocateReply));
+  if (!s.ok()) co_return s;
+  w::KvLocateReply r;
+  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  ++store_->stats_.locates;
+  if (one_sided_ && mode != w::LocateMode::kRead) {
+    store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+  }
+  co_return r;
+}
+
+Task<Status> Pool::release(uint64_t token, uint32_t flags) {
+  w::KvReleaseRequest req{};
+  req.pool = handle_;
+  req.token = token;
+  req.flags = flags;
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(w::KvOpcode::kRelease,
+                    std::string(reinterpret_cast<const char*>(&req), sizeof(req)), &reply, 0);
+  co_return s;
+}
+
+Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint64_t capacity) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  auto loc = co_await locate(key, w::LocateMode::kRead, 0, 0, 0);
+  if (!loc.ok()) co_return loc.status();
+  const uint64_t bytes = std::min(loc->length, loc->value_bytes);
+  Status s;
+  if (bytes > capacity) {
+    s = OutOfRange(
+        fmt::format("the value of {} bytes does not fit in a {}-byte buffer", bytes, capacity));
+  } else if (bytes > 0) {
+    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
+  }
+  Status r = co_await release(loc->token, 0);
+  if (!s.ok()) co_return s;
+  if (!r.ok()) co_return r;
+  co_return bytes;
+}
+
+Task<Status> Pool::put_direct(std::string_view key, const void* value, uint64_t bytes,
+                              uint8_t flags, bool* existed) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  if ((flags & ~kPutFlags) != 0)
+    co_return InvalidArgument(fmt::format("unknown put flags {:#x}", flags));
+  if (bytes > w::kMaxValueBytes) {
+    co_return InvalidArgument(
+        fmt::format("values are at most {} bytes, not {}", w::kMaxValueBytes, bytes));
+  }
+  if (existed != nullptr) *existed = false;
+  const uint8_t lflags = (flags & kPutFlags) != 0 ? w::kLocateCreateOnly : 0;
+  auto loc = co_await locate(key, w::LocateMode::kPutNew, lflags, 0, bytes);
+  if (!loc.ok()) {
+    if (loc.status().code() == StatusCode::kAlreadyExists && (flags & w::kPutDontOverwrite)) {
+      if (existed != nullptr) *existed = true;
+      co_return OkStatus();
+    }
+    co_return loc.status();
+  }
+  Status s;
+  if (loc->length < bytes) {
+    s = ProtocolError(fmt::format("locate gave {} bytes for a {}-byte value", loc->length, bytes));
+  } else if (bytes > 0) {
+    s = co_await store_->client_->write(GlobalAddress(node_, loc->address), value, bytes);
+  }
+  Status r = co_await release(loc->token, s.ok() ? 0 : w::kReleaseAbort);
+  if (!s.ok()) co_return s;
+  co_return r;
+}
+
+Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, void* buffer,
+                                        uint64_t length) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  if (length == 0) co_return uint64_t{0};
+  auto loc = co_await locate(key, w::LocateMode::kRead, 0, offset, length);
+  if (!loc.ok()) co_return loc.status();
+  const uint64_t bytes = std::min(loc->length, length);
+  Status s;
+  if (bytes > 0) {
+    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
+  }
+  Status r = co_await release(loc->token, 0);
+  if (!s.ok()) co_return s;
+  if (!r.ok()) co_return r;
+  co_return bytes;
+}
+
+Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void* data,
+                               uint64_t length) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  if (length == 0) co_return OkStatus();
+  auto loc = co_await locate(key, w::LocateMode::kWrite, 0, offset, length);
+  if (!loc.ok()) co_return loc.status();
+  Status s;
+  if (loc->length < length) {
+    s = OutOfRange(fmt::format("bytes [{}, {}) pass the end of the {}-byte value", offset,
+                               offset + length, loc->value_bytes));
+  } else {
+    s = co_await store_->client_->write(GlobalAddress(node_, loc->address), data, length);
+  }
+  Status r = co_await release(loc->token, 0);
+  if (!s.ok()) co_return s;
+  co_return r;
+}
+
+Task<Result<KeyLock>> Pool::lock(std::string_view key, LockMode mode) {
+  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  const auto m = mode == LockMode::kWrite ? w::LocateMode::kWrite : w::LocateMode::kRead;
+  auto loc = co_await locate(key, m, 0, 0, 0);
+  if (!loc.ok()) co_return loc.status();
+  co_return KeyLock{loc->token, GlobalAddress(node_, loc->address), loc->length, loc->value_bytes};
+}
+
+Task<Status> Pool::unlock(const KeyLock& lock) {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  Status s = co_await release(lock.token, 0);
+  co_return s;
+}
+
+// ---- index, attributes, configuration, ADO -----------------------------------------------
+
+Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  if (expression.empty() || expression.size() > w::kMaxFindExpressionBytes) {
+    co_return InvalidArgument(
+        fmt::format("find expressions are 1..{} bytes", w::kMaxFindExpressionBytes));
+  }
+  // Each request examines a bounded number of keys; the loop is bounded by one op timeout.
+  const uint64_t deadline =
+      now_ns() + uint64_t{store_->client_->cluster().config().options.op_timeout_ms} * 1'000'000;
+  for (;;) {
+    std::vector<uint8_t> reply;
+    Status s = co_await call(w::KvOpcode::kFind, encode_find(handle_, start, expression), &reply,
+                             w::kMaxRpcPayloadBytes);
+    if (!s.ok()) co_return s;
+    w::KvFindReply r;
+    FindMatch m;
+    FARMEM_CO_RETURN_IF_ERROR(decode_find(reply.data(), reply.size(), &r, &m.key));
+    if ((r.flags & w::kFindMore) == 0) {
+      m.position = r.position;
+      co_return m;
+    }
+    if (r.position <= start && start != 0) {
+      co_return ProtocolError("find did not advance (kFindMore at the same position)");
+    }
+    start = r.position;
+    if (now_ns() > deadline) {
+      co_return TimedOut(fmt::format("find '{}' in pool '{}' still searching at position {}",
+                                     expression, name_, start));
+    }
+  }
+}
+
+Task<Result<uint64_t>> Pool::attribute(w::Attribute attribute, std::string_view key) {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  if (key.size() > w::kMaxKeyBytes) co_return InvalidArgument("key too long");
+  std::vector<uint8_t> reply;
+  Status s = co_await call(w::KvOpcode::kAttribute, encode_attribute(handle_, attribute, key),
+                           &reply, sizeof(w::KvAttributeReply));
+  if (!s.ok()) co_return s;
+  w::KvAttributeReply r;
+  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  co_return r.value;
+}
+
+Task<Result<w::KvPoolInfo>> Pool::info() {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  w::KvPoolRef ref{handle_};
+  std::vector<uint8_t> reply;
+  Status s = co_await call(w::KvOpcode::kPoolInfo,
+                           std::string(reinterpret_cast<const char*>(&ref), sizeof(ref)), &reply,
+                           sizeof(w::KvPoolInfo));
+  if (!s.ok()) co_return s;
+  w::KvPoolInfo r;
+  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  co_return r;
+}
+
+Task<Result<uint64_t>> Pool::count() {
+  auto r = co_await attribute(w::Attribute::kCount);
+  co_return r;
+}
+
+Task<Status> Pool::configure(std::string_view command) {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  if (command.empty() || command.size() > w::kMaxConfigureBytes) {
+    co_return InvalidArgument(
+        fmt::format("configure commands are 1..{} bytes", w::kMaxConfigureBytes));
+  }
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(w::KvOpcode::kPoolConfigure, encode_configure(handle_, command), &reply, 0);
+  co_return s;
+}
+
+Task<Result<AdoResult>> Pool::invoke(w::KvOpcode opcode, std::string_view key,
+                                     std::string_view value, std::string_view request,
+                                     uint32_t flags, uint64_t value_size) {
+  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  if (key.size() > w::kMaxKeyBytes || request.size() > w::kMaxAdoRequestBytes ||
+      sizeof(w::KvAdoRequest) + key.size() + value.size() + request.size() >
+          w::kMaxRpcPayloadBytes) {
+    co_return InvalidArgument(fmt::format(
+        "ADO invocation too large: {}-byte key, {}-byte value, {}-byte request (the request is "
+        "at most {} bytes, all of it at most {})",
+        key.size(), value.size(), request.size(), w::kMaxAdoRequestBytes,
+        w::kMaxRpcPayloadBytes - sizeof(w::KvAdoRequest)));
+  }
+  if ((flags & ~w::kAdoKnownFlags) != 0) {
+    co_return InvalidArgument(fmt::format("unknown ADO flags {:#x}", flags));
+  }
+  std::vector<uint8_t> reply;
+  Status s = co_await call(opcode, encode_ado(handle_, flags, value_size, key, value, request),
+                           &reply, w::kMaxRpcPayloadBytes);
+  if (!s.ok()) co_return s;
+  AdoResult r;
+  FARMEM_CO_RETURN_IF_ERROR(decode_ado(reply.data(), reply.size(), &r));
+  if (one_sided_ && !key.empty()) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+  co_return r;
+}
+
+Task<Result<AdoResult>> Pool::invoke_ado(std::string_view key, std::string_view request,
+                                         uint32_t flags, uint64_t value_size) {
+  auto r = co_await invoke(w::KvOpcode::kInvokeAdo, key, {}, request, flags, value_size);
+  co_return r;
+}
+
+Task<Result<AdoResult>> Pool::invoke_put_ado(std::string_view key, std::string_view value,
+                                             std::string_view request, uint32_t flags) {
+  auto r = co_await invoke(w::KvOpcode::kInvokePutAdo, key, value, request, flags, 0);
+  co_return r;
+}
+
+// ---- blocking twins --------------------------------------------------------------------------
+
+Status Pool::put_sync(std::string_view key, std::string_view value, uint8_t flags, bool* existed) {
+  return store_->client_->run(put(key, value, flags, existed));
+}
+Result<bool> Pool::get_sync(std::string_view key, std::string* value) {
+  return store_->client_->run(get(key, value));
+}
+Status Pool::erase_sync(std::string_view key) { return store_->client_->run(erase(key)); }
+Result<uint64_t> Pool::get_direct_sync(std::string_view key, void* buffer, uint64_t capacity) {
+  return store_->client_->run(get_direct(key, buffer, capacity));
+}
+Status Pool::put_direct_sync(std::string_view key, const void* value, uint64_t bytes, uint8_t flags,
+                             bool* existed) {
+  return store_->client_->run(put_direct(key, value, bytes, flags, existed));
+}
+Result<uint64_t> Pool::read_range_sync(std::string_view key, uint64_t offset, void* buffer,
+                                       uint64_t length) {
+  return store_->client_->run(read_range(key, offset, buffer, length));
+}
+Status Pool::write_range_sync(std::string_view key, uint64_t offset, const void* data,
+                              uint64_t length) {
+  return store_->client_->run(write_range(key, offset, data, length));
+}
+Result<KeyLock> Pool::lock_sync(std::string_view key, LockMode mode) {
+  return store_->client_->run(lock(key, mode));
+}
+Status Pool::unlock_sync(const KeyLock& lock) { return store_->client_->run(unlock(lock)); }
+Result<FindMatch> Pool::find_sync(std::string_view expression, uint64_t start) {
+  return store_->client_->run(find(expression, start));
+}
+Result<uint64_t> Pool::attribute_sync(w::Attribute attribute, std::string_view key) {
+  return store_->client_->run(this->attribute(attribute, key));
+}
+Result<w::KvPoolInfo> Pool::info_sync() { return store_->client_->run(info()); }
+Result<uint64_t> Pool::count_sync() { return store_->client_->run(count()); }
+Status Pool::configure_sync(std::string_view command) {
+  return store_->client_->run(configure(command));
+}
+Result<AdoResult> Pool::invoke_ado_sync(std::string_view key, std::string_view request,
+                                        uint32_t flags, uint64_t value_size) {
+  return store_->client_->run(invoke_ado(key, request, flags, value_size));
+}
+Result<AdoResult> Pool::invoke_put_ado_sync(std::string_view key, std::string_view value,
+                                            std::string_view request, uint32_t flags) {
+  return store_->client_->run(invoke_put_ado(key, value, request, flags));
+}
+
+}  // namespace farmem::kv

@@ -1,0 +1,209 @@
+#include "farmem/kv/store.h"
+
+#include <fmt/format.h>
+
+#include "farmem/client/cluster.h"
+#include "farmem/kv/codec.h"
+#include "farmem/kv/pool.h"
+
+namespace farmem::kv {
+
+namespace w = wire;
+using runtime::Task;
+
+const char* kv_mode_name(KvMode mode) {
+  switch (mode) {
+    case KvMode::kRpc:
+      return "rpc";
+    case KvMode::kOneTwoSided:
+      return "one-two-sided";
+    case KvMode::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+Result<KvMode> parse_kv_mode(std::string_view text) {
+  if (text == "rpc") return KvMode::kRpc;
+  if (text == "one-two-sided") return KvMode::kOneTwoSided;
+  if (text == "auto") return KvMode::kAuto;
+  return InvalidArgument(fmt::format("kv mode '{}': expected rpc, one-two-sided or auto", text));
+}
+
+namespace {
+
+CoalescerOptions coalescer_options(client::ThreadClient* c, const StoreOptions& o) {
+  CoalescerOptions co;
+  co.coalesce = o.coalesce;
+  co.max_in_flight = o.max_in_flight;
+  co.timeout_ns = uint64_t{c->cluster().config().options.op_timeout_ms} * 1'000'000;
+  return co;
+}
+
+Status check_name(std::string_view name) {
+  if (name.empty() || name.size() > w::kMaxPoolNameBytes) {
+    return InvalidArgument(
+        fmt::format("pool names are 1..{} bytes, not {}", w::kMaxPoolNameBytes, name.size()));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Store::Store(client::ThreadClient* client, const StoreOptions& options)
+    : client_(client),
+      options_(options),
+      coalescer_(client, coalescer_options(client, options)),
+      cache_(options.location_cache_log2) {}
+
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::open(client::ThreadClient* client, StoreOptions options) {
+  if (client == nullptr) return InvalidArgument("kv::Store needs a ThreadClient");
+  if (options.location_cache_log2 > 30) {
+    return InvalidArgument(
+        fmt::format("location_cache_log2 {} is above 30", options.location_cache_log2));
+  }
+  if (options.max_in_flight < 1 || options.max_in_flight > 256) {
+    return InvalidArgument(
+        fmt::format("max_in_flight {} is outside 1..256", options.max_in_flight));
+  }
+  return std::unique_ptr<Store>(new Store(client, options));
+}
+
+uint16_t Store::node_of(std::string_view name) const { return client_->cluster().root_node(name); }
+
+bool Store::one_sided(uint16_t node) const {
+  switch (options_.mode) {
+    case KvMode::kRpc:
+      return false;
+    case KvMode::kOneTwoSided:
+      return cache_.enabled();
+    case KvMode::kAuto:
+      return cache_.enabled() && client_->endpoint(node) != nullptr && !client_->served(node);
+  }
+  return false;
+}
+
+StoreStats Store::stats() const {
+  StoreStats s = stats_;
+  s.ops_messages = coalescer_.messages();
+  s.coalesced_ops = coalescer_.ops();
+  return s;
+}
+
+Task<Status> Store::call(uint16_t node, w::KvOpcode opcode, std::string request,
+                         std::vector<uint8_t>* reply, uint32_t reply_capacity) {
+  reply->resize(reply_capacity);
+  uint32_t got = 0;
+  Status s = co_await client_->rpc(node, static_cast<uint16_t>(opcode), request.data(),
+                                   request.size(), reply->data(), reply_capacity, &got);
+  reply->resize(s.ok() ? got : 0);
+  co_return s;
+}
+
+Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, std::string name,
+                                                          uint64_t capacity_bytes,
+                                                          uint64_t expected_count, uint32_t flags) {
+  FARMEM_CO_RETURN_IF_ERROR(check_name(name));
+  if ((flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly)) != 0) {
+    co_return InvalidArgument(fmt::format("unknown pool flags {:#x}", flags));
+  }
+  const uint16_t node = node_of(name);
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(node, opcode, encode_pool_request(name, capacity_bytes, expected_count, flags),
+                    &reply, sizeof(w::KvPoolReply));
+  if (!s.ok()) co_return s;
+  w::KvPoolReply r;
+  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  co_return std::unique_ptr<Pool>(new Pool(this, std::move(name), node, r, next_pool_id_++));
+}
+
+Task<Result<std::unique_ptr<Pool>>> Store::create_pool(std::string name, uint64_t capacity_bytes,
+                                                       uint64_t expected_count, uint32_t flags) {
+  if (capacity_bytes < w::kMinPoolCapacity) {
+    co_return InvalidArgument(fmt::format("pool capacity {} is below the minimum of {} bytes",
+                                          capacity_bytes, w::kMinPoolCapacity));
+  }
+  auto r = co_await open_or_create(w::KvOpcode::kPoolCreate, std::move(name), capacity_bytes,
+                                   expected_count, flags);
+  co_return r;
+}
+
+Task<Result<std::unique_ptr<Pool>>> Store::open_pool(std::string name, uint32_t flags) {
+  if ((flags & w::kPoolCreateOnly) != 0) {
+    co_return InvalidArgument("kPoolCreateOnly is a create_pool flag");
+  }
+  auto r = co_await open_or_create(w::KvOpcode::kPoolOpen, std::move(name), 0, 0, flags);
+  co_return r;
+}
+
+Task<Status> Store::close_pool(Pool& pool) {
+  if (!pool.open_) co_return InvalidArgument(fmt::format("pool '{}' is not open", pool.name_));
+  w::KvPoolRef ref{pool.handle_};
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(pool.node_, w::KvOpcode::kPoolClose,
+                    std::string(reinterpret_cast<const char*>(&ref), sizeof(ref)), &reply, 0);
+  // Whatever the node answered, this handle is done (a session's handles close with it).
+  pool.open_ = false;
+  co_return s;
+}
+
+Task<Status> Store::delete_pool(std::string name) {
+  FARMEM_CO_RETURN_IF_ERROR(check_name(name));
+  std::vector<uint8_t> reply;
+  Status s = co_await call(node_of(name), w::KvOpcode::kPoolDelete,
+                           encode_pool_request(name, 0, 0, 0), &reply, 0);
+  co_return s;
+}
+
+Task<Result<std::vector<PoolListing>>> Store::list_pools() {
+  std::vector<PoolListing> all;
+  for (const auto& n : client_->cluster().nodes()) {
+    uint32_t start = 0;
+    for (;;) {
+      w::KvListRequest req{start, 0};
+      std::vector<uint8_t> reply;
+      Status s = co_await call(n.node_id, w::KvOpcode::kPoolList,
+                               std::string(reinterpret_cast<const char*>(&req), sizeof(req)),
+                               &reply, w::kMaxRpcPayloadBytes);
+      if (!s.ok()) co_return s;
+      uint32_t entries = 0, total = 0;
+      FARMEM_CO_RETURN_IF_ERROR(
+          decode_list(reply.data(), reply.size(), n.node_id, &all, &entries, &total));
+      start += entries;
+      if (entries == 0 || start >= total) break;
+    }
+  }
+  co_return all;
+}
+
+Task<Result<std::vector<w::KvShardStats>>> Store::shard_stats(uint16_t node) {
+  std::vector<uint8_t> reply;
+  Status s =
+      co_await call(node, w::KvOpcode::kShardStats, std::string(), &reply, w::kMaxRpcPayloadBytes);
+  if (!s.ok()) co_return s;
+  std::vector<w::KvShardStats> out;
+  FARMEM_CO_RETURN_IF_ERROR(decode_shard_stats(reply.data(), reply.size(), &out));
+  co_return out;
+}
+
+Result<std::unique_ptr<Pool>> Store::create_pool_sync(std::string name, uint64_t capacity_bytes,
+                                                      uint64_t expected_count, uint32_t flags) {
+  return client_->run(create_pool(std::move(name), capacity_bytes, expected_count, flags));
+}
+Result<std::unique_ptr<Pool>> Store::open_pool_sync(std::string name, uint32_t flags) {
+  return client_->run(open_pool(std::move(name), flags));
+}
+Status Store::close_pool_sync(Pool& pool) { return client_->run(close_pool(pool)); }
+Status Store::delete_pool_sync(std::string name) {
+  return client_->run(delete_pool(std::move(name)));
+}
+Result<std::vector<PoolListing>> Store::list_pools_sync() { return client_->run(list_pools()); }
+Result<std::vector<w::KvShardStats>> Store::shard_stats_sync(uint16_t node) {
+  return client_->run(shard_stats(node));
+}
+
+}  // namespace farmem::kv
