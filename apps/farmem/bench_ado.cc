@@ -36,6 +36,7 @@ namespace {
 
 using runtime::Task;
 namespace af = ado_filter;
+namespace kw = kv::wire;
 
 constexpr uint64_t kRpcHeaderBytes = sizeof(wire::RpcHeader);
 
@@ -89,18 +90,18 @@ uint64_t get_bytes(const kv::StoreStats& a, const kv::StoreStats& b, uint64_t ge
   uint64_t hits = b.one_sided_hits - a.one_sided_hits;
   uint64_t messages = b.ops_messages - a.ops_messages;
   uint64_t by_rpc = gets - std::min(gets, hits);
-  uint64_t record = sizeof(wire::KvRecordHeader) + key_bytes + value_bytes;
-  uint64_t per_message = 2 * kRpcHeaderBytes + sizeof(wire::KvOpsHeader) +
-                         sizeof(wire::KvOpsReplyHeader);
-  uint64_t per_op = sizeof(wire::KvOpRequest) + pad8(key_bytes) + sizeof(wire::KvOpReply) +
+  uint64_t record = sizeof(kw::KvRecordHeader) + key_bytes + value_bytes;
+  uint64_t per_message = 2 * kRpcHeaderBytes + sizeof(kw::KvOpsHeader) +
+                         sizeof(kw::KvOpsReplyHeader);
+  uint64_t per_op = sizeof(kw::KvOpRequest) + pad8(key_bytes) + sizeof(kw::KvOpReply) +
                     pad8(value_bytes);
   return hits * record + messages * per_message + by_rpc * per_op;
 }
 
 uint64_t ado_bytes(const std::string& query, const kv::AdoResult& r) {
-  uint64_t reply = sizeof(wire::KvAdoReply);
-  for (const auto& resp : r.responses) reply += sizeof(wire::KvAdoResponse) + pad8(resp.data.size());
-  return 2 * kRpcHeaderBytes + sizeof(wire::KvAdoRequest) + query.size() + reply;
+  uint64_t reply = sizeof(kw::KvAdoReply);
+  for (const auto& resp : r.responses) reply += sizeof(kw::KvAdoResponse) + pad8(resp.data.size());
+  return 2 * kRpcHeaderBytes + sizeof(kw::KvAdoRequest) + query.size() + reply;
 }
 
 struct Way {
@@ -133,9 +134,9 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
   auto store = kv::Store::open(c, so);
   if (!store.ok()) return bench.fail(1, store.status().to_string());
   const std::string name = fmt::format("bench-ado-filter-{}", getpid());
-  const uint64_t record = (sizeof(wire::KvRecordHeader) + 12 + f.value_bytes + 63) / 64 * 64;
+  const uint64_t record = (sizeof(kw::KvRecordHeader) + 12 + f.value_bytes + 63) / 64 * 64;
   const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
-  auto created = (*store)->create_pool_sync(name, capacity, f.records, wire::kPoolCreateOnly);
+  auto created = (*store)->create_pool_sync(name, capacity, f.records, kw::kPoolCreateOnly);
   if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());
   std::unique_ptr<kv::Pool> pool = std::move(*created);
   auto cleanup = [&](int rc) {
@@ -178,7 +179,7 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
 
     // ADO: one invocation.
     a = now_ns();
-    auto r = pool->invoke_ado_sync("", f.query, wire::kAdoReadOnly);
+    auto r = pool->invoke_ado_sync("", f.query, kw::kAdoReadOnly);
     ms = (now_ns() - a) / 1e6;
     if (!r.ok()) return cleanup(bench.fail(1, "invoke_ado: " + r.status().to_string()));
     if (r->plugin_status != 0) {
