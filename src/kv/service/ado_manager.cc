@@ -192,6 +192,7 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool, bool new_pool) {
   auto callbacks = std::make_unique<Callbacks>(this, a.handle);
   auto p = AdoProcess::spawn(options_, l, callbacks.get(), shard_.context().now_ns());
   if (!p.ok()) return p.status();
+  a.proc.pool = a.handle;
   a.proc.callbacks = std::move(callbacks);
   a.proc.process = std::move(*p);
   Status watched = shard_.context().watch_fd(a.proc.process->fd());
@@ -398,13 +399,27 @@ void AdoManager::on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {
         stop(*a, Unavailable(fmt::format("pool '{}' was closed", pool.name())));
       }
       return;
-    case PoolEvent::kDelete:
+    case PoolEvent::kDelete: {
       if (a == nullptr) return;
-      if (a->proc.process) a->proc.process->send_event(FARMEM_ADO_EVENT_POOL_DELETE, {});
-      stop(*a, Unavailable(fmt::format("pool '{}' was deleted", pool.name())));
-      if (a->running) answer(*a->running, Unavailable("pool deleted"));
+      // The pool's memory goes when this returns: a process that may still be writing it (a
+      // work in flight, here or in a process stopping after its last work) is killed and
+      // reaped first; an idle one hears of the deletion and stops.
+      const Status gone = Unavailable(fmt::format("pool '{}' was deleted", pool.name()));
+      for (size_t i = 0; i < dying_.size(); ++i) {
+        AdoProcess* d = dying_[i].process.get();
+        if (dying_[i].pool == pool.handle() && d->state() == AdoProcess::State::kBusy) {
+          d->kill_now(gone);
+        }
+      }
+      if (a->proc.process && a->running) {
+        a->proc.process->kill_now(gone);
+      } else if (a->proc.process) {
+        a->proc.process->send_event(FARMEM_ADO_EVENT_POOL_DELETE, {});
+      }
+      stop(*a, gone);
       pools_.erase(pool.handle());
       return;
+    }
     case PoolEvent::kConfigured:
       if (a != nullptr) {
         stop(*a, Unavailable(fmt::format("the ADO settings of pool '{}' changed", pool.name())));
@@ -433,8 +448,17 @@ void AdoManager::poll(uint64_t now_ns) {
       pump(a);  // queued work starts a fresh process
     }
   }
-  for (auto& d : dying_) d.process->poll(now_ns);
-  std::erase_if(dying_, [](const Proc& d) { return d.process->reaped(); });
+  // Retired processes: one still finishing its last work is read (its answer, its callbacks);
+  // the others are only reaped. (Indices: reading may retire more processes.)
+  for (size_t i = 0; i < dying_.size(); ++i) {
+    AdoProcess* d = dying_[i].process.get();
+    if (d->state() == AdoProcess::State::kBusy || d->state() == AdoProcess::State::kStopping) {
+      d->on_readable(now_ns);
+    } else {
+      d->poll(now_ns);
+    }
+  }
+  std::erase_if(dying_, [](const Proc& d) { return d.process->reaped() && d.process->dead(); });
 }
 
 uint64_t AdoManager::wake_at_ns() const {

@@ -84,6 +84,7 @@ class AdoManager : public PoolHooks {
   class Callbacks;
   // A process and the object answering its callbacks (they live and die together).
   struct Proc {
+    uint64_t pool = 0;  // the pool's handle
     std::unique_ptr<Callbacks> callbacks;
     std::unique_ptr<AdoProcess> process;
     bool watched = false;

@@ -174,13 +174,26 @@ void AdoProcess::stop(uint64_t now_ns) {
     fail(Unavailable(fmt::format("the ADO of {} was stopped while launching", describe_)));
     return;
   }
-  if (state_ == State::kBusy) {
-    finish_work(
-        Unavailable(fmt::format("the ADO of {} was stopped (pool closed or deleted)", describe_)));
+  if (state_ == State::kBusy) {  // the work finishes (or fails) first
+    stop_after_work_ = true;
+    return;
   }
+  begin_stop(now_ns);
+}
+
+void AdoProcess::begin_stop(uint64_t now_ns) {
   state_ = State::kStopping;
   deadline_ns_ = now_ns + settings_.stop_grace_ms * kNsPerMs;
   enqueue(ado::encode_shutdown());
+}
+
+void AdoProcess::kill_now(const Status& why) {
+  if (state_ != State::kDead) fail(why);
+  for (int i = 0; i < kReapWaitMs && pid_ > 0; ++i) {
+    try_reap(false);
+    if (pid_ > 0) usleep(1000);
+  }
+  if (pid_ < 0) finish_failure();
 }
 
 void AdoProcess::on_readable(uint64_t now_ns) {
@@ -248,6 +261,7 @@ void AdoProcess::handle(std::string_view bytes, uint64_t now_ns) {
       state_ = State::kReady;
       deadline_ns_ = 0;
       finish_work(std::move(*d));
+      if (stop_after_work_ && state_ == State::kReady) begin_stop(now_ns);
       return;
     }
     default:
@@ -264,23 +278,34 @@ void AdoProcess::finish_work(Result<ado::Done> r) {
 
 void AdoProcess::fail(const Status& why) {
   if (state_ == State::kDead) return;
-  State was = state_;
+  failed_in_ = state_;
   state_ = State::kDead;
   failure_ = why;
+  failure_pending_ = true;
   deadline_ns_ = 0;
   outbound_.clear();
   if (pid_ > 0 && !killed_) {
     kill(pid_, SIGKILL);
     killed_ = true;
   }
-  if (was == State::kLaunching && launched_) std::exchange(launched_, nullptr)(why);
-  if (was == State::kBusy) finish_work(why);
+  try_reap(false);
+  if (pid_ < 0) finish_failure();
+}
+
+void AdoProcess::finish_failure() {
+  if (!failure_pending_) return;
+  failure_pending_ = false;
+  if (failed_in_ == State::kLaunching && launched_) std::exchange(launched_, nullptr)(failure_);
+  if (failed_in_ == State::kBusy) finish_work(failure_);
 }
 
 void AdoProcess::poll(uint64_t now_ns) {
   flush();
   if (pid_ > 0) try_reap(false);
-  if (state_ == State::kDead) return;
+  if (state_ == State::kDead) {
+    if (pid_ < 0) finish_failure();
+    return;
+  }
   if (state_ == State::kStopping) {
     if (pid_ < 0) {
       state_ = State::kDead;  // a clean stop: failure() stays OK
@@ -318,7 +343,7 @@ void AdoProcess::poll(uint64_t now_ns) {
 }
 
 uint64_t AdoProcess::next_deadline() const {
-  if (state_ == State::kDead) return 0;
+  if (state_ == State::kDead) return failure_pending_ ? 1 : 0;  // reap soon
   if (channel_closed_) return eof_ns_ + kExitWaitNs;
   return deadline_ns_;
 }

@@ -15,9 +15,11 @@
 // answering (a hang, SIGSTOP), fails to launch (a plugin that does not load or refuses), or
 // sends a malformed message — kills it (SIGKILL), reaps it and ends the work in flight with a
 // clear error naming the pool and its plugins: kUnavailable (crash, exit, launch failure,
-// protocol error) or kTimedOut (deadline). The process is then dead() and the owner starts a
-// fresh one for the next invocation. Processes are always reaped (waitpid), never leaked;
-// destroying an AdoProcess kills and reaps it at once (node shutdown).
+// protocol error) or kTimedOut (deadline). The work is ended only once the process is reaped,
+// so that its owner releases the work's locks when nothing can write the values any more. The
+// process is dead() at once and the owner starts a fresh one for the next invocation.
+// Processes are always reaped (waitpid), never leaked; destroying an AdoProcess kills and
+// reaps it at once (node shutdown).
 //
 // Thread safety: one thread (the pool's worker) owns an AdoProcess.
 #pragma once
@@ -90,9 +92,12 @@ class AdoProcess {
   void start_work(const ado::Work& work, uint64_t now_ns, DoneFn done);
   // An op event (best effort: dropped, and counted, when the outbound queue is full).
   void send_event(uint32_t event, std::string_view key);
-  // Asks the process to stop (shutdown message; SIGKILL after stop_grace_ms). A work in flight
-  // is ended with kUnavailable.
+  // Asks the process to stop: after the work in flight (if any) is answered, a shutdown
+  // message, then SIGKILL after stop_grace_ms. A launch in progress is killed.
   void stop(uint64_t now_ns);
+  // Kills the process now and waits (up to a bound) until it is reaped, then ends what waits
+  // with `why`: for when the pool's memory is about to go (pool delete).
+  void kill_now(const Status& why);
 
   void on_readable(uint64_t now_ns);
   void poll(uint64_t now_ns);
@@ -107,8 +112,10 @@ class AdoProcess {
   void enqueue(std::string message);
   void flush();
   void handle(std::string_view bytes, uint64_t now_ns);
-  // Kills the process and ends what waits with `why`.
+  // Kills the process; what waits ends with `why` once it is reaped (finish_failure).
   void fail(const Status& why);
+  void finish_failure();
+  void begin_stop(uint64_t now_ns);
   void finish_work(Result<ado::Done> r);
   void try_reap(bool block);
   std::string exit_text(int status) const;
@@ -124,6 +131,9 @@ class AdoProcess {
   uint64_t eof_ns_ = 0;       // when the channel closed (the exit status is awaited)
   bool channel_closed_ = false;
   bool killed_ = false;
+  bool stop_after_work_ = false;
+  bool failure_pending_ = false;  // callbacks to end with failure_ once reaped
+  State failed_in_ = State::kLaunching;
   uint64_t work_id_ = 0;
   DoneFn done_;
   std::function<void(const Status&)> launched_;

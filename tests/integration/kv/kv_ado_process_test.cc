@@ -498,6 +498,32 @@ TEST_F(AdoProcessTest, JunkOnTheChannelKillsTheProcess) {
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(AdoProcessTest, StopLetsTheWorkFinishKillNowDoesNot) {
+  AdoProcess* p = nullptr;
+  ASSERT_TRUE(start(&p, settings(), launch({"libfarmem_ado_testing.so"})).ok());
+  ado::Work wk;
+  wk.work_id = ++work_id_;
+  wk.request = "sleep:200";
+  std::optional<Result<ado::Done>> out;
+  p->start_work(wk, now_ns(), [&out](Result<ado::Done> r) { out.emplace(std::move(r)); });
+  p->stop(now_ns());  // a pool closed while an invocation runs: it is answered first
+  ASSERT_TRUE(drive(p, [&] { return out.has_value(); }));
+  ASSERT_TRUE(out->ok()) << out->status().to_string();
+  ASSERT_TRUE(drive(p, [p] { return p->dead() && p->reaped(); }));
+  EXPECT_TRUE(p->failure().ok()) << p->failure().to_string();
+
+  AdoProcess* q = nullptr;
+  ASSERT_TRUE(start(&q, settings(), launch({"libfarmem_ado_testing.so"})).ok());
+  wk.work_id = ++work_id_;
+  wk.request = "sleep:10000";
+  out.reset();
+  q->start_work(wk, now_ns(), [&out](Result<ado::Done> r) { out.emplace(std::move(r)); });
+  q->kill_now(Unavailable("pool deleted"));  // the pool's memory is about to go
+  EXPECT_TRUE(q->reaped()) << "nothing can write the pool's memory any more";
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->status().message(), "pool deleted");
+}
+
 TEST_F(AdoProcessTest, EventsReachThePlugins) {
   AdoProcess* p = nullptr;
   ASSERT_TRUE(start(&p, settings(), launch({"libfarmem_ado_testing.so"})).ok());

@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include "farmem/kv/ado_plugin.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
 #include "filter/filter_query.h"
