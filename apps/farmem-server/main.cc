@@ -1,8 +1,9 @@
-// farmem-server: runs one memory node.
+// farmem-server: runs one memory node with its services (the key-value service, kv/service.h).
 //
 //   farmem-server --config memnode.toml
 //   farmem-server --port 7000 --capacity 1GiB --node-id 0 [--listen 10.0.0.11]
 //
+// The config file's [memnode] table configures the node, its [kv] table the kv service.
 // Flags override the config file. The node listens on 127.0.0.1 unless --listen (or the
 // config's `listen`) says otherwise. The cluster key comes from --cluster-key-file or
 // FARMEM_CLUSTER_KEY, never from the command line. SIGTERM/SIGINT stop it cleanly (exit 0).
@@ -19,6 +20,7 @@
 
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
+#include "farmem/kv/service.h"
 #include "farmem/memnode/server.h"
 
 namespace {
@@ -52,6 +54,7 @@ farmem::Status write_port_file(const std::string& path, uint16_t port) {
 struct Flags {
   std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
+  std::optional<uint32_t> kv_record_grace_ms;
 };
 
 // Applies the flags given on the command line over the config (file or defaults).
@@ -100,14 +103,22 @@ int main(int argc, char** argv) {
   app.add_option("--tls", f.tls, "UCX transports for this node (overrides UCX_TLS)");
   app.add_option("--net-devices", f.net_devices,
                  "UCX network devices (default: the device of --listen)");
+  app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
+                 "kv: reuse a dead record's memory after this long (0..3600000)")
+      ->check(CLI::Range(0, 3'600'000));
   CLI11_PARSE(app, argc, argv);
 
   farmem::memnode::ServerConfig config;
+  farmem::kv::KvServiceOptions kv_options;
   if (!f.config_path.empty()) {
-    auto c = farmem::memnode::ServerConfig::from_toml_file(f.config_path);
+    auto c = farmem::memnode::ServerConfig::from_toml_file(f.config_path, {"kv"});
     if (!c.ok()) return fail(c.status().to_string());
     config = *c;
+    auto kv = farmem::kv::KvServiceOptions::from_toml_file(f.config_path);
+    if (!kv.ok()) return fail(kv.status().to_string());
+    kv_options = *kv;
   }
+  if (f.kv_record_grace_ms) kv_options.record_grace_ms = *f.kv_record_grace_ms;
   if (auto s = apply(f, &config); !s.ok()) return fail(s.to_string());
   if (auto s = config.load_cluster_key(); !s.ok()) return fail(s.to_string());
   if (!f.port_file.empty()) {
@@ -117,7 +128,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto server = farmem::memnode::Server::create(config);
+  auto server =
+      farmem::memnode::Server::create(config, {farmem::kv::make_kv_service(std::move(kv_options))});
   if (!server.ok()) return fail(server.status().to_string());
   g_server = server->get();
   struct sigaction sa {};

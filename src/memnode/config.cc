@@ -16,10 +16,10 @@ namespace {
 
 using toml_config::get_int;
 
-Result<ServerConfig> parse(const toml::table& root) {
+Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>& services) {
   ServerConfig c;
   for (auto&& [k, v] : root) {
-    if (k.str() != "memnode") {
+    if (k.str() != "memnode" && services.count(std::string(k.str())) == 0) {
       return InvalidArgument(
           fmt::format("unknown config section '{}' (expected [memnode])", k.str()));
     }
@@ -111,16 +111,18 @@ Status ServerConfig::load_cluster_key() {
   return OkStatus();
 }
 
-Result<ServerConfig> ServerConfig::from_toml_string(const std::string& text) {
+Result<ServerConfig> ServerConfig::from_toml_string(const std::string& text,
+                                                    const std::set<std::string>& services) {
   auto root = toml_config::parse_string(text);
   if (!root.ok()) return root.status();
-  return parse(*root);
+  return parse(*root, services);
 }
 
-Result<ServerConfig> ServerConfig::from_toml_file(const std::string& path) {
+Result<ServerConfig> ServerConfig::from_toml_file(const std::string& path,
+                                                  const std::set<std::string>& services) {
   auto root = toml_config::parse_file(path);
   if (!root.ok()) return root.status();
-  return parse(*root);
+  return parse(*root, services);
 }
 
 }  // namespace farmem::memnode

@@ -81,14 +81,26 @@ class CoreWorker : public ServiceWorker {
     }
   }
 
-  // An owner named in a request: the caller's session, or an existing object.
+  // An owner named in a request: the caller's session, or an existing object that no service
+  // has pinned.
   Result<uint64_t> owner_for(const Request& r, uint64_t requested) {
     if (requested == w::kOwnerSession) return r.session;
     if ((requested & w::kObjectOwnerBit) == 0) {
       return InvalidArgument("owner must be 0 (this session) or an object id");
     }
-    FARMEM_RETURN_IF_ERROR(node_.objects.find(requested).status());
+    FARMEM_RETURN_IF_ERROR(unpinned(requested));
     return requested;
+  }
+
+  // Requires mu. kNotFound for no such object, kPermissionDenied for a service's object.
+  Status unpinned(uint64_t id) {
+    auto o = node_.objects.find(id);
+    if (!o.ok()) return o.status();
+    if (o->pinned) {
+      return PermissionDenied(
+          fmt::format("object '{}' belongs to a service of the memory node", o->name));
+    }
+    return OkStatus();
   }
 
   Status alloc(const Request& r, std::string* out) {
@@ -110,6 +122,8 @@ class CoreWorker : public ServiceWorker {
     FARMEM_RETURN_IF_ERROR(parse(r, &req, "free"));
     if (r.payload.size() != sizeof(req)) return InvalidArgument("free request has extra bytes");
     std::lock_guard<std::mutex> lock(node_.mu);
+    const uint64_t owner = node_.heap.owner_of(req.offset);
+    if (owner & w::kObjectOwnerBit) FARMEM_RETURN_IF_ERROR(unpinned(owner));
     return node_.heap.free(req.offset, r.session);
   }
 
@@ -188,6 +202,7 @@ class CoreWorker : public ServiceWorker {
     }
     if ((req.id & w::kObjectOwnerBit) == 0) return InvalidArgument("not an object id");
     std::lock_guard<std::mutex> lock(node_.mu);
+    FARMEM_RETURN_IF_ERROR(unpinned(req.id));
     if (static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectPersist) {
       return node_.objects.persist(req.id);
     }

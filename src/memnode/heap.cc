@@ -46,6 +46,11 @@ size_t Heap::release(uint64_t owner) {
   return n;
 }
 
+uint64_t Heap::owner_of(uint64_t offset) const {
+  auto it = owner_of_.find(offset);
+  return it == owner_of_.end() ? 0 : it->second;
+}
+
 size_t Heap::owned_by(uint64_t owner) const {
   auto o = owned_.find(owner);
   return o == owned_.end() ? 0 : o->second.size();

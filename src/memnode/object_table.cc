@@ -14,7 +14,8 @@ Status ObjectTable::check_name(std::string_view name) {
   return OkStatus();
 }
 
-Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t ephemeral_session) {
+Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t ephemeral_session,
+                                                bool pinned) {
   FARMEM_RETURN_IF_ERROR(check_name(name));
   if (by_name_.count(name) != 0) {
     return AlreadyExists(fmt::format("an object named '{}' already exists", name));
@@ -22,7 +23,7 @@ Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t 
   if (by_id_.size() >= kMaxObjects) {
     return ResourceExhausted(fmt::format("object table is full ({} objects)", kMaxObjects));
   }
-  Object o{wire::kObjectOwnerBit | next_++, std::string(name), ephemeral_session};
+  Object o{wire::kObjectOwnerBit | next_++, std::string(name), ephemeral_session, pinned};
   by_name_.emplace(o.name, o.id);
   by_id_.emplace(o.id, o);
   return o;

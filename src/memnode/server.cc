@@ -104,9 +104,11 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
     raw.push_back(worker.get());
     s->workers_.push_back(std::move(worker));
   }
+  for (auto& worker : s->workers_) worker->set_peers(raw);
   auto door = Door::open(node, raw, s->stop_fd_);
   if (!door.ok()) return door.status();
   s->door_ = std::move(*door);
+  node.door_port.store(s->door_->port());
   return s;
 }
 

@@ -25,6 +25,8 @@ namespace {
 constexpr size_t kMaxQueued = 4096;                 // requests per worker
 constexpr size_t kMaxQueuedBytes = 16u << 20;       // payload bytes per worker
 constexpr size_t kMaxQueuedPerSession = 512;        // requests per session
+constexpr size_t kMaxForwarded = 4096;              // forwarded requests waiting per worker
+constexpr size_t kMaxForwardedBytes = 16u << 20;    // their payload bytes
 constexpr uint32_t kEventRounds = 64;               // busy rounds between socket polls
 constexpr uint64_t kShutdownFlushNs = 200'000'000;  // replies get this long to leave at exit
 
@@ -33,6 +35,8 @@ constexpr uint64_t kTagUcx = 1ull << 56;
 constexpr uint64_t kTagStop = 2ull << 56;
 constexpr uint64_t kTagHandoff = 3ull << 56;
 constexpr uint64_t kTagSession = 4ull << 56;
+constexpr uint64_t kTagMail = 5ull << 56;
+constexpr uint64_t kTagService = 6ull << 56;  // a service's fd (WorkerContext::watch_fd)
 constexpr uint64_t kTagMask = 0xFFull << 56;
 
 void send_frame(int fd, w::Beat kind, uint32_t seq) {
@@ -47,7 +51,10 @@ void send_frame(int fd, w::Beat kind, uint32_t seq) {
 // Responder
 
 Responder::Responder(Responder&& o) noexcept
-    : worker_(std::exchange(o.worker_, nullptr)), session_(o.session_), header_(o.header_) {}
+    : worker_(std::exchange(o.worker_, nullptr)),
+      session_(o.session_),
+      header_(o.header_),
+      home_(o.home_) {}
 
 Responder& Responder::operator=(Responder&& o) noexcept {
   if (this != &o) {
@@ -55,6 +62,7 @@ Responder& Responder::operator=(Responder&& o) noexcept {
     worker_ = std::exchange(o.worker_, nullptr);
     session_ = o.session_;
     header_ = o.header_;
+    home_ = o.home_;
   }
   return *this;
 }
@@ -65,14 +73,16 @@ Responder::~Responder() {
 
 void Responder::ok(const void* data, size_t bytes) {
   if (worker_ == nullptr) return;
-  std::exchange(worker_, nullptr)->send_reply(session_, header_, StatusCode::kOk, data, bytes);
+  std::exchange(worker_, nullptr)
+      ->send_reply(session_, home_, header_, StatusCode::kOk, data, bytes);
 }
 
 void Responder::fail(const Status& s) {
   if (worker_ == nullptr) return;
   StatusCode code = s.ok() ? StatusCode::kInternal : s.code();
   std::string_view msg = s.ok() ? std::string_view("failed without a status") : s.message();
-  std::exchange(worker_, nullptr)->send_reply(session_, header_, code, msg.data(), msg.size());
+  std::exchange(worker_, nullptr)
+      ->send_reply(session_, home_, header_, code, msg.data(), msg.size());
 }
 
 void Responder::finish(const Status& s, std::string_view bytes) {
@@ -84,6 +94,27 @@ void Responder::finish(const Status& s, std::string_view bytes) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// WorkerContext
+
+void WorkerContext::forward(uint32_t target_worker, Request request, Responder responder) const {
+  if (host == nullptr) {
+    return responder.fail(Internal("request forwarding needs a running memory node"));
+  }
+  host->forward(service_index, target_worker, std::move(request), std::move(responder));
+}
+
+Status WorkerContext::watch_fd(int fd) const {
+  if (host == nullptr) return Internal("watching a descriptor needs a running memory node");
+  return host->watch_fd(fd);
+}
+
+void WorkerContext::unwatch_fd(int fd) const {
+  if (host != nullptr) host->unwatch_fd(fd);
+}
+
+uint64_t WorkerContext::now_ns() const { return farmem::now_ns(); }
+
+// ---------------------------------------------------------------------------------------------
 // Set-up
 
 ServerWorker::ServerWorker(NodeState& node, const ServiceRegistry& services, uint32_t index,
@@ -91,6 +122,7 @@ ServerWorker::ServerWorker(NodeState& node, const ServiceRegistry& services, uin
     : node_(node), services_(services), index_(index), stop_fd_(stop_fd) {}
 
 ServerWorker::~ServerWorker() {
+  peers_.clear();  // answers still held by services are dropped, not mailed to a dead worker
   for (auto& [id, s] : sessions_) {
     if (s->fd >= 0) ::close(s->fd);
   }
@@ -100,6 +132,7 @@ ServerWorker::~ServerWorker() {
   for (Admission& a : handoff_) ::close(a.fd);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (handoff_fd_ >= 0) ::close(handoff_fd_);
+  if (mail_fd_ >= 0) ::close(mail_fd_);
 }
 
 Status ServerWorker::init(fabric::Context& context) {
@@ -115,11 +148,14 @@ Status ServerWorker::init(fabric::Context& context) {
   if (address_.empty()) return Internal("cannot read the UCX worker address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   handoff_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || handoff_fd_ < 0) {
+  mail_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || handoff_fd_ < 0 || mail_fd_ < 0) {
     return Internal(fmt::format("epoll/eventfd: {}", std::strerror(errno)));
   }
-  const std::pair<int, uint64_t> fds[] = {
-      {worker_->event_fd(), kTagUcx}, {stop_fd_, kTagStop}, {handoff_fd_, kTagHandoff}};
+  const std::pair<int, uint64_t> fds[] = {{worker_->event_fd(), kTagUcx},
+                                          {stop_fd_, kTagStop},
+                                          {handoff_fd_, kTagHandoff},
+                                          {mail_fd_, kTagMail}};
   for (auto [fd, tag] : fds) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -128,8 +164,10 @@ Status ServerWorker::init(fabric::Context& context) {
       return Internal(fmt::format("epoll_ctl: {}", std::strerror(errno)));
     }
   }
-  WorkerContext wc{&node_, index_};
-  for (const auto& s : services_.services()) service_workers_.push_back(s->start_worker(wc));
+  for (size_t i = 0; i < services_.services().size(); ++i) {
+    WorkerContext wc{&node_, index_, node_.worker_count, static_cast<uint32_t>(i), this};
+    service_workers_.push_back(services_.services()[i]->start_worker(wc));
+  }
   return OkStatus();
 }
 
@@ -159,6 +197,7 @@ void ServerWorker::run() {
     unsigned n = worker_->progress();
     end_failed_sessions();
     if (!queue_.empty()) n += process_queue();
+    if (mail_count_.load(std::memory_order_relaxed) != 0) n += process_mail();
     poll_services();
     if (++rounds % kEventRounds == 0) n += poll_events(0);
     if (n > 0) {
@@ -171,9 +210,17 @@ void ServerWorker::run() {
     }
     n = poll_events(0);
     if (n > 0 || !worker_->arm()) continue;  // events arrived meanwhile
-    // Woken by traffic, a socket, a new session or stop; or by the timeout (sleep again).
+    // Posters write mail_fd_ while asleep_ is set; mail posted before it was set is seen here.
+    asleep_.store(true);
+    if (mail_count_.load() != 0) {
+      asleep_.store(false);
+      continue;
+    }
+    // Woken by traffic, a socket, a new session, mail, a watched fd or stop; or by the timeout
+    // (a service's wake-up time, else 1 s: sleep again).
     bool woke = false;
-    poll_events(1000, &woke);
+    poll_events(sleep_timeout_ms(), &woke);
+    asleep_.store(false);
     last_active = woke ? now_ns() : 0;
   }
   shut_down();
@@ -183,6 +230,18 @@ void ServerWorker::poll_services() {
   if (service_workers_.size() < 2) return;  // the core service needs no polling
   const uint64_t now = now_ns();
   for (auto& sw : service_workers_) sw->poll(now);
+}
+
+int ServerWorker::sleep_timeout_ms() const {
+  uint64_t wake = 0;
+  for (const auto& sw : service_workers_) {
+    const uint64_t w = sw->wake_at_ns();
+    if (w != 0 && (wake == 0 || w < wake)) wake = w;
+  }
+  if (wake == 0) return 1000;
+  const uint64_t now = now_ns();
+  if (wake <= now) return 0;
+  return static_cast<int>(std::min<uint64_t>(1000, (wake - now + 999'999) / 1'000'000));
 }
 
 unsigned ServerWorker::poll_events(int timeout_ms, bool* woke) {
@@ -203,6 +262,16 @@ unsigned ServerWorker::poll_events(int timeout_ms, bool* woke) {
       }
       case kTagSession:
         on_socket(tag & ~kTagMask);
+        ++n;
+        break;
+      case kTagMail: {
+        uint64_t v;
+        ssize_t r = ::read(mail_fd_, &v, sizeof(v));
+        (void)r;
+        n += process_mail();
+        break;
+      }
+      case kTagService:  // a service's fd is readable: its poll() reads it next round
         ++n;
         break;
       default:
@@ -322,6 +391,16 @@ void ServerWorker::end_session(uint64_t id, const char* why) {
   }
   for (auto& sw : service_workers_) sw->on_session_end(id);
   node_.end_session(id);
+  // Other workers may hold state of this session (requests it forwarded to them): they hear of
+  // its end after those requests.
+  if (service_workers_.size() < 2) return;
+  for (ServerWorker* peer : peers_) {
+    if (peer == nullptr || peer == this) continue;
+    Mail m;
+    m.kind = Mail::Kind::kSessionEnd;
+    m.request.session = id;
+    peer->post_mail(std::move(m), false);
+  }
 }
 
 void ServerWorker::end_failed_sessions() {
@@ -354,6 +433,7 @@ ucs_status_t ServerWorker::on_request(void* arg, const void* header, size_t head
   Incoming in;
   in.request.session = s->id;
   in.request.worker = self->index_;
+  in.request.session_worker = self->index_;
   in.error = fabric::validate_request_header(header, header_length, length, &in.request.header);
   if (in.error.ok() && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
     in.error = InvalidArgument("RPC requests must be sent eagerly");
@@ -404,8 +484,23 @@ void ServerWorker::dispatch(Incoming& in) {
   service_workers_[static_cast<size_t>(svc)]->handle(in.request, std::move(responder));
 }
 
-void ServerWorker::send_reply(uint64_t session, const w::RpcHeader& request, StatusCode code,
-                              const void* payload, size_t bytes) {
+void ServerWorker::send_reply(uint64_t session, uint32_t home, const w::RpcHeader& request,
+                              StatusCode code, const void* payload, size_t bytes) {
+  if (home == Responder::kThisWorker || home == index_) {
+    return send_local_reply(session, request, code, payload, bytes);
+  }
+  if (home >= peers_.size() || peers_[home] == nullptr) return;
+  Mail m;
+  m.kind = Mail::Kind::kReply;
+  m.request.session = session;
+  m.request.header = request;
+  m.code = code;
+  m.reply.assign(static_cast<const char*>(payload), bytes);
+  peers_[home]->post_mail(std::move(m), false);
+}
+
+void ServerWorker::send_local_reply(uint64_t session, const w::RpcHeader& request, StatusCode code,
+                                    const void* payload, size_t bytes) {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;  // the session ended: nobody to answer
   Status s = it->second->ep->send_reply(request, code, payload, bytes);
@@ -413,10 +508,101 @@ void ServerWorker::send_reply(uint64_t session, const w::RpcHeader& request, Sta
 }
 
 // ---------------------------------------------------------------------------------------------
+// Forwarding and mail between workers
+
+void ServerWorker::forward(uint32_t service, uint32_t target, Request&& request,
+                           Responder&& responder) {
+  if (responder.answered()) return;
+  if (target >= peers_.size() || target == index_ || peers_[target] == nullptr ||
+      service >= service_workers_.size()) {
+    return responder.fail(Internal(fmt::format("cannot forward a request to worker {}", target)));
+  }
+  Mail m;
+  m.kind = Mail::Kind::kRequest;
+  m.service = service;
+  m.request = std::move(request);
+  m.request.session = responder.session_;
+  m.request.header = responder.header_;
+  m.request.session_worker = responder.home_ == Responder::kThisWorker ? index_ : responder.home_;
+  m.request.worker = target;
+  if (!peers_[target]->post_mail(std::move(m), true)) {
+    return responder.fail(ResourceExhausted(
+        fmt::format("worker {}'s forwarding queue is full; retry later", target)));
+  }
+  responder.worker_ = nullptr;  // the target answers
+}
+
+bool ServerWorker::post_mail(Mail mail, bool bounded) {
+  {
+    std::lock_guard<std::mutex> lock(mail_mu_);
+    const size_t bytes = mail.request.payload.size();
+    if (bounded) {
+      if (mail_requests_ >= kMaxForwarded || mail_bytes_ + bytes > kMaxForwardedBytes) {
+        return false;
+      }
+      ++mail_requests_;
+      mail_bytes_ += bytes;
+    }
+    mail_.push_back(std::move(mail));
+    mail_count_.store(mail_.size());
+  }
+  if (asleep_.load()) {
+    uint64_t one = 1;
+    ssize_t r = ::write(mail_fd_, &one, sizeof(one));
+    (void)r;
+  }
+  return true;
+}
+
+unsigned ServerWorker::process_mail() {
+  std::deque<Mail> batch;
+  {
+    std::lock_guard<std::mutex> lock(mail_mu_);
+    batch.swap(mail_);
+    mail_requests_ = 0;
+    mail_bytes_ = 0;
+    mail_count_.store(0);
+  }
+  for (Mail& m : batch) run_mail(m);
+  return static_cast<unsigned>(batch.size());
+}
+
+void ServerWorker::run_mail(Mail& m) {
+  switch (m.kind) {
+    case Mail::Kind::kRequest: {
+      Responder responder(this, m.request.session, m.request.header, m.request.session_worker);
+      service_workers_[m.service]->handle(m.request, std::move(responder));
+      break;
+    }
+    case Mail::Kind::kReply:
+      send_local_reply(m.request.session, m.request.header, m.code, m.reply.data(), m.reply.size());
+      break;
+    case Mail::Kind::kSessionEnd:
+      for (auto& sw : service_workers_) sw->on_session_end(m.request.session);
+      break;
+  }
+}
+
+Status ServerWorker::watch_fd(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagService | static_cast<uint32_t>(fd);
+  if (fd < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    return Internal(fmt::format("cannot watch descriptor {}: {}", fd, std::strerror(errno)));
+  }
+  return OkStatus();
+}
+
+void ServerWorker::unwatch_fd(int fd) {
+  if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Shutdown: answer what is queued, say goodbye, give the replies a moment to leave.
 
 void ServerWorker::shut_down() {
   process_queue();
+  process_mail();
   for (auto& [id, s] : sessions_) send_frame(s->fd, w::Beat::kBye, 0);
   const uint64_t until = now_ns() + kShutdownFlushNs;
   for (int i = 0; i < 1000 && now_ns() < until; ++i) {

@@ -12,10 +12,15 @@
 // A session ends on EOF, reset or junk on its socket, on a failed endpoint, or at shutdown; its
 // queued requests are dropped and NodeState::end_session releases what it owned.
 //
-// Thread safety: adopt() and wake() from any thread (the door's); everything else on the
-// worker's own thread.
+// Workers talk to each other through mailboxes (a locked queue plus an eventfd that wakes a
+// sleeping worker): requests a service forwards to the worker owning a shard (bounded),
+// replies on their way back to the session's worker, and session ends (service.h).
+//
+// Thread safety: adopt(), post_mail() and pending_admissions() from any thread; everything
+// else on the worker's own thread (set_peers before run()).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -40,7 +45,7 @@ struct Admission {
   uint64_t session_id = 0;  // assigned by the door
 };
 
-class ServerWorker {
+class ServerWorker final : public ReplySink, public WorkerHost {
  public:
   ServerWorker(NodeState& node, const ServiceRegistry& services, uint32_t index, int stop_fd);
   ~ServerWorker();
@@ -48,6 +53,8 @@ class ServerWorker {
   ServerWorker& operator=(const ServerWorker&) = delete;
 
   Status init(fabric::Context& context);
+  // All workers of the node, indexed by worker index (for forwarding). Before run().
+  void set_peers(std::vector<ServerWorker*> peers) { peers_ = std::move(peers); }
   // Any thread: queue a new session for this worker.
   void adopt(Admission admission);
   // Serves until the node stops, then answers what is queued, says goodbye and ends every
@@ -56,9 +63,27 @@ class ServerWorker {
   uint32_t index() const { return index_; }
   size_t pending_admissions();  // any thread
 
-  // Used by Responder: sends a reply to `session` if it is still open (else drops it).
-  void send_reply(uint64_t session, const wire::RpcHeader& request, StatusCode code,
-                  const void* payload, size_t bytes);
+  // ReplySink (used by Responder): sends a reply to `session` if it is still open (else drops
+  // it), through the session's worker `home_worker` if that is another one.
+  void send_reply(uint64_t session, uint32_t home_worker, const wire::RpcHeader& request,
+                  StatusCode code, const void* payload, size_t bytes) override;
+  // WorkerHost (WorkerContext's implementation).
+  void forward(uint32_t service, uint32_t target_worker, Request&& request,
+               Responder&& responder) override;
+  Status watch_fd(int fd) override;
+  void unwatch_fd(int fd) override;
+
+  // Cross-worker mail.
+  struct Mail {
+    enum class Kind : uint8_t { kRequest, kReply, kSessionEnd };
+    Kind kind = Kind::kRequest;
+    uint32_t service = 0;               // kRequest: the service's registry index
+    Request request;                    // kRequest; kReply: header and session only
+    StatusCode code = StatusCode::kOk;  // kReply
+    std::string reply;                  // kReply: payload or error message
+  };
+  // Any thread. A bounded post (forwarded requests) fails when the mailbox is full.
+  bool post_mail(Mail mail, bool bounded);
 
  private:
   struct Session {
@@ -88,6 +113,11 @@ class ServerWorker {
   void end_session(uint64_t session_id, const char* why);
   void end_failed_sessions();
   void poll_services();
+  unsigned process_mail();
+  void run_mail(Mail& mail);
+  void send_local_reply(uint64_t session, const wire::RpcHeader& request, StatusCode code,
+                        const void* payload, size_t bytes);
+  int sleep_timeout_ms() const;
   void shut_down();
 
   NodeState& node_;
@@ -106,6 +136,14 @@ class ServerWorker {
   int handoff_fd_ = -1;  // eventfd: admissions are waiting
   std::mutex handoff_mu_;
   std::vector<Admission> handoff_;  // (handoff_mu_)
+  std::vector<ServerWorker*> peers_;
+  int mail_fd_ = -1;  // eventfd: mail is waiting and this worker may be asleep
+  std::mutex mail_mu_;
+  std::deque<Mail> mail_;              // (mail_mu_)
+  size_t mail_requests_ = 0;           // (mail_mu_) forwarded requests in mail_
+  size_t mail_bytes_ = 0;              // (mail_mu_) their payload bytes
+  std::atomic<size_t> mail_count_{0};  // mail_.size(), read without the lock
+  std::atomic<bool> asleep_{false};    // about to sleep in epoll: posters write mail_fd_
 };
 
 }  // namespace farmem::memnode

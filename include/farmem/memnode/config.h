@@ -13,13 +13,16 @@
 //   tls = ""               # overrides UCX_TLS for this node
 //   net_devices = ""       # overrides UCX_NET_DEVICES; by default the device of `listen`
 //
-// Unknown keys are errors (a typo must not silently fall back to a default). The cluster key
+// Unknown keys are errors (a typo must not silently fall back to a default), and so are unknown
+// sections, except those named in `services`: the tables of the node's services (e.g. [kv]),
+// which their own libraries parse. The cluster key
 // comes from cluster_key_file or the FARMEM_CLUSTER_KEY environment variable, never from the
 // command line (load_cluster_key).
 // Thread safety: a plain value.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "farmem/common/result.h"
@@ -46,8 +49,10 @@ struct ServerConfig {
   // Fills cluster_key from cluster_key_file, else from FARMEM_CLUSTER_KEY (trailing newline
   // removed). A named file that cannot be read, or an empty key, is an error.
   Status load_cluster_key();
-  static Result<ServerConfig> from_toml_file(const std::string& path);
-  static Result<ServerConfig> from_toml_string(const std::string& text);
+  static Result<ServerConfig> from_toml_file(const std::string& path,
+                                             const std::set<std::string>& services = {});
+  static Result<ServerConfig> from_toml_string(const std::string& text,
+                                               const std::set<std::string>& services = {});
 };
 
 }  // namespace farmem::memnode

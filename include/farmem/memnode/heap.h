@@ -32,6 +32,8 @@ class Heap {
   uint64_t used_bytes() const { return allocator_.used_bytes(); }
   uint64_t live_allocations() const { return allocator_.live_allocations(); }
   size_t owned_by(uint64_t owner) const;
+  // The owner of the allocation starting at `offset`, or 0 if there is none.
+  uint64_t owner_of(uint64_t offset) const;
 
  private:
   BuddyAllocator allocator_;

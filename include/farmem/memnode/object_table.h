@@ -4,7 +4,9 @@
 // structure creates one object per node it uses and allocates with the object as owner; its
 // memory stays until the object is destroyed. An ephemeral object is bound to the session that
 // created it and is destroyed when that session ends (a temporary table, or a create that
-// never finished); persist() unbinds it. Bounded at kMaxObjects.
+// never finished); persist() unbinds it. A pinned object belongs to a service of the node (a kv
+// pool's memory): clients may not destroy, persist, free from or allocate into it through the
+// core RPCs; only its service does. Bounded at kMaxObjects.
 // Thread safety: not thread-safe; the server serialises calls (Server::mu_).
 #pragma once
 
@@ -26,9 +28,10 @@ class ObjectTable {
     uint64_t id = 0;
     std::string name;
     uint64_t session = 0;  // the binding session while ephemeral, else 0
+    bool pinned = false;   // owned by a service: not for the core RPCs to touch
   };
 
-  Result<Object> create(std::string_view name, uint64_t ephemeral_session);
+  Result<Object> create(std::string_view name, uint64_t ephemeral_session, bool pinned = false);
   Result<Object> open(std::string_view name) const;
   Result<Object> find(uint64_t id) const;
   Status persist(uint64_t id);

@@ -189,6 +189,13 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool, bool new_pool) {
   l.pool_name = pool.name();
   l.plugin_paths = pool.ado().plugins;
   l.params.assign(pool.ado().params.begin(), pool.ado().params.end());
+  if (options_.node_address.empty()) {  // the door's port is known once the node listens
+    const memnode::ServerConfig& config = shard_.context().config();
+    std::string host = config.listen == "0.0.0.0" ? "127.0.0.1" : config.listen;
+    uint16_t port = shard_.context().node->door_port.load();
+    if (port == 0) return Unavailable("the memory node's door is not open yet");
+    options_.node_address = fmt::format("{}:{}", host, port);
+  }
   auto callbacks = std::make_unique<Callbacks>(this, a.handle);
   auto p = AdoProcess::spawn(options_, l, callbacks.get(), shard_.context().now_ns());
   if (!p.ok()) return p.status();
@@ -647,9 +654,6 @@ std::unique_ptr<PoolHooks> make_ado_manager(Shard& shard) {
   p.program = o.ado_binary.empty() ? default_ado_binary() : o.ado_binary;
   p.plugin_dir = o.ado_plugin_dir;
   p.timeout_ms = o.ado_timeout_ms;
-  std::string host = config.listen == "0.0.0.0" ? "127.0.0.1" : config.listen;
-  uint16_t port = shard.context().node->door_port.load();
-  p.node_address = fmt::format("{}:{}", host, port != 0 ? port : config.port);
   p.cluster_key = config.cluster_key;
   return std::make_unique<AdoManager>(shard, std::move(p));
 }

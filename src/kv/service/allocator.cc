@@ -1,0 +1,137 @@
+#include "allocator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace farmem::kv::service {
+
+namespace {
+constexpr uint64_t kUnit = 64;
+constexpr uint64_t kMinChunk = 4096;
+constexpr uint64_t kMaxChunk = 1 << 20;
+
+uint64_t round_unit(uint64_t n) { return (n + kUnit - 1) & ~(kUnit - 1); }
+}  // namespace
+
+PoolAllocator::PoolAllocator(MemorySource& source, uint64_t capacity_bytes, uint64_t grace_ns)
+    : source_(source), capacity_(capacity_bytes), grace_ns_(grace_ns) {
+  chunk_ = std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(capacity_bytes / 16, 1)),
+                                kMinChunk, kMaxChunk);
+  const uint64_t max_class = chunk_ / 4;
+  for (uint64_t b = kUnit; b <= std::min<uint64_t>(1024, max_class); b += kUnit) {
+    class_bytes_.push_back(b);
+  }
+  for (uint64_t base = 1024; base < max_class; base *= 2) {
+    for (uint64_t step = 1; step <= 4; ++step) {
+      const uint64_t b = base + step * base / 4;
+      if (b <= max_class) class_bytes_.push_back(b);
+    }
+  }
+  free_.resize(class_bytes_.size());
+}
+
+int PoolAllocator::class_of(uint64_t bytes) const {
+  if (bytes > class_bytes_.back()) return -1;
+  if (bytes <= 1024)
+    return static_cast<int>((round_unit(std::max<uint64_t>(bytes, 1)) / kUnit) - 1);
+  auto it = std::lower_bound(class_bytes_.begin(), class_bytes_.end(), bytes);
+  return static_cast<int>(it - class_bytes_.begin());
+}
+
+uint64_t PoolAllocator::block_bytes(uint64_t bytes) const {
+  const int c = class_of(bytes);
+  if (c >= 0) return class_bytes_[static_cast<size_t>(c)];
+  return std::bit_ceil(round_unit(bytes));
+}
+
+Result<uint64_t> PoolAllocator::allocate(uint64_t bytes, uint64_t now_ns) {
+  if (bytes == 0) return InvalidArgument("empty allocation");
+  reclaim(now_ns);
+  const int c = class_of(bytes);
+  if (c < 0) return allocate_large(bytes);
+  auto& list = free_[static_cast<size_t>(c)];
+  if (!list.empty()) {
+    const uint64_t off = list.back();
+    list.pop_back();
+    return off;
+  }
+  const uint64_t need = class_bytes_[static_cast<size_t>(c)];
+  if (bump_end_ - bump_ < need) {
+    carve_rest();
+    FARMEM_RETURN_IF_ERROR(refill());
+  }
+  const uint64_t off = bump_;
+  bump_ += need;
+  return off;
+}
+
+Result<uint64_t> PoolAllocator::allocate_large(uint64_t bytes) {
+  const uint64_t want = std::bit_ceil(round_unit(bytes));
+  if (want < bytes || used_ + want > capacity_) {
+    return ResourceExhausted(
+        fmt::format("pool full: {} more bytes would pass its capacity of {} "
+                    "({} in use)",
+                    want, capacity_, used_));
+  }
+  auto b = source_.take(want);
+  if (!b.ok()) return b.status();
+  used_ += b->bytes;
+  large_[b->offset] = b->bytes;
+  return b->offset;
+}
+
+Status PoolAllocator::refill() {
+  if (used_ + chunk_ > capacity_) {
+    return ResourceExhausted(fmt::format(
+        "pool full: its capacity of {} bytes is in use ({} bytes held)", capacity_, used_));
+  }
+  auto b = source_.take(chunk_);
+  if (!b.ok()) return b.status();
+  used_ += b->bytes;
+  bump_ = b->offset;
+  bump_end_ = b->offset + b->bytes;
+  return OkStatus();
+}
+
+// What is left of the current chunk goes to the free lists of the largest classes that fit.
+void PoolAllocator::carve_rest() {
+  while (bump_end_ - bump_ >= kUnit) {
+    const uint64_t left = bump_end_ - bump_;
+    auto it = std::upper_bound(class_bytes_.begin(), class_bytes_.end(), left);
+    const size_t c = static_cast<size_t>(it - class_bytes_.begin()) - 1;
+    free_[c].push_back(bump_);
+    bump_ += class_bytes_[c];
+  }
+  bump_ = bump_end_ = 0;
+}
+
+void PoolAllocator::retire(uint64_t offset, uint64_t bytes, uint64_t now_ns) {
+  if (grace_ns_ == 0) return release(offset, bytes);
+  retired_.push_back({offset, bytes, now_ns + grace_ns_});
+}
+
+void PoolAllocator::free_now(uint64_t offset, uint64_t bytes) { release(offset, bytes); }
+
+void PoolAllocator::reclaim(uint64_t now_ns) {
+  while (!retired_.empty() && retired_.front().ripe_ns <= now_ns) {
+    release(retired_.front().offset, retired_.front().bytes);
+    retired_.pop_front();
+  }
+}
+
+void PoolAllocator::release(uint64_t offset, uint64_t bytes) {
+  const int c = class_of(bytes);
+  if (c >= 0) {
+    free_[static_cast<size_t>(c)].push_back(offset);
+    return;
+  }
+  auto it = large_.find(offset);
+  if (it == large_.end()) return;
+  used_ -= it->second;
+  large_.erase(it);
+  source_.give_back(offset);
+}
+
+}  // namespace farmem::kv::service

@@ -1,0 +1,195 @@
+// Pool: one named key-value space on one shard (docs/formats/kv.md), and the interface through
+// which Active Data Objects plug into the kv service (PoolHooks).
+//
+// A pool's memory (primary index, records, allocator chunks) is owned by the node object
+// "kv/<name>", so it outlives its clients and comes back when the pool is deleted. Everything
+// here runs on the pool's shard (worker) thread, which is the only writer of its records, so
+// no locks are taken; "locks" below are the key locks clients (and ADOs) hold across requests.
+//
+// Key operations keep the record rules of kv.md: a new record is written whole as `writing`,
+// then in the same call the old record becomes `dead`, the index names the new one and it
+// becomes `live`; dead records' memory is reused only after the grace period.
+//
+// Lock owners are session ids (clients). An ADO manager that locks keys for work of its own
+// uses owner ids with kAdoOwnerBit set, which no session id has.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator.h"
+#include "farmem/common/result.h"
+#include "farmem/kv/wire.h"
+#include "farmem/memnode/service.h"
+#include "hopscotch.h"
+#include "region.h"
+#include "secondary_index.h"
+
+namespace farmem::kv::service {
+
+inline constexpr uint64_t kAdoOwnerBit = 1ull << 63;
+
+// Node-wide unique record versions: a shard takes blocks of them from a shared counter.
+class Versions {
+ public:
+  explicit Versions(std::atomic<uint64_t>& shared) : shared_(shared) {}
+  uint64_t next();
+
+ private:
+  static constexpr uint64_t kBlock = 1 << 16;
+  std::atomic<uint64_t>& shared_;
+  uint64_t next_ = 0, end_ = 0;
+};
+
+// What list (any worker) reads of a pool without touching it.
+struct PoolSummary {
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> used_bytes{0};
+  std::atomic<uint64_t> capacity_bytes{0};
+  std::atomic<uint32_t> open_handles{0};
+};
+
+// ADO settings a configure command stores (AdoPlugins::, AdoParam::, AdoSignals::).
+struct AdoSettings {
+  std::vector<std::string> plugins;  // file names in KvServiceOptions::ado_plugin_dir
+  std::map<std::string, std::string> params;
+  bool post_put = false, post_get = false, post_erase = false;
+  bool configured() const { return !plugins.empty(); }
+};
+
+// Where a key's current value is.
+struct KeyInfo {
+  uint64_t record = 0;  // region offset of the record
+  uint64_t version = 0;
+  uint32_t key_bytes = 0;
+  uint32_t value_bytes = 0;
+  uint64_t value = 0;  // region offset of the value's first byte
+  uint64_t write_epoch_ns = 0;
+  uint64_t record_bytes() const { return sizeof(wire::KvRecordHeader) + key_bytes + value_bytes; }
+};
+
+// A lock on a key held across requests (locate/release).
+struct LockGrant {
+  uint64_t token = 0;
+  uint64_t owner = 0;
+  wire::LocateMode mode = wire::LocateMode::kRead;
+  std::string key;
+  uint64_t record = 0;   // the locked record (kRead, kWrite) or the new one (kPutNew)
+  uint64_t version = 0;  // kPutNew: the new record's version
+  uint64_t address = 0;  // region offset of byte `offset` of the value
+  uint64_t length = 0;   // bytes addressable from `address`
+  uint32_t value_bytes = 0;
+};
+
+class Pool {
+ public:
+  // `source` gives heap blocks as the pool's object; the pool keeps it.
+  Pool(std::string name, uint64_t handle, uint64_t object_id, uint64_t capacity_bytes,
+       RegionView region, std::unique_ptr<MemorySource> source, Versions& versions,
+       uint64_t grace_ns, std::shared_ptr<PoolSummary> summary);
+  Status init(uint64_t expected_count, uint64_t now_ns);
+
+  const std::string& name() const { return name_; }
+  uint64_t handle() const { return handle_; }
+  uint64_t object_id() const { return object_id_; }
+  RegionView region() const { return region_; }
+  uint64_t count() const { return index_.size(); }
+  uint64_t used_bytes() const { return allocator_.used_bytes(); }
+  uint64_t capacity_bytes() const { return allocator_.capacity_bytes(); }
+  uint64_t index_slots() const { return index_.slots(); }
+  uint64_t write_epoch_ns() const { return write_epoch_ns_; }
+
+  // ---- keys (the shard's thread) ----
+  // kNotFound if absent. The KeyInfo is valid until the next change to the pool.
+  Result<KeyInfo> lookup(std::string_view key) const;
+  // kBusy if `owner` may not read `key` now (another owner holds a write lock).
+  Status check_readable(std::string_view key, uint64_t owner) const;
+  // put flags: wire::kPutCreateOnly, wire::kPutDontOverwrite. *existed: kPutDontOverwrite found
+  // the key (nothing changed). *out: the key's current record afterwards.
+  Status put(std::string_view key, const void* value, uint32_t value_bytes, uint8_t flags,
+             uint64_t now_ns, KeyInfo* out, bool* existed);
+  Status erase(std::string_view key, uint64_t now_ns);
+  // Visits every key: f(key, KeyInfo). The pool must not change during the walk.
+  template <typename F>
+  void for_each_key(F&& f) const {
+    index_.for_each([&](const IndexBucket& b) {
+      auto info = info_of(b);
+      if (info.has_value()) f(index_.key_of(b.record), *info);
+    });
+  }
+
+  // ---- key locks (locate / release; ADO work) ----
+  Result<LockGrant> lock(uint64_t owner, std::string_view key, wire::LocateMode mode,
+                         uint64_t offset, uint64_t length, uint8_t flags, uint64_t now_ns);
+  // flags: wire::kReleaseAbort. kNotFound if `owner` holds no such token.
+  Status release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t now_ns);
+  // Session end: kRead dropped, kWrite published as is, kPutNew dropped.
+  void release_all(uint64_t owner, uint64_t now_ns);
+  size_t locks_held() const { return grants_.size(); }
+
+  // ---- pool memory for ADOs (allocate/free pool memory callbacks) ----
+  Result<uint64_t> allocate(uint64_t bytes, uint64_t now_ns);
+  void free(uint64_t offset, uint64_t bytes, uint64_t now_ns);
+
+  // ---- secondary index, ADO settings ----
+  void add_index();  // builds it from the current keys
+  void remove_index() { secondary_.reset(); }
+  const SecondaryIndex* secondary() const { return secondary_.get(); }
+  AdoSettings& ado() { return ado_; }
+  const AdoSettings& ado() const { return ado_; }
+
+  // ---- handles ----
+  void open(uint64_t session, bool writable);
+  // false if the session has no handle open.
+  bool close(uint64_t session);
+  void close_all(uint64_t session);
+  bool is_open(uint64_t session) const { return opens_.count(session) != 0; }
+  bool writable(uint64_t session) const;
+  bool open_by_others(uint64_t session) const;
+  uint32_t open_handles() const { return open_handles_; }
+
+ private:
+  struct KeyLock {
+    uint32_t readers = 0;
+    uint64_t writer = 0;  // token of the kWrite / kPutNew grant, 0 = none
+  };
+  struct Opens {
+    uint32_t handles = 0;
+    uint32_t writable = 0;
+  };
+  std::optional<KeyInfo> info_of(const IndexBucket& b) const;
+  // Marks the record at `record` dead and retires its memory.
+  void kill(uint64_t record, uint64_t now_ns);
+  // Publishes record `rec` (written, state writing) as the key's value (rule 1 of kv.md).
+  Status publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
+                 uint64_t version, uint64_t now_ns);
+  void drop_grant(const LockGrant& g);
+  void refresh_summary();
+
+  std::string name_;
+  uint64_t handle_;
+  uint64_t object_id_;
+  RegionView region_;
+  std::unique_ptr<MemorySource> source_;
+  Versions& versions_;
+  PoolAllocator allocator_;
+  HopscotchIndex index_;
+  std::unique_ptr<SecondaryIndex> secondary_;
+  AdoSettings ado_;
+  std::shared_ptr<PoolSummary> summary_;
+  uint64_t write_epoch_ns_ = 0;
+  std::unordered_map<std::string, KeyLock> locks_;
+  std::unordered_map<uint64_t, LockGrant> grants_;  // by token
+  uint64_t next_token_ = 1;
+  std::unordered_map<uint64_t, Opens> opens_;  // by session
+  uint32_t open_handles_ = 0;
+};
+
+}  // namespace farmem::kv::service

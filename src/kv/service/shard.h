@@ -1,0 +1,118 @@
+// Shard: the kv service's state and request handlers on one worker thread.
+//
+// A shard owns the pools whose name hashes to its worker (XXH3(name) % workers), their handles
+// (worker:8 | slot:24 | generation:32), which sessions have them open, and its counters. The
+// service (service.cc) routes each request to the shard that owns its pool; everything here
+// then runs on that shard's thread. KvShared is what all shards share: the directory of pool
+// names (list, the per-node pool limit), per-shard counters and the version counter.
+// Thread safety: a Shard on its worker's thread; KvShared as marked.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "farmem/kv/service.h"
+#include "farmem/kv/wire.h"
+#include "farmem/memnode/service.h"
+#include "hooks.h"
+#include "messages.h"
+#include "pool.h"
+
+namespace farmem::kv::service {
+
+// Counters of one shard (KvShardStats), written by its thread, read by any.
+struct ShardCounters {
+  std::atomic<uint64_t> puts{0}, gets{0}, erases{0}, locates{0}, ado_invocations{0}, failures{0},
+      clients{0}, pools{0}, coalesced_ops{0}, ops_messages{0};
+};
+
+struct KvShared {
+  explicit KvShared(KvServiceOptions o) : options(std::move(o)) {}
+  const KvServiceOptions options;
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<PoolSummary>> directory;  // (mu) every pool by name
+  std::array<ShardCounters, farmem::wire::kMaxServerWorkers> counters;
+  std::atomic<uint64_t> next_version{1};
+};
+
+// The shard a pool name belongs to.
+uint32_t shard_of(std::string_view name, uint32_t workers);
+
+class Shard {
+ public:
+  Shard(const memnode::WorkerContext& context, KvShared& shared);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // A request whose pool belongs to this shard (or that needs no pool).
+  void handle(memnode::Request& request, memnode::Responder responder);
+  void on_session_end(uint64_t session);
+  void poll(uint64_t now_ns);
+  uint64_t wake_at_ns() const;
+
+  // ---- for PoolHooks (this thread) ----
+  const memnode::WorkerContext& context() const { return context_; }
+  const KvServiceOptions& options() const { return shared_.options; }
+  RegionView region() const { return region_; }
+  // The pool a handle names, if it is on this shard (whoever has it open), else null.
+  Pool* pool(uint64_t handle);
+  Pool* pool_by_name(std::string_view name);
+  ShardCounters& counters() { return counters_; }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Pool> pool;
+    uint32_t generation = 0;
+  };
+  using Out = std::string;
+  Status dispatch(memnode::Request& r, Out* out);
+  // The pool `handle` names if `session` has it open.
+  Result<Pool*> open_pool(uint64_t handle, uint64_t session);
+  Result<Pool*> writable_pool(uint64_t handle, uint64_t session);
+
+  Status create(const memnode::Request& r, Out* out);
+  Status open(const memnode::Request& r, Out* out);
+  Status close(const memnode::Request& r);
+  Status destroy(const memnode::Request& r);
+  Status configure(const memnode::Request& r);
+  Status info(const memnode::Request& r, Out* out);
+  Status list(const memnode::Request& r, Out* out);
+  Status ops(const memnode::Request& r, Out* out);
+  Status locate(const memnode::Request& r, Out* out);
+  Status release(const memnode::Request& r);
+  Status find(const memnode::Request& r, Out* out);
+  Status attribute(const memnode::Request& r, Out* out);
+  Status shard_stats(const memnode::Request& r, Out* out);
+  void invoke(memnode::Request& r, memnode::Responder responder);
+
+  Result<Pool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
+  void open_handle(Pool* pool, uint64_t session, bool writable);
+  void forget_session_pool(uint64_t session, Pool* pool);
+  void remove_pool(Pool* pool);
+  void signal(Pool& pool, KeySignal s, std::string_view key);
+  void refresh_gauges();
+
+  memnode::WorkerContext context_;
+  KvShared& shared_;
+  ShardCounters& counters_;
+  RegionView region_;
+  Versions versions_;
+  uint64_t grace_ns_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+  std::unordered_map<uint64_t, std::unordered_set<uint32_t>> session_pools_;  // session -> slots
+  std::unique_ptr<PoolHooks> hooks_;
+};
+
+}  // namespace farmem::kv::service
