@@ -205,9 +205,11 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool, bool new_pool) {
   Status watched = shard_.context().watch_fd(a.proc.process->fd());
   a.proc.watched = watched.ok();  // unwatched, it is still read from poll() (idle check)
   const uint64_t handle = a.handle;
-  a.proc.process->on_launched([this, handle](const Status& s) {
+  AdoProcess* process = a.proc.process.get();
+  a.proc.process->on_launched([this, handle, process](const Status& s) {
     PoolAdo* pa = find(handle);
-    if (pa == nullptr) return;
+    // A retired process's launch concerns nobody: stop() already ended what waited for it.
+    if (pa == nullptr || pa->proc.process.get() != process) return;
     if (!s.ok()) {
       fail_all(*pa, s);
     } else {

@@ -288,6 +288,9 @@ void AdoProcess::fail(const Status& why) {
     kill(pid_, SIGKILL);
     killed_ = true;
   }
+  // A launch touched no value under a lock: it is answered now. A work's locks are released
+  // only once nothing can write any more (reaped).
+  if (failed_in_ == State::kLaunching && launched_) std::exchange(launched_, nullptr)(why);
   try_reap(false);
   if (pid_ < 0) finish_failure();
 }
@@ -295,7 +298,6 @@ void AdoProcess::fail(const Status& why) {
 void AdoProcess::finish_failure() {
   if (!failure_pending_) return;
   failure_pending_ = false;
-  if (failed_in_ == State::kLaunching && launched_) std::exchange(launched_, nullptr)(failure_);
   if (failed_in_ == State::kBusy) finish_work(failure_);
 }
 
