@@ -37,7 +37,7 @@ ado_binary = "$BUILD/farmem-ado"
 ado_timeout_ms = 30000
 TOML
 env -u UCX_TLS "$BUILD/farmem-server" --config "$dir/node.toml" --port-file "$dir/port" \
-  2> "$dir/node.log" &
+  > "$dir/node.log" 2>&1 &
 node_pid=$!
 for _ in $(seq 1 400); do [ -s "$dir/port" ] && break; sleep 0.05; done
 [ -s "$dir/port" ] || { echo "ado_filter.sh: the memory node did not start:"; cat "$dir/node.log"; exit 1; }

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -54,8 +53,8 @@ std::string value_of(uint64_t seed, uint64_t i, size_t bytes) {
   return v;
 }
 
-Task<Status> load_slice(kv::Pool* pool, uint64_t begin, uint64_t end, uint64_t step,
-                        uint64_t seed, size_t value_bytes) {
+Task<Status> load_slice(kv::Pool* pool, uint64_t begin, uint64_t end, uint64_t step, uint64_t seed,
+                        size_t value_bytes) {
   for (uint64_t i = begin; i < end; i += step) {
     FARMEM_CO_RETURN_IF_ERROR(co_await pool->put(key_of(i), value_of(seed, i, value_bytes)));
   }
@@ -91,10 +90,10 @@ uint64_t get_bytes(const kv::StoreStats& a, const kv::StoreStats& b, uint64_t ge
   uint64_t messages = b.ops_messages - a.ops_messages;
   uint64_t by_rpc = gets - std::min(gets, hits);
   uint64_t record = sizeof(kw::KvRecordHeader) + key_bytes + value_bytes;
-  uint64_t per_message = 2 * kRpcHeaderBytes + sizeof(kw::KvOpsHeader) +
-                         sizeof(kw::KvOpsReplyHeader);
-  uint64_t per_op = sizeof(kw::KvOpRequest) + pad8(key_bytes) + sizeof(kw::KvOpReply) +
-                    pad8(value_bytes);
+  uint64_t per_message =
+      2 * kRpcHeaderBytes + sizeof(kw::KvOpsHeader) + sizeof(kw::KvOpsReplyHeader);
+  uint64_t per_op =
+      sizeof(kw::KvOpRequest) + pad8(key_bytes) + sizeof(kw::KvOpReply) + pad8(value_bytes);
   return hits * record + messages * per_message + by_rpc * per_op;
 }
 
@@ -151,7 +150,8 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
   uint64_t t0 = now_ns();
   std::vector<Task<Status>> loads;
   for (uint32_t k = 0; k < f.coroutines; ++k) {
-    loads.push_back(load_slice(pool.get(), k, f.records, f.coroutines, f.bench.seed, f.value_bytes));
+    loads.push_back(
+        load_slice(pool.get(), k, f.records, f.coroutines, f.bench.seed, f.value_bytes));
   }
   s = run_all(c, std::move(loads));
   if (!s.ok()) return cleanup(bench.fail(1, "load: " + s.to_string()));

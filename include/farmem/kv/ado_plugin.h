@@ -40,7 +40,7 @@ extern "C" {
 #define FARMEM_ADO_OK 0
 #define FARMEM_ADO_ERASE_TARGET 1 /* do_work: erase the target key after the call */
 #define FARMEM_ADO_NOT_MINE 2     /* do_work: not this plugin's request; offer it to the next */
-#define FARMEM_ADO_MORE 3         /* find_key: no match within the budget; call again at *position */
+#define FARMEM_ADO_MORE 3 /* find_key: no match within the budget; call again at *position */
 #define FARMEM_ADO_E_INVALID (-1)
 #define FARMEM_ADO_E_OUT_OF_RANGE (-2)
 #define FARMEM_ADO_E_NOT_FOUND (-3)

@@ -106,7 +106,8 @@ void AdoManager::invoke(Pool& pool, memnode::Request& r, memnode::Responder resp
   const bool put = r.header.opcode == static_cast<uint16_t>(w::KvOpcode::kInvokePutAdo);
   auto bad = [&](std::string_view why) {
     shard_.counters().failures.fetch_add(1, std::memory_order_relaxed);
-    responder.fail(InvalidArgument(fmt::format("ADO invocation on pool '{}': {}", pool.name(), why)));
+    responder.fail(
+        InvalidArgument(fmt::format("ADO invocation on pool '{}': {}", pool.name(), why)));
   };
   if ((req.flags & ~w::kAdoKnownFlags) != 0) return bad("unknown flags");
   if (req.key_bytes > w::kMaxKeyBytes) return bad("key too long");
@@ -127,14 +128,14 @@ void AdoManager::invoke(Pool& pool, memnode::Request& r, memnode::Responder resp
   const bool writes = put || creates || (req.flags & w::kAdoReadOnly) == 0;
   if (writes && !pool.writable(r.session)) {
     shard_.counters().failures.fetch_add(1, std::memory_order_relaxed);
-    return responder.fail(
-        PermissionDenied(fmt::format("pool '{}' is open read-only (use kAdoReadOnly)", pool.name())));
+    return responder.fail(PermissionDenied(
+        fmt::format("pool '{}' is open read-only (use kAdoReadOnly)", pool.name())));
   }
   PoolAdo& a = ado_of(pool);
   if (a.queue.size() >= kMaxQueued) {
     shard_.counters().failures.fetch_add(1, std::memory_order_relaxed);
-    return responder.fail(ResourceExhausted(
-        fmt::format("{} invocations already wait for the ADO of pool '{}'", kMaxQueued, pool.name())));
+    return responder.fail(ResourceExhausted(fmt::format(
+        "{} invocations already wait for the ADO of pool '{}'", kMaxQueued, pool.name())));
   }
   Job job;
   job.work_id = next_work_++;
@@ -305,8 +306,8 @@ Status AdoManager::prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work) {
     g = pool.lock(owner, job.key, mode, 0, 0, 0, now);
   } else {
     if ((job.flags & (w::kAdoCreateOnDemand | w::kAdoCreateOnly)) == 0) {
-      return NotFound(fmt::format("no such key in pool '{}' (kAdoCreateOnDemand creates it)",
-                                  pool.name()));
+      return NotFound(
+          fmt::format("no such key in pool '{}' (kAdoCreateOnDemand creates it)", pool.name()));
     }
     g = pool.lock(owner, job.key, w::LocateMode::kPutNew, 0, job.value_size, w::kLocateCreateOnly,
                   now);
@@ -353,8 +354,8 @@ void AdoManager::on_done(uint64_t handle, Result<ado::Done> r) {
   if (!r.ok()) {
     answer(job, r.status());
   } else if (r->flags & ado::kDoneNotHandled) {
-    answer(job, InvalidArgument(fmt::format("no ADO plugin of pool '{}' accepted the request",
-                                            a->name)));
+    answer(job, InvalidArgument(
+                    fmt::format("no ADO plugin of pool '{}' accepted the request", a->name)));
   } else {
     answer(job, OkStatus(), r->reply);
   }
@@ -527,7 +528,8 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
   switch (c.op) {
     case Op::kCreateKey: {
       if (c.arg0 > UINT32_MAX) return InvalidArgument("value above 4 GiB - 1");
-      auto g = pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, w::kLocateCreateOnly, now);
+      auto g =
+          pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, w::kLocateCreateOnly, now);
       if (!g.ok()) return g.status();
       std::memset(shard_.region().at(g->address), 0, g->length);
       keep_or_release(*g);
@@ -546,8 +548,9 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
     }
     case Op::kEraseKey: {
       if (held(c.key) != nullptr) {
-        return InvalidArgument("erase_key of a key this invocation holds (the target: return "
-                               "FARMEM_ADO_ERASE_TARGET; others: unlock_key first)");
+        return InvalidArgument(
+            "erase_key of a key this invocation holds (the target: return "
+            "FARMEM_ADO_ERASE_TARGET; others: unlock_key first)");
       }
       FARMEM_RETURN_IF_ERROR(pool.erase(c.key, now));
       if (a.proc.process) a.proc.process->send_event(FARMEM_ADO_EVENT_ERASE, c.key);
@@ -561,10 +564,8 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       if (c.arg0 > UINT32_MAX || c.arg0 > w::kMaxValueBytes) return InvalidArgument("too large");
       // The old bytes, then a new record of the new size that is published at the end.
       std::string old(reinterpret_cast<const char*>(shard_.region().at(g->address)), g->bytes);
-      FARMEM_RETURN_IF_ERROR(pool.release(owner, g->token, g->mode == w::LocateMode::kPutNew
-                                                               ? w::kReleaseAbort
-                                                               : 0,
-                                          now));
+      FARMEM_RETURN_IF_ERROR(pool.release(
+          owner, g->token, g->mode == w::LocateMode::kPutNew ? w::kReleaseAbort : 0, now));
       auto ng = pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, 0, now);
       if (!ng.ok()) {
         // Keep the key locked as before if possible (a write lock on what is there now).
@@ -627,7 +628,8 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       ado::IterateReply r{c.arg0 + n >= listing.size() ? UINT64_MAX : c.arg0 + n,
                           static_cast<uint32_t>(n), 0};
       std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
-      out.append(reinterpret_cast<const char*>(listing.data() + c.arg0), n * sizeof(ado::RecordRef));
+      out.append(reinterpret_cast<const char*>(listing.data() + c.arg0),
+                 n * sizeof(ado::RecordRef));
       return out;
     }
     case Op::kUnlock: {

@@ -43,7 +43,7 @@ namespace farmem::kv::service {
 
 class AdoManager : public PoolHooks {
  public:
-  static constexpr size_t kMaxQueued = 256;        // invocations and signals waiting per pool
+  static constexpr size_t kMaxQueued = 256;             // invocations and signals waiting per pool
   static constexpr uint64_t kIdleCheckNs = 10'000'000;  // how often idle ADOs are read
 
   AdoManager(Shard& shard, AdoProcessOptions options);
@@ -70,7 +70,7 @@ class AdoManager : public PoolHooks {
   struct Job {
     uint64_t work_id = 0;
     uint16_t opcode = 0;
-    uint32_t flags = 0;  // wire::kAdo*
+    uint32_t flags = 0;   // wire::kAdo*
     uint32_t signal = 0;  // FARMEM_ADO_SIGNAL_* (a signal), else 0
     uint64_t value_size = 0;
     std::string key, value, request;
@@ -96,7 +96,7 @@ class AdoManager : public PoolHooks {
     Proc proc;
     std::deque<Job> queue;
     std::optional<Job> running;
-    std::map<uint64_t, uint64_t> allocations;  // ADO-allocated pool memory: offset -> bytes
+    std::map<uint64_t, uint64_t> allocations;    // ADO-allocated pool memory: offset -> bytes
     std::vector<ado::RecordRef> launch_listing;  // iterate's snapshot outside an invocation
     uint64_t last_read_ns = 0;
     bool stopping = false;  // stop() in progress: nothing is dispatched
@@ -126,7 +126,7 @@ class AdoManager : public PoolHooks {
   Shard& shard_;
   AdoProcessOptions options_;
   std::unordered_map<uint64_t, PoolAdo> pools_;  // by pool handle
-  std::vector<Proc> dying_;  // stopped or failed, until reaped
+  std::vector<Proc> dying_;                      // stopped or failed, until reaped
   uint64_t next_work_ = 1;
   uint64_t dropped_signals_ = 0;
 };

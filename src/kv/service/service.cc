@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "ado_manager.h"
 #include "farmem/kv/wire.h"
 #include "messages.h"
-#include "ado_manager.h"
 #include "shard.h"
 
 namespace farmem::kv {

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "filter/filter_query.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/wire.h"
+#include "filter/filter_query.h"
 #include "harness.h"
 #include "kv/service/ado_process.h"
 #include "test_seed.h"
@@ -56,7 +56,8 @@ class FakePool : public AdoCallbacks {
                         static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size()), 0};
     std::memcpy(base_ + rec, &h, sizeof(h));
     std::memcpy(base_ + rec + sizeof(h), key.data(), key.size());
-    if (!value.empty()) std::memcpy(base_ + rec + sizeof(h) + key.size(), value.data(), value.size());
+    if (!value.empty())
+      std::memcpy(base_ + rec + sizeof(h) + key.size(), value.data(), value.size());
     if (auto it = records_.find(key); it != records_.end()) kill_record(it->second);
     records_[key] = rec;
     return rec + sizeof(h) + key.size();
@@ -256,7 +257,9 @@ class AdoProcessTest : public ::testing::Test {
 
   // Waits until the process is reaped.
   void expect_reaped(AdoProcess* p) {
-    EXPECT_TRUE(drive(p, [p] { return p->reaped(); }, 10000)) << "ADO process not reaped";
+    EXPECT_TRUE(drive(
+        p, [p] { return p->reaped(); }, 10000))
+        << "ADO process not reaped";
   }
 
   std::unique_ptr<ServerProcess> server_;
@@ -417,7 +420,8 @@ TEST_F(AdoProcessTest, KillNineAndSigstopMidInvocation) {
   wk.request = "sleep:5000";
   std::optional<Result<ado::Done>> out;
   p->start_work(wk, now_ns(), [&out](Result<ado::Done> r) { out.emplace(std::move(r)); });
-  drive(p, [] { return false; }, 50);  // the work is on its way
+  drive(
+      p, [] { return false; }, 50);  // the work is on its way
   ::kill(ado_pid, SIGKILL);
   ASSERT_TRUE(drive(p, [&] { return out.has_value(); }));
   ASSERT_FALSE(out->ok());
@@ -562,8 +566,7 @@ TEST(AdoProcessNoShm, RefusesToLaunchWithoutAMapping) {
   }
   ASSERT_TRUE(launched.has_value());
   EXPECT_EQ(launched->code(), StatusCode::kUnavailable);
-  EXPECT_NE(launched->message().find("shared memory"), std::string::npos)
-      << launched->to_string();
+  EXPECT_NE(launched->message().find("shared memory"), std::string::npos) << launched->to_string();
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "farmem/kv/ado_plugin.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/when_all.h"
 #include "filter/filter_query.h"
 #include "harness.h"
 #include "test_seed.h"
@@ -203,15 +204,21 @@ TEST_P(KvAdoTest, FilterAgreesWithTheClient) {
   std::string error;
   ASSERT_TRUE(ado_filter::parse_query(query, &q, &error)) << error;
   ado_filter::Accumulator expect(q);
+  std::vector<std::pair<std::string, std::string>> records;
   for (int i = 0; i < 2000; ++i) {
     int64_t f[4];
     for (auto& x : f) x = static_cast<int64_t>(rng() % 1000);
     std::string key = fmt::format("{}{:05}", i % 7 == 0 ? "x" : "r", i);
-    std::string value(reinterpret_cast<const char*>(f), sizeof(f));
-    ASSERT_TRUE(p->put_sync(key, value).ok());
+    records.emplace_back(key, std::string(reinterpret_cast<const char*>(f), sizeof(f)));
     if (expect.key_matches(key)) {
+      const std::string& value = records.back().second;
       expect.add(key, reinterpret_cast<const uint8_t*>(value.data()), value.size());
     }
+  }
+  std::vector<runtime::Task<Status>> puts;
+  for (const auto& [key, value] : records) puts.push_back(p->put(key, value));
+  for (const Status& s : client_->run(runtime::when_all(std::move(puts)))) {
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
   auto r = p->invoke_ado_sync("", query, w::kAdoReadOnly);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -289,7 +296,8 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
   // A crash: kUnavailable naming the pool and plugin, the node and other pools keep serving.
   auto r = p->invoke_ado_sync("", "abort");
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(r.status().message().find("pool 'fragile'"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("pool 'fragile'"), std::string::npos)
+      << r.status().to_string();
   EXPECT_NE(r.status().message().find(kTesting), std::string::npos) << r.status().to_string();
   others_fine();
   pid_t second = ado_pid(p);
