@@ -8,6 +8,8 @@
 
 #include "farmem/fabric/door.h"
 #include "farmem/fabric/wire.h"
+#include "farmem/kv/wire.h"
+#include "kv/kv_messages.h"
 
 namespace w = farmem::wire;
 
@@ -29,6 +31,44 @@ std::string bytes(const T& v) {
 std::string op(w::Opcode o) {
   uint16_t v = static_cast<uint16_t>(o);
   return bytes(v);
+}
+
+// kv requests (selector 4): the opcode's offset from 256, then the payload; pool handle 1 is the
+// fuzz target's open pool "fuzz".
+void kv(const std::string& name, farmem::kv::wire::KvOpcode o, const std::string& payload) {
+  put("kv_" + name, 4,
+      std::string(1,
+                  static_cast<char>(static_cast<uint16_t>(o) - farmem::kv::wire::kKvFirstOpcode)) +
+          payload);
+}
+
+void kv_corpus() {
+  namespace kt = farmem::kv::testing;
+  namespace kw = farmem::kv::wire;
+  using O = kw::KvOpcode;
+  kv("create", O::kPoolCreate, kt::pool_request("other", 64 << 10, kw::kPoolCreateOnly, 10));
+  kv("open", O::kPoolOpen, kt::pool_request("fuzz", 0, kw::kPoolReadOnly));
+  kv("close", O::kPoolClose, kt::pool_ref(1));
+  kv("delete", O::kPoolDelete, kt::pool_request("fuzz", 0, 0));
+  kv("configure_index", O::kPoolConfigure, kt::configure_request(1, "AddIndex::VolatileTree"));
+  kv("configure_ado", O::kPoolConfigure, kt::configure_request(1, "AdoPlugins::a.so,b.so"));
+  kv("info", O::kPoolInfo, kt::pool_ref(1));
+  kv("list", O::kPoolList, kt::list_request(0));
+  kv("ops", O::kOps,
+     kt::ops_request(1, {{kw::KvOp::kPut, 0, "key", "value"},
+                         {kw::KvOp::kPut, kw::kPutDontOverwrite, "key", "other"},
+                         {kw::KvOp::kGet, 0, "key", ""},
+                         {kw::KvOp::kPut, kw::kPutCreateOnly, "big", std::string(3000, 'v')},
+                         {kw::KvOp::kErase, 0, "key", ""}}));
+  kv("locate_read", O::kLocate, kt::locate_request(1, "big", kw::LocateMode::kRead, 10, 100));
+  kv("locate_write", O::kLocate, kt::locate_request(1, "key", kw::LocateMode::kWrite));
+  kv("locate_put_new", O::kLocate,
+     kt::locate_request(1, "new", kw::LocateMode::kPutNew, 0, 70000, kw::kLocateCreateOnly));
+  kv("release", O::kRelease, kt::release_request(1, 1, kw::kReleaseAbort));
+  kv("find", O::kFind, kt::find_request(1, "regex:k.*", 0));
+  kv("attribute", O::kAttribute, kt::attribute_request(1, kw::Attribute::kCrc32, "key"));
+  kv("shard_stats", O::kShardStats, "");
+  kv("invoke", O::kInvokeAdo, kt::bytes_of(kw::KvAdoRequest{1, 0, 0, 3, 0, 4}) + "keyreqs");
 }
 
 }  // namespace
@@ -62,5 +102,6 @@ int main(int argc, char** argv) {
           bytes(cas));
   put("dispatch_stats", 3, op(w::Opcode::kStats));
   put("dispatch_echo", 3, op(w::Opcode::kEcho) + "echo");
+  kv_corpus();
   return 0;
 }

@@ -36,6 +36,24 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 }  // namespace
 
+// A fixed struct (with a `reserved` field that must be 0) followed by exactly as many bytes of
+// text as its `length` field says, 1..max of them.
+template <typename Fixed>
+Status fixed_and_text(const Payload& p, const char* what, Fixed* fixed, uint32_t Fixed::*length,
+                      uint64_t max, std::string_view* text) {
+  FARMEM_RETURN_IF_ERROR(read_fixed(p, fixed, what));
+  auto t = exact_tail(p, sizeof(Fixed), fixed->*length, what);
+  if (!t.ok()) return t.status();
+  *text = *t;
+  if (fixed->reserved != 0) {
+    return InvalidArgument(fmt::format("{}: reserved field is not zero", what));
+  }
+  if (text->empty() || text->size() > max) {
+    return InvalidArgument(fmt::format("{}: text must be 1..{} bytes", what, max));
+  }
+  return OkStatus();
+}
+
 Result<std::string_view> exact_tail(const Payload& p, size_t fixed, uint64_t bytes,
                                     const char* what) {
   if (p.size() < fixed || p.size() - fixed != bytes) {
@@ -190,15 +208,8 @@ Result<w::KvReleaseRequest> parse_release(const Payload& p) {
 
 Result<FindView> parse_find(const Payload& p) {
   FindView v;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &v.fixed, "find"));
-  auto e = exact_tail(p, sizeof(v.fixed), v.fixed.expression_bytes, "find");
-  if (!e.ok()) return e.status();
-  v.expression = *e;
-  if (v.fixed.reserved != 0) return InvalidArgument("find: reserved field is not zero");
-  if (v.expression.empty() || v.expression.size() > w::kMaxFindExpressionBytes) {
-    return InvalidArgument(
-        fmt::format("find expression must be 1..{} bytes", w::kMaxFindExpressionBytes));
-  }
+  FARMEM_RETURN_IF_ERROR(fixed_and_text(p, "find", &v.fixed, &w::KvFindRequest::expression_bytes,
+                                        w::kMaxFindExpressionBytes, &v.expression));
   return v;
 }
 
@@ -228,15 +239,9 @@ Result<AttributeView> parse_attribute(const Payload& p) {
 
 Result<ConfigureView> parse_configure(const Payload& p) {
   ConfigureView v;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &v.fixed, "configure"));
-  auto c = exact_tail(p, sizeof(v.fixed), v.fixed.command_bytes, "configure");
-  if (!c.ok()) return c.status();
-  v.command = *c;
-  if (v.fixed.reserved != 0) return InvalidArgument("configure: reserved field is not zero");
-  if (v.command.empty() || v.command.size() > w::kMaxConfigureBytes) {
-    return InvalidArgument(
-        fmt::format("configure command must be 1..{} bytes", w::kMaxConfigureBytes));
-  }
+  FARMEM_RETURN_IF_ERROR(fixed_and_text(p, "configure", &v.fixed,
+                                        &w::KvConfigureRequest::command_bytes,
+                                        w::kMaxConfigureBytes, &v.command));
   return v;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "record.h"
@@ -246,7 +247,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
     case w::LocateMode::kWrite: {
       // Rule 2: a new version and checksum, then live.
       const uint64_t version = versions_.next();
-      seal(region_.at(g.record), version);
+      seal(region_.at(g.record), version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
       store_state(region_.at(g.record), w::record_state(version, w::kRecordLive));
       const uint64_t i = index_.find(HopscotchIndex::hash_key(g.key), g.key);
       if (i != HopscotchIndex::kNotFound) index_.bucket(i).epoch_ns = now_ns;
@@ -259,7 +260,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
         allocator_.free_now(g.record, bytes);
         break;
       }
-      seal(region_.at(g.record), g.version);
+      seal(region_.at(g.record), g.version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
       const uint64_t hash = HopscotchIndex::hash_key(g.key);
       s = publish(g.key, hash, index_.find(hash, g.key), g.record, g.version, now_ns);
       if (!s.ok()) allocator_.free_now(g.record, bytes);
@@ -278,6 +279,47 @@ void Pool::release_all(uint64_t owner, uint64_t now_ns) {
     const bool put_new = grants_.at(t).mode == w::LocateMode::kPutNew;
     (void)release(owner, t, put_new ? w::kReleaseAbort : 0, now_ns);
   }
+}
+
+const LockGrant* Pool::grant(uint64_t owner, uint64_t token) const {
+  auto it = grants_.find(token);
+  return it == grants_.end() || it->second.owner != owner ? nullptr : &it->second;
+}
+
+Result<LockGrant> Pool::resize(uint64_t owner, uint64_t token, uint64_t new_size, uint64_t now_ns) {
+  auto it = grants_.find(token);
+  if (it == grants_.end() || it->second.owner != owner ||
+      it->second.mode != w::LocateMode::kWrite) {
+    return NotFound("no write lock with this token held by this owner");
+  }
+  if (new_size > w::kMaxValueBytes) return InvalidArgument("value too large");
+  LockGrant& g = it->second;
+  const uint64_t hash = HopscotchIndex::hash_key(g.key);
+  const uint64_t bucket = index_.find(hash, g.key);
+  if (bucket == HopscotchIndex::kNotFound) return Internal("a write-locked key left the index");
+  const uint64_t bytes = record_bytes(g.key.size(), new_size);
+  auto rec = allocator_.allocate(bytes, now_ns);
+  if (!rec.ok()) return rec.status();
+  if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
+  const uint64_t version = versions_.next();
+  uint8_t* r = region_.at(*rec);
+  write_record(r, version, g.key, nullptr, static_cast<uint32_t>(new_size));
+  const uint64_t old_value = g.record + sizeof(w::KvRecordHeader) + g.key.size();
+  std::memcpy(r + sizeof(w::KvRecordHeader) + g.key.size(), region_.at(old_value),
+              std::min<uint64_t>(new_size, g.value_bytes));
+  store_state(r, w::record_state(version, w::kRecordLocked));
+  IndexBucket& b = index_.bucket(bucket);
+  kill(b.record, now_ns);
+  b.record = *rec;
+  b.epoch_ns = now_ns;
+  g.record = *rec;
+  g.version = version;
+  g.value_bytes = static_cast<uint32_t>(new_size);
+  g.address = *rec + sizeof(w::KvRecordHeader) + g.key.size();
+  g.length = new_size;
+  write_epoch_ns_ = now_ns;
+  refresh_summary();
+  return g;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -132,6 +132,14 @@ class Pool {
   Status release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t now_ns);
   // Session end: kRead dropped, kWrite published as is, kPutNew dropped.
   void release_all(uint64_t owner, uint64_t now_ns);
+  // ADO resize_value: for a kWrite lock `token` of `owner`, moves the value to a new record of
+  // `new_size` bytes (contents kept up to the smaller size, the rest zero). The new record is
+  // the key's record at once but stays `locked` (invisible to one-sided readers) until release
+  // publishes it with a new version; the old one is dead. Returns the updated grant (address,
+  // length, value_bytes). kResourceExhausted if the pool is full (nothing changes).
+  Result<LockGrant> resize(uint64_t owner, uint64_t token, uint64_t new_size, uint64_t now_ns);
+  // The grant behind a token, if `owner` holds it.
+  const LockGrant* grant(uint64_t owner, uint64_t token) const;
   size_t locks_held() const { return grants_.size(); }
 
   // ---- pool memory for ADOs (allocate/free pool memory callbacks) ----

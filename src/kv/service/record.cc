@@ -51,12 +51,12 @@ void write_record(uint8_t* record, uint64_t version, std::string_view key, const
   std::memcpy(record + 8, reinterpret_cast<const uint8_t*>(&h) + 8, sizeof(h) - 8);
 }
 
-void seal(uint8_t* record, uint64_t version) {
-  KvRecordHeader h;
-  std::memcpy(&h, record, sizeof(h));
-  const uint8_t* key = record + sizeof(h);
-  const uint64_t sum = record_checksum(version, h.key_bytes, h.value_bytes, key, key + h.key_bytes);
+void seal(uint8_t* record, uint64_t version, uint32_t key_bytes, uint32_t value_bytes) {
+  const uint8_t* key = record + sizeof(KvRecordHeader);
+  const uint64_t sum = record_checksum(version, key_bytes, value_bytes, key, key + key_bytes);
   std::memcpy(record + offsetof(KvRecordHeader, version), &version, 8);
+  std::memcpy(record + offsetof(KvRecordHeader, key_bytes), &key_bytes, 4);
+  std::memcpy(record + offsetof(KvRecordHeader, value_bytes), &value_bytes, 4);
   std::memcpy(record + offsetof(KvRecordHeader, checksum), &sum, 8);
 }
 

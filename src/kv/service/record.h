@@ -38,9 +38,12 @@ inline KvRecordState state_kind(uint64_t state) { return static_cast<KvRecordSta
 // (kPutNew); seal() then computes the checksum.
 void write_record(uint8_t* record, uint64_t version, std::string_view key, const void* value,
                   uint32_t value_bytes);
-// Recomputes the checksum of a record whose value was written in place, under a new version,
-// and leaves the state as it was (the caller publishes with store_state).
-void seal(uint8_t* record, uint64_t version);
+// Recomputes the checksum of a record whose value was written in place (or by a kPutNew
+// writer), under `version`, and leaves the state as it was (the caller publishes with
+// store_state). The lengths are the server's own (the header in the region may have been
+// overwritten by a client) and are written back with the version and checksum; the caller
+// guarantees the record's extent is inside the region.
+void seal(uint8_t* record, uint64_t version, uint32_t key_bytes, uint32_t value_bytes);
 
 // The one-sided reader's rule on a copy of `bytes` bytes: state == (version << 8) | live,
 // lengths fit the copy, the checksum matches and the key equals `key`.
