@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# farmem's one-sided hash table beside Redis and memcached, same workload shape, one run.
+# farmem's key-value store (kv) and one-sided hash table beside Redis and memcached, same
+# workload shape, one run, on shared memory and over TCP.
 #
 #   bench/compare_kv.sh                                  # 1M records, 8 B keys/values, 10 s per run
 #   RECORDS=100000 DURATION=2 OPS=300000 bench/compare_kv.sh   # quick check
-#   UCX_TLS=tcp bench/compare_kv.sh                      # farmem over TCP loopback, like the others
+#   TRANSPORTS=tcp STRUCTURES=kv bench/compare_kv.sh     # only the kv store over TCP
 #
 # Environment: RECORDS (1000000), KEY_BYTES (8), VALUE_BYTES (8), DURATION (10 s per farmem and
-# memcached run), THREADS (1), COROUTINES (16) for farmem, FARMEM (build/farmem),
-# DISTRIBUTION (zipfian) and ZIPF (0.99) for farmem, OPS (requests per redis-benchmark test,
-# default DURATION x 1M), OUT (build/bench-compare-kv.json: farmem runs are appended there).
+# memcached run), THREADS (1), COROUTINES (16) for the hash table, KV_COROUTINES (128),
+# KV_MODE (auto), COALESCE (on) and KV_IN_FLIGHT (8) for the kv store, TRANSPORTS ("shm tcp"),
+# STRUCTURES ("kv hash"), FARMEM (build/farmem), DISTRIBUTION (zipfian) and ZIPF (0.99) for
+# farmem, OPS (requests per redis-benchmark test, default DURATION x 1M), OUT
+# (build/bench-compare-kv.json: farmem runs are appended there).
 #
 # Workloads: C = 100% reads, A = 50% reads / 50% updates.
-#  farmem:    build/farmem bench ycsb --structure hash, THREADS x COROUTINES requests in flight,
-#             with a local memory node started by farmem for each run.
+#  farmem:    build/farmem bench ycsb --structure kv|hash, THREADS x COROUTINES requests in
+#             flight, with a local memory node (a separate farmem-server process) started by
+#             farmem for each run; "shm" leaves UCX_TLS unset (shared memory), "tcp" sets
+#             UCX_TLS=tcp for both processes.
 #  Redis:     redis-benchmark, 16 clients, pipeline 16, uniform random keys over RECORDS
 #             preloaded keys. redis-benchmark cannot mix commands, so GET and SET run
 #             separately and the A figure is the harmonic mix 2/(1/GET + 1/SET).
@@ -31,6 +36,12 @@ DURATION=${DURATION:-10}
 THREADS=${THREADS:-1}
 COROUTINES=${COROUTINES:-16}
 FARMEM=${FARMEM:-build/farmem}
+KV_COROUTINES=${KV_COROUTINES:-128}
+KV_MODE=${KV_MODE:-auto}
+COALESCE=${COALESCE:-on}
+KV_IN_FLIGHT=${KV_IN_FLIGHT:-8}
+TRANSPORTS=${TRANSPORTS:-"shm tcp"}
+STRUCTURES=${STRUCTURES:-"kv hash"}
 DISTRIBUTION=${DISTRIBUTION:-zipfian}
 ZIPF=${ZIPF:-0.99}
 OUT=${OUT:-build/bench-compare-kv.json}
@@ -115,7 +126,8 @@ seconds_int=$(python3 -c 'import math, sys; print(max(1, math.ceil(float(sys.arg
 
 dist=$DISTRIBUTION; [ "$dist" = zipfian ] && dist="zipfian $ZIPF"
 echo "records=$RECORDS key=${KEY_BYTES}B value=${VALUE_BYTES}B duration=${DURATION}s;" \
-     "farmem: threads=$THREADS coroutines=$COROUTINES $dist; redis: $OPS requests per test"
+     "farmem: threads=$THREADS coroutines=$COROUTINES (kv: $KV_COROUTINES, mode $KV_MODE," \
+     "coalesce $COALESCE) $dist on $TRANSPORTS; redis: $OPS requests per test"
 
 # --------------------------------------------------------------------------- Redis
 run_redis() {
@@ -215,24 +227,37 @@ if [ -n "$farmem_reason" ]; then
   echo "$farmem_reason" > "$tmp/fm.err"
 else
   mkdir -p "$(dirname "$OUT")"
-  for wl in c a; do
-    echo "== $FARMEM bench ycsb --structure hash --workload $wl --threads $THREADS --coroutines $COROUTINES"
-    if timeout --foreground "$(( seconds_int + 900 ))" "$FARMEM" bench ycsb --structure hash --workload "$wl" \
-         --records "$RECORDS" --key-bytes "$KEY_BYTES" --value-bytes "$VALUE_BYTES" \
-         --distribution "$DISTRIBUTION" --zipf "$ZIPF" --threads "$THREADS" --coroutines "$COROUTINES" \
-         --duration "$DURATION" --out "$tmp/fm_$wl.json" > "$tmp/fm_$wl.log" 2>&1 \
-       && [ -s "$tmp/fm_$wl.json" ]; then
-      cat "$tmp/fm_$wl.json" >> "$OUT"
-    else
-      echo "farmem bench ycsb --workload $wl failed: $(tail -n 2 "$tmp/fm_$wl.log" | tr '\n' ' ')" > "$tmp/fm_$wl.err"
-      rm -f "$tmp/fm_$wl.json"
-    fi
+  for tr in $TRANSPORTS; do
+    if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); else tls=(env -u UCX_TLS); fi
+    for st in $STRUCTURES; do
+      co=$COROUTINES; extra=()
+      if [ "$st" = kv ]; then
+        co=$KV_COROUTINES
+        extra=(--kv-mode "$KV_MODE" --coalesce "$COALESCE" --kv-in-flight "$KV_IN_FLIGHT")
+      fi
+      for wl in c a; do
+        tag="${st}_${tr}_${wl}"
+        echo "== [$tr] $FARMEM bench ycsb --structure $st --workload $wl --threads $THREADS --coroutines $co ${extra[*]}"
+        if timeout --foreground "$(( seconds_int + 900 ))" "${tls[@]}" "$FARMEM" bench ycsb \
+             --structure "$st" --workload "$wl" --records "$RECORDS" --key-bytes "$KEY_BYTES" \
+             --value-bytes "$VALUE_BYTES" --distribution "$DISTRIBUTION" --zipf "$ZIPF" \
+             --threads "$THREADS" --coroutines "$co" "${extra[@]}" --duration "$DURATION" \
+             --out "$tmp/fm_$tag.json" > "$tmp/fm_$tag.log" 2>&1 \
+           && [ -s "$tmp/fm_$tag.json" ]; then
+          cat "$tmp/fm_$tag.json" >> "$OUT"
+          grep '^ycsb:' "$tmp/fm_$tag.log" || true
+        else
+          echo "farmem bench ycsb --structure $st --workload $wl ($tr) failed: $(tail -n 2 "$tmp/fm_$tag.log" | tr '\n' ' ')" > "$tmp/fm_$tag.err"
+          rm -f "$tmp/fm_$tag.json"
+        fi
+      done
+    done
   done
 fi
 
 # --------------------------------------------------------------------------- report
 echo
-TMPDIR_RESULTS=$tmp CLIENTS=$CLIENTS PIPELINE=$PIPELINE MC_WIN=$mc_win MC_KEYS=$mc_keys \
+TMPDIR_RESULTS=$tmp TRANSPORTS="$TRANSPORTS" STRUCTURES="$STRUCTURES" KV_COROUTINES=$KV_COROUTINES CLIENTS=$CLIENTS PIPELINE=$PIPELINE MC_WIN=$mc_win MC_KEYS=$mc_keys \
 RECORDS=$RECORDS KEY_BYTES=$KEY_BYTES VALUE_BYTES=$VALUE_BYTES THREADS=$THREADS COROUTINES=$COROUTINES \
 DISTRIBUTION=$DISTRIBUTION ZIPF=$ZIPF OUT=$OUT python3 - <<'PY'
 import csv, json, math, os, re
@@ -261,29 +286,36 @@ def num(x):
 rows = []      # (system, workload, ops, p50, p99, in_flight, note)
 errors = []
 
-# ---- farmem
+# ---- farmem: fm[(structure, transport)][workload]
 fm = {}
-for wl in "ca":
-    txt = read("fm_%s.json" % wl)
-    if txt:
-        lines = [l for l in txt.splitlines() if l.strip()]
-        fm[wl] = json.loads(lines[-1])
-    else:
-        errors.append("farmem %s: %s" % (wl.upper(), read("fm_%s.err" % wl) or read("fm.err") or "no result"))
-fm_flight = "%sx%s" % (E["THREADS"], E["COROUTINES"])
+transports = E["TRANSPORTS"].split()
+structures = E["STRUCTURES"].split()
 fm_note = "%sB keys, %s%s" % (E["KEY_BYTES"], E["DISTRIBUTION"],
                               " " + E["ZIPF"] if E["DISTRIBUTION"] == "zipfian" else "")
-for wl in "ca":
-    r = fm.get(wl)
-    if not r:
-        rows.append(("farmem", wl.upper(), None, None, None, fm_flight, "not measured (see below)"))
-        continue
-    rows.append(("farmem", wl.upper(), r.get("ops_per_s"), r.get("p50_us"), r.get("p99_us"), fm_flight, fm_note))
-    if wl == "a":
-        for op in ("read", "update", "insert", "rmw"):
-            o = (r.get("ops") or {}).get(op)
-            if o and o.get("count"):
-                rows.append(("", "  " + op, o.get("ops_per_s"), o.get("p50_us"), o.get("p99_us"), "", ""))
+for st in structures:
+    for tr in transports:
+        name = "farmem %s %s" % (st, tr)
+        co = E["KV_COROUTINES"] if st == "kv" else E["COROUTINES"]
+        flight = "%sx%s" % (E["THREADS"], co)
+        for wl in "ca":
+            tag = "%s_%s_%s" % (st, tr, wl)
+            txt = read("fm_%s.json" % tag)
+            if not txt:
+                errors.append("%s %s: %s" % (name, wl.upper(), read("fm_%s.err" % tag) or read("fm.err") or "no result"))
+                rows.append((name, wl.upper(), None, None, None, flight, "not measured (see below)"))
+                continue
+            r = json.loads([l for l in txt.splitlines() if l.strip()][-1])
+            fm.setdefault((st, tr), {})[wl] = r
+            note = fm_note
+            if st == "kv":
+                note += ", %s, one-sided hits %.0f%%, %.1f keys/msg" % (
+                    r.get("kv_mode"), r.get("one_sided_hit_percent", 0), r.get("keys_per_message", 0))
+            rows.append((name, wl.upper(), r.get("ops_per_s"), r.get("p50_us"), r.get("p99_us"), flight, note))
+            if wl == "a":
+                for op in ("read", "update"):
+                    o = (r.get("ops") or {}).get(op)
+                    if o and o.get("count"):
+                        rows.append(("", "  " + op, o.get("ops_per_s"), o.get("p50_us"), o.get("p99_us"), "", ""))
 
 # ---- Redis
 redis = {}
@@ -391,17 +423,15 @@ def fmt_us(v, approx=False):
     return ("~" + s) if approx else s
 
 
-print("%-10s %-9s %14s %10s %10s  %-16s %s" % ("system", "workload", "ops/s", "p50_us", "p99_us", "in flight", "notes"))
+print("%-17s %-9s %14s %10s %10s  %-16s %s" % ("system", "workload", "ops/s", "p50_us", "p99_us", "in flight", "notes"))
 last = ""
 for sysname, wl, ops, p50, p99, flight, note in rows:
     approx = (sysname or last) == "memcached"
     last = sysname or last
-    print("%-10s %-9s %14s %10s %10s  %-16s %s" % (sysname, wl, fmt_ops(ops), fmt_us(p50, approx),
+    print("%-17s %-9s %14s %10s %10s  %-16s %s" % (sysname, wl, fmt_ops(ops), fmt_us(p50, approx),
                                                   fmt_us(p99, approx), flight, note))
 
 print()
-fm_c = fm.get("c", {}).get("ops_per_s")
-fm_a = fm.get("a", {}).get("ops_per_s")
 mc_c, mc_a = mc_ops("c"), mc_ops("a")
 
 
@@ -412,22 +442,37 @@ def ratio(a, b):
 def fmt_r(x):
     return "%.2fx" % x if x is not None else "n/a"
 
-print("ratios         C (read only)      A (50/50 read/update)")
-print("farmem/redis     %-18s %s" % (fmt_r(ratio(fm_c, redis_c)), fmt_r(ratio(fm_a, redis_a))))
-print("farmem/memcached %-18s %s" % (fmt_r(ratio(fm_c, mc_c)), fmt_r(ratio(fm_a, mc_a))))
+
+def ops(st, tr, wl):
+    return fm.get((st, tr), {}).get(wl, {}).get("ops_per_s")
+
+
+print("ratios (same run)              C (read only)      A (50/50 read/update)")
+for tr in transports:
+    for st in structures:
+        print("farmem %-4s %-3s / redis      %-18s %s" % (st, tr, fmt_r(ratio(ops(st, tr, "c"), redis_c)),
+                                                   fmt_r(ratio(ops(st, tr, "a"), redis_a))))
+        print("farmem %-4s %-3s / memcached  %-18s %s" % (st, tr, fmt_r(ratio(ops(st, tr, "c"), mc_c)),
+                                                   fmt_r(ratio(ops(st, tr, "a"), mc_a))))
+    if "kv" in structures and "hash" in structures:
+        print("farmem kv   %-3s / hash %-3s   %-18s %s" % (tr, tr, fmt_r(ratio(ops("kv", tr, "c"), ops("hash", tr, "c"))),
+                                                   fmt_r(ratio(ops("kv", tr, "a"), ops("hash", tr, "a")))))
 print()
-print("goal: >= 10x Redis GET on C, >= 5x Redis GET/SET mix on A")
-for wl, x, goal, ref in (("C", ratio(fm_c, redis_c), 10, "Redis GET"),
-                         ("A", ratio(fm_a, redis_a), 5, "Redis GET/SET mix")):
+print("goals (issue 11): over TCP, kv C >= 2x Redis GET and kv A >= 1.5x Redis GET/SET mix;")
+print("                  on shared memory, kv C >= 0.8x the hash table's C")
+for label, x, goal in (("kv tcp C / redis GET", ratio(ops("kv", "tcp", "c"), redis_c), 2.0),
+                       ("kv tcp A / redis mix", ratio(ops("kv", "tcp", "a"), redis_a), 1.5),
+                       ("kv shm C / hash shm C", ratio(ops("kv", "shm", "c"), ops("hash", "shm", "c")), 0.8)):
     verdict = "not measured" if x is None else ("met" if x >= goal else "not met")
-    print("  %s: farmem = %s %s (goal >= %dx): %s" % (wl, fmt_r(x), ref, goal, verdict))
+    print("  %-22s = %-8s (goal >= %.1fx): %s" % (label, fmt_r(x), goal, verdict))
 
 print()
 print("notes:")
-tr = fm.get("c", fm.get("a", {})).get("transport")
-if tr:
-    print("  farmem transport: %s%s" % (tr, "" if "tcp" in tr and "memory" not in tr else
-          "; Redis and memcached use TCP loopback (UCX_TLS=tcp puts farmem on TCP too)"))
+for (st, tr), byw in sorted(fm.items()):
+    t = byw.get("c", byw.get("a", {})).get("transport")
+    if t:
+        print("  farmem %s %s transport: %s" % (st, tr, t))
+print("  Redis and memcached use TCP loopback")
 dbsize = read("redis.dbsize")
 if dbsize:
     print("  redis: %s keys preloaded with redis-cli --pipe; uniform random keys via redis-benchmark -r; "

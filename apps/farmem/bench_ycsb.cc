@@ -56,9 +56,7 @@ constexpr uint64_t kLoadProgressNs = 2'000'000'000ull;
 struct KvHandle {
   std::unique_ptr<kv::Store> store;
   std::unique_ptr<kv::Pool> pool;
-  Task<Result<bool>> get(std::string_view key, std::string* value) {
-    return pool->get(key, value);
-  }
+  Task<Result<bool>> get(std::string_view key, std::string* value) { return pool->get(key, value); }
   Task<Status> put(std::string_view key, std::string_view value) { return pool->put(key, value); }
   Task<Status> update(std::string_view key, std::string_view value) {
     return pool->put(key, value);
@@ -393,17 +391,17 @@ uint64_t pool_capacity(const BenchYcsbFlags& f) {
 Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& sh) {
   auto store = kv::Store::open(c, sh.store_options);
   if (!store.ok()) return store.status();
-  auto pool = (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records,
-                                         kv::wire::kPoolCreateOnly);
+  auto pool =
+      (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, kv::wire::kPoolCreateOnly);
   if (!pool.ok()) return pool.status();
   return (*store)->close_pool_sync(**pool);
 }
 
 // Connects and creates the table the threads open.
 int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
-  const uint64_t local_bytes = std::max<uint64_t>(
-      (1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes),
-      f.structure == "kv" ? pool_capacity(f) + (256ull << 20) : 0);
+  const uint64_t local_bytes =
+      std::max<uint64_t>((1ull << 30) + f.records * (256 + 2 * f.value_bytes + 2 * f.key_bytes),
+                         f.structure == "kv" ? pool_capacity(f) + (256ull << 20) : 0);
   int rc = bench.connect(local_bytes, [&f](client::ClientOptions* o) {
     if (!f.direct.empty()) o->direct_access = f.direct == "on";
   });
@@ -576,10 +574,10 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   const double per_msg = t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0;
   const std::string own =
       f.structure == "kv"
-          ? fmt::format("rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
-                        "coalesce={} in_flight={}",
-                        t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce,
-                        f.kv_in_flight)
+          ? fmt::format(
+                "rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
+                "coalesce={} in_flight={}",
+                t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce, f.kv_in_flight)
       : f.structure == "btree"
           ? fmt::format(
                 "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "

@@ -120,14 +120,14 @@ struct KvFlags {
   std::string request;     // invoke
   uint64_t capacity_bytes = 64ull << 20;
   uint64_t expected_count = 0;
-  uint64_t start = 0;   // find: first position
-  uint64_t limit = 0;   // find: matches to print (0 = all)
+  uint64_t start = 0;  // find: first position
+  uint64_t limit = 0;  // find: matches to print (0 = all)
   bool create_only = false;
   bool dont_overwrite = false;
-  bool raw = false;            // get: the value's bytes only, no newline
-  std::string put_value;       // invoke: invoke_put_ado with this value
-  uint32_t ado_flags = 0;      // invoke: wire::kAdo* flags
-  uint64_t ado_value_size = 0; // invoke: kAdoCreateOnDemand size
+  bool raw = false;             // get: the value's bytes only, no newline
+  std::string put_value;        // invoke: invoke_put_ado with this value
+  uint32_t ado_flags = 0;       // invoke: wire::kAdo* flags
+  uint64_t ado_value_size = 0;  // invoke: kAdoCreateOnDemand size
 };
 // Registers `farmem kv` and its commands on `app`; run_kv runs the parsed one.
 CLI::App* add_kv_commands(CLI::App* app, KvFlags* flags);

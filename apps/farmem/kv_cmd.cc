@@ -103,8 +103,8 @@ Status connect(const KvFlags& f, Session* s) {
 Result<std::unique_ptr<kv::Pool>> open_pool(const KvFlags& f, Session* s, uint32_t flags) {
   auto p = s->store->open_pool_sync(f.pool, flags);
   if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
-    return NotFound(fmt::format("no pool '{}' (it would be on node {})", f.pool,
-                                s->store->node_of(f.pool)));
+    return NotFound(
+        fmt::format("no pool '{}' (it would be on node {})", f.pool, s->store->node_of(f.pool)));
   }
   return p;
 }
@@ -144,8 +144,8 @@ int cmd_create(const KvFlags& f, Session* s) {
                                       f.create_only ? w::kPoolCreateOnly : 0);
   if (!p.ok()) return fail(f, p.status());
   fmt::print("{} pool '{}' on node {} (shard {}), capacity {} bytes\n",
-             (*p)->created() ? "created" : "opened existing", f.pool, (*p)->node(),
-             (*p)->shard(), (*p)->capacity_bytes());
+             (*p)->created() ? "created" : "opened existing", f.pool, (*p)->node(), (*p)->shard(),
+             (*p)->capacity_bytes());
   return exit_code(s->store->close_pool_sync(**p));
 }
 
@@ -160,8 +160,8 @@ int cmd_delete(const KvFlags& f, Session* s) {
 int cmd_put(const KvFlags& f, kv::Pool* p) {
   auto value = value_of(f);
   if (!value.ok()) return fail(f, value.status());
-  uint8_t flags = (f.create_only ? w::kPutCreateOnly : 0) |
-                  (f.dont_overwrite ? w::kPutDontOverwrite : 0);
+  uint8_t flags =
+      (f.create_only ? w::kPutCreateOnly : 0) | (f.dont_overwrite ? w::kPutDontOverwrite : 0);
   bool existed = false;
   Status st = p->put_sync(f.key, *value, flags, &existed);
   if (!st.ok()) return fail(f, st);
@@ -230,8 +230,8 @@ int cmd_stats(const KvFlags& f, Session* s) {
     if (!st.ok()) return fail(f, st);
   }
   fmt::print("{:>5} {:>5} {:>12} {:>12} {:>10} {:>9} {:>8} {:>8} {:>7} {:>6} {:>10}\n", "node",
-             "shard", "gets", "puts", "erases", "locates", "ado", "failures", "clients",
-             "pools", "ops/msg");
+             "shard", "gets", "puts", "erases", "locates", "ado", "failures", "clients", "pools",
+             "ops/msg");
   for (const auto& n : s->cluster->nodes()) {
     auto shards = s->store->shard_stats_sync(n.node_id);
     if (!shards.ok()) return fail(f, shards.status());
@@ -247,9 +247,8 @@ int cmd_stats(const KvFlags& f, Session* s) {
 }
 
 int cmd_invoke(const KvFlags& f, kv::Pool* p) {
-  auto r = f.put_value.empty()
-               ? p->invoke_ado_sync(f.key, f.request, f.ado_flags, f.ado_value_size)
-               : p->invoke_put_ado_sync(f.key, f.put_value, f.request, f.ado_flags);
+  auto r = f.put_value.empty() ? p->invoke_ado_sync(f.key, f.request, f.ado_flags, f.ado_value_size)
+                               : p->invoke_put_ado_sync(f.key, f.put_value, f.request, f.ado_flags);
   if (!r.ok()) return fail(f, r.status());
   fmt::print("plugin status {}, {} response(s)\n", r->plugin_status, r->responses.size());
   for (const auto& resp : r->responses) {

@@ -10,6 +10,8 @@
 
 #include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "farmem/kv/pool.h"
+#include "farmem/kv/store.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -222,6 +224,44 @@ TEST_F(TwoHostTest, BTreeAcrossTheNamespace) {
   std::vector<uint64_t> pages;
   Status s = tc->run((*t)->check(&pages));
   EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+Task<void> kv_worker(kv::Pool* p, int id, int n, int* errors) {
+  std::string v;
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "k" + std::to_string(id) + "-" + std::to_string(i);
+    Status s = co_await p->put(key, "v" + key);
+    if (!s.ok()) ++*errors;
+    auto r = co_await p->get(key, &v);
+    if (!r.ok() || !*r || v != "v" + key) ++*errors;
+  }
+}
+
+TEST_F(TwoHostTest, KeyValueStoreAcrossTheNamespace) {
+  auto c = Cluster::connect(config());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ThreadClient* tc = *(*c)->thread_client();
+  auto store = kv::Store::open(tc);  // auto: RPC gets, the node is reached over TCP
+  ASSERT_TRUE(store.ok());
+  EXPECT_FALSE((*store)->one_sided((*c)->nodes()[0].node_id));
+  auto p = (*store)->create_pool_sync("netns-kv", 16 << 20);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  int errors = 0;
+  for (int k = 0; k < 16; ++k) {
+    ASSERT_TRUE(tc->scheduler().spawn(kv_worker(p->get(), k, 40, &errors)).ok());
+  }
+  tc->scheduler().run_until_idle();
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(*(*p)->count_sync(), 640u);
+  const kv::StoreStats st = (*store)->stats();
+  EXPECT_GT(st.coalesced_ops, st.ops_messages);  // coalesced across the link
+  std::string big(1 << 20, 'b');
+  for (size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>(i >> 12);
+  ASSERT_TRUE((*p)->put_sync("big", big).ok());
+  std::string v;
+  ASSERT_TRUE(*(*p)->get_sync("big", &v));
+  EXPECT_TRUE(v == big);
+  ASSERT_TRUE((*store)->delete_pool_sync("netns-kv").ok());
 }
 
 }  // namespace

@@ -35,6 +35,11 @@ inline constexpr bool put_fits_message(size_t key_bytes, size_t value_bytes) {
 inline constexpr size_t op_reply_bytes(size_t value_bytes) {
   return sizeof(wire::KvOpReply) + pad8(value_bytes);
 }
+// The longest key a request can carry: a kOps operation or a locate with the key alone fills a
+// 64 KiB payload at 65504 bytes (wire::kMaxKeyBytes, 64 KiB, does not fit with its headers).
+inline constexpr size_t kMaxRequestKeyBytes =
+    wire::kMaxRpcPayloadBytes - sizeof(wire::KvOpsHeader) - sizeof(wire::KvOpRequest);
+static_assert(kMaxRequestKeyBytes == wire::kMaxRpcPayloadBytes - sizeof(wire::KvLocateRequest));
 // The largest value a get can receive in a kOps reply (alone in its message).
 inline constexpr size_t kMaxReplyValueBytes =
     (wire::kMaxRpcPayloadBytes - sizeof(wire::KvOpsReplyHeader) - sizeof(wire::KvOpReply)) &

@@ -7,7 +7,8 @@
 //       key exists. kPutDontOverwrite: an existing value is kept, OK with *existed = true.
 //   get(key, &value) -> true (found) / false (absent)
 //   erase(key)        kNotFound if absent
-// Keys are 1 B..64 KiB, values 0 B..wire::kMaxValueBytes (kInvalidArgument beyond). Small
+// Keys are 1 B..kMaxRequestKeyBytes (65504 B: a request carries at most 64 KiB with its
+// headers), values 0 B..wire::kMaxValueBytes (kInvalidArgument beyond). Small
 // operations travel in coalesced kOps messages (kv/coalescer.h). Values too large for a message
 // go through locate / one-sided transfer / release by themselves (a put whose key and value
 // exceed 64 KiB; a get the node answers with kReplyNeedsLocate).
@@ -65,7 +66,8 @@ class Pool {
   runtime::Task<Result<uint64_t>> get_direct(std::string_view key, void* buffer, uint64_t capacity);
   runtime::Task<Status> put_direct(std::string_view key, const void* value, uint64_t bytes,
                                    uint8_t flags = 0, bool* existed = nullptr);
-  // Bytes read (fewer than `length` at the end of the value; 0 for length 0).
+  // Bytes read (fewer than `length` at the end of the value; 0 for length 0); kOutOfRange if
+  // offset is past the end.
   runtime::Task<Result<uint64_t>> read_range(std::string_view key, uint64_t offset, void* buffer,
                                              uint64_t length);
   runtime::Task<Status> write_range(std::string_view key, uint64_t offset, const void* data,

@@ -35,9 +35,10 @@ Pool::~Pool() = default;
 
 Status Pool::check_key(std::string_view key) const {
   if (!open_) return InvalidArgument(fmt::format("pool '{}' is closed", name_));
-  if (key.empty() || key.size() > w::kMaxKeyBytes) {
+  if (key.empty() || key.size() > kMaxRequestKeyBytes) {
     return InvalidArgument(
-        fmt::format("keys are 1..{} bytes, not {}", w::kMaxKeyBytes, key.size()));
+        fmt::format("keys are 1..{} bytes (a request with its headers fits in 64 KiB), not {}",
+                    kMaxRequestKeyBytes, key.size()));
   }
   return OkStatus();
 }
@@ -271,7 +272,8 @@ Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, v
                                         uint64_t length) {
   FARMEM_CO_RETURN_IF_ERROR(check_key(key));
   if (length == 0) co_return uint64_t{0};
-  auto loc = co_await locate(key, w::LocateMode::kRead, 0, offset, length);
+  // [offset, end of value): a range that runs past the end reads what there is.
+  auto loc = co_await locate(key, w::LocateMode::kRead, 0, offset, 0);
   if (!loc.ok()) co_return loc.status();
   const uint64_t bytes = std::min(loc->length, length);
   Status s;
