@@ -562,25 +562,26 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
         return InvalidArgument("resize_value needs a key this invocation holds write-locked");
       }
       if (c.arg0 > UINT32_MAX || c.arg0 > w::kMaxValueBytes) return InvalidArgument("too large");
-      // The old bytes, then a new record of the new size that is published at the end.
-      std::string old(reinterpret_cast<const char*>(shard_.region().at(g->address)), g->bytes);
-      FARMEM_RETURN_IF_ERROR(pool.release(
-          owner, g->token, g->mode == w::LocateMode::kPutNew ? w::kReleaseAbort : 0, now));
-      auto ng = pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, 0, now);
-      if (!ng.ok()) {
-        // Keep the key locked as before if possible (a write lock on what is there now).
-        auto back = pool.lock(owner, c.key, w::LocateMode::kWrite, 0, 0, 0, now);
-        if (back.ok()) {
-          *g = {back->token, c.key, back->mode, back->address, back->value_bytes};
-        } else {
+      Result<LockGrant> ng = Status(Internal("unset"));
+      if (g->mode == w::LocateMode::kWrite) {
+        ng = pool.resize(owner, g->token, c.arg0, now);  // a new record, locked until release
+      } else {
+        // A value this invocation created (not yet published): a new one of the new size.
+        std::string old(reinterpret_cast<const char*>(shard_.region().at(g->address)), g->bytes);
+        FARMEM_RETURN_IF_ERROR(pool.release(owner, g->token, w::kReleaseAbort, now));
+        ng = pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, 0, now);
+        if (!ng.ok()) {  // the created value is gone with its lock
           std::erase_if(job->grants, [&](const Grant& x) { return x.key == c.key; });
+          return ng.status();
         }
-        return ng.status();
+        {
+          uint8_t* v = shard_.region().at(ng->address);
+          size_t keep = std::min<uint64_t>(old.size(), c.arg0);
+          std::memcpy(v, old.data(), keep);
+          std::memset(v + keep, 0, c.arg0 - keep);
+        }
       }
-      uint8_t* v = shard_.region().at(ng->address);
-      size_t keep = std::min<uint64_t>(old.size(), c.arg0);
-      std::memcpy(v, old.data(), keep);
-      std::memset(v + keep, 0, c.arg0 - keep);
+      if (!ng.ok()) return ng.status();
       *g = {ng->token, c.key, ng->mode, ng->address, ng->value_bytes};
       if (a.proc.process) a.proc.process->send_event(FARMEM_ADO_EVENT_RESIZE, c.key);
       return range_bytes(ng->address, ng->value_bytes);

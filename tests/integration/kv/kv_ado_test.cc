@@ -149,6 +149,10 @@ TEST_P(KvAdoTest, CounterInvocationsAndFlags) {
   EXPECT_EQ(text_of(*r), "4");
   ASSERT_TRUE(p->get_sync("log", &v).ok());
   EXPECT_EQ(v, "abcd");
+  r = p->invoke_ado_sync("fresh", "append:xy", w::kAdoCreateOnDemand, 0);  // resize a new value
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(p->get_sync("fresh", &v).ok());
+  EXPECT_EQ(v, "xy");
   r = p->invoke_put_ado_sync("log", "zz", "append:e", w::kAdoNoOverwrite);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(p->get_sync("log", &v).ok());
@@ -164,7 +168,7 @@ TEST_P(KvAdoTest, CounterInvocationsAndFlags) {
   // Key-less, through a callback.
   r = p->invoke_ado_sync("", "keys");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(text_of(*r), "3");
+  EXPECT_EQ(text_of(*r), "4");
   // Asynchronous: answered at once, applied in order before the next invocation.
   r = p->invoke_ado_sync("c", "add:100", w::kAdoAsync);
   ASSERT_TRUE(r.ok());
