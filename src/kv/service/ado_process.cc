@@ -66,6 +66,10 @@ Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
           fmt::format("ADO plugin name '{}' of {} is not a file name", name, describe_));
     }
     name = settings_.plugin_dir + "/" + name;
+    if (name.size() > ado::kMaxNameBytes) {
+      return InvalidArgument(fmt::format("ADO plugin path {} of {} exceeds {} bytes", name,
+                                         describe_, ado::kMaxNameBytes));
+    }
   }
   full.timeout_ms = settings_.timeout_ms;
   std::string message = ado::encode_launch(full);
