@@ -176,12 +176,14 @@ void AdoManager::on_key_signal(Pool& pool, KeySignal signal, std::string_view ke
   pump(a);
 }
 
-Status AdoManager::ensure_process(PoolAdo& a, Pool& pool, bool new_pool) {
+Status AdoManager::ensure_process(PoolAdo& a, Pool& pool) {
   if (a.proc.process && !a.proc.process->dead()) return OkStatus();
   retire(a);
   if (!pool.ado().configured()) {
     return InvalidArgument(fmt::format("pool '{}' has no ADO plugins", pool.name()));
   }
+  // A new pool: its first ADO on this node, and no keys yet.
+  const bool new_pool = !a.launched_before && pool.count() == 0;
   ado::Launch l;
   l.flags = new_pool ? FARMEM_ADO_LAUNCH_NEW_POOL : 0;
   l.pool_capacity_bytes = pool.capacity_bytes();
@@ -200,9 +202,13 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool, bool new_pool) {
   auto callbacks = std::make_unique<Callbacks>(this, a.handle);
   auto p = AdoProcess::spawn(options_, l, callbacks.get(), shard_.context().now_ns());
   if (!p.ok()) return p.status();
+  a.launched_before = true;
+  a.plugins = pool.ado().plugins;
+  a.params = pool.ado().params;
   a.proc.pool = a.handle;
   a.proc.callbacks = std::move(callbacks);
   a.proc.process = std::move(*p);
+  if (new_pool) a.proc.process->send_event(FARMEM_ADO_EVENT_CREATE, {});
   Status watched = shard_.context().watch_fd(a.proc.process->fd());
   a.proc.watched = watched.ok();  // unwatched, it is still read from poll() (idle check)
   const uint64_t handle = a.handle;
@@ -227,7 +233,7 @@ void AdoManager::pump(PoolAdo& a) {
       fail_all(a, NotFound(fmt::format("pool '{}' was deleted", a.name)));
       return;
     }
-    Status s = ensure_process(a, *pool, false);
+    Status s = ensure_process(a, *pool);
     if (!s.ok()) {
       fail_all(a, s);
       return;
@@ -392,9 +398,8 @@ void AdoManager::on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {
   switch (event) {
     case PoolEvent::kOpen: {
       if (!pool.ado().configured()) return;
-      bool first = a == nullptr;
       PoolAdo& pa = ado_of(pool);
-      Status s = ensure_process(pa, pool, first && pool.count() == 0);
+      Status s = ensure_process(pa, pool);
       if (!s.ok()) {
         log::warn("kv: cannot start the ADO of {}: {}", describe(pool), s.to_string());
         return;
@@ -431,11 +436,13 @@ void AdoManager::on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {
       return;
     }
     case PoolEvent::kConfigured:
-      if (a != nullptr) {
+      // New plugins or parameters need a new process; signals and indexes do not.
+      if (a != nullptr && a->proc.process &&
+          (a->plugins != pool.ado().plugins || a->params != pool.ado().params)) {
         stop(*a, Unavailable(fmt::format("the ADO settings of pool '{}' changed", pool.name())));
       }
       if (pool.ado().configured() && pool.open_handles() > 0) {
-        Status s = ensure_process(ado_of(pool), pool, false);
+        Status s = ensure_process(ado_of(pool), pool);
         if (!s.ok()) log::warn("kv: cannot start the ADO of {}: {}", describe(pool), s.to_string());
       }
       return;

@@ -99,13 +99,16 @@ class AdoManager : public PoolHooks {
     std::map<uint64_t, uint64_t> allocations;    // ADO-allocated pool memory: offset -> bytes
     std::vector<ado::RecordRef> launch_listing;  // iterate's snapshot outside an invocation
     uint64_t last_read_ns = 0;
-    bool stopping = false;  // stop() in progress: nothing is dispatched
+    bool stopping = false;             // stop() in progress: nothing is dispatched
+    bool launched_before = false;      // an ADO was started for this pool (CREATE event sent)
+    std::vector<std::string> plugins;  // what the current process was launched with
+    std::map<std::string, std::string> params;
   };
 
   PoolAdo& ado_of(Pool& pool);
   PoolAdo* find(uint64_t handle);
   // Starts the pool's ADO if it has none that lives.
-  Status ensure_process(PoolAdo& a, Pool& pool, bool new_pool);
+  Status ensure_process(PoolAdo& a, Pool& pool);
   // Dispatches queued jobs while the ADO is ready.
   void pump(PoolAdo& a);
   // Prepares and sends one job; false if it was answered at once (error, create-only).
