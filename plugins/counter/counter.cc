@@ -103,16 +103,6 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
 
 void shutdown(void* self) { delete static_cast<Counter*>(self); }
 
-const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION,
-                                   sizeof(farmem_ado_plugin),
-                                   "counter",
-                                   &launch,
-                                   &do_work,
-                                   nullptr,
-                                   &shutdown};
-
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const farmem_ado_plugin* farmem_ado_plugin_v1() {
-  return &kPlugin;
-}
+FARMEM_ADO_PLUGIN("counter", &launch, &do_work, nullptr, &shutdown)

@@ -149,16 +149,6 @@ void op_event(void* self, uint32_t event, const void* key, uint32_t key_bytes) {
 
 void shutdown(void* self) { delete static_cast<Testing*>(self); }
 
-const farmem_ado_plugin kPlugin = {FARMEM_ADO_ABI_VERSION,
-                                   sizeof(farmem_ado_plugin),
-                                   "testing",
-                                   &launch,
-                                   &do_work,
-                                   &op_event,
-                                   &shutdown};
-
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const farmem_ado_plugin* farmem_ado_plugin_v1() {
-  return &kPlugin;
-}
+FARMEM_ADO_PLUGIN("testing", &launch, &do_work, &op_event, &shutdown)

@@ -206,6 +206,26 @@ typedef struct farmem_ado_plugin {
 
 typedef const farmem_ado_plugin* (*farmem_ado_entry_fn)(void);
 
+/* Defines the entry point of a plugin (once per library):
+ *   FARMEM_ADO_PLUGIN("counter", &launch, &do_work, NULL, &shutdown)  */
+#ifdef __cplusplus
+#define FARMEM_ADO_EXTERN_C extern "C"
+#else
+#define FARMEM_ADO_EXTERN_C
+#endif
+#define FARMEM_ADO_PLUGIN(NAME, LAUNCH, DO_WORK, OP_EVENT, SHUTDOWN)                  \
+  FARMEM_ADO_EXTERN_C __attribute__((visibility("default"))) const farmem_ado_plugin* \
+  farmem_ado_plugin_v1(void) {                                                        \
+    static const farmem_ado_plugin plugin = {FARMEM_ADO_ABI_VERSION,                  \
+                                             sizeof(farmem_ado_plugin),               \
+                                             NAME,                                    \
+                                             LAUNCH,                                  \
+                                             DO_WORK,                                 \
+                                             OP_EVENT,                                \
+                                             SHUTDOWN};                               \
+    return &plugin;                                                                   \
+  }
+
 #ifdef __cplusplus
 }
 #endif
