@@ -115,8 +115,9 @@ TEST(AdoChannelTest, CallbacksAndRepliesRoundTrip) {
   poke<uint32_t>(&unknown, sizeof(MsgHeader), 77);
   EXPECT_FALSE(decode_callback(parse_ok(unknown)).ok());
 
-  std::string_view payload;
-  EXPECT_TRUE(decode_status(parse_ok(encode_callback_reply(5, OkStatus(), "abc")), &payload).ok());
+  std::string_view payload;  // a view into the message: keep the message alive
+  const std::string reply = encode_callback_reply(5, OkStatus(), "abc");
+  EXPECT_TRUE(decode_status(parse_ok(reply), &payload).ok());
   EXPECT_EQ(payload, "abc");
   Status err = decode_status(parse_ok(encode_callback_reply(5, Busy("key locked"))), &payload);
   EXPECT_EQ(err.code(), StatusCode::kBusy);
