@@ -7,11 +7,14 @@
 #   TRANSPORTS=tcp STRUCTURES=kv bench/compare_kv.sh     # only the kv store over TCP
 #
 # Environment: RECORDS (1000000), KEY_BYTES (8), VALUE_BYTES (8), DURATION (10 s per farmem and
-# memcached run), THREADS (1), COROUTINES (16) for the hash table, KV_COROUTINES (128),
-# KV_MODE (auto), COALESCE (on) and KV_IN_FLIGHT (8) for the kv store, TRANSPORTS ("shm tcp"),
-# STRUCTURES ("kv hash"), FARMEM (build/farmem), DISTRIBUTION (zipfian) and ZIPF (0.99) for
-# farmem, OPS (requests per redis-benchmark test, default DURATION x 1M), OUT
-# (build/bench-compare-kv.json: farmem runs are appended there).
+# memcached run), REPEAT (3: every farmem run and redis-benchmark is repeated, alternating, and
+# the median is reported), THREADS (1), SHM_COROUTINES (64) and TCP_COROUTINES (256) per thread
+# for both structures, KV_MODE (auto), COALESCE (on), KV_BATCH (64), KV_IN_FLIGHT (8) and
+# KV_CACHE_LOG2 (22) for the kv store, NODE_IDLE_SPIN_US (0: the local node sleeps when idle;
+# "" = the node's default 200 us of yield-spinning, which starves on a busy 2-core machine),
+# TRANSPORTS ("shm tcp"), STRUCTURES ("kv hash"), FARMEM (build/farmem), DISTRIBUTION (zipfian)
+# and ZIPF (0.99) for farmem, OPS (requests per redis-benchmark test, default DURATION x 1M),
+# OUT (build/bench-compare-kv.json: farmem runs are appended there).
 #
 # Workloads: C = 100% reads, A = 50% reads / 50% updates.
 #  farmem:    build/farmem bench ycsb --structure kv|hash, THREADS x COROUTINES requests in
@@ -36,10 +39,15 @@ DURATION=${DURATION:-10}
 THREADS=${THREADS:-1}
 COROUTINES=${COROUTINES:-16}
 FARMEM=${FARMEM:-build/farmem}
-KV_COROUTINES=${KV_COROUTINES:-128}
+SHM_COROUTINES=${SHM_COROUTINES:-64}
+TCP_COROUTINES=${TCP_COROUTINES:-256}
 KV_MODE=${KV_MODE:-auto}
 COALESCE=${COALESCE:-on}
+KV_BATCH=${KV_BATCH:-64}
 KV_IN_FLIGHT=${KV_IN_FLIGHT:-8}
+KV_CACHE_LOG2=${KV_CACHE_LOG2:-22}
+NODE_IDLE_SPIN_US=${NODE_IDLE_SPIN_US-0}
+REPEAT=${REPEAT:-3}
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 STRUCTURES=${STRUCTURES:-"kv hash"}
 DISTRIBUTION=${DISTRIBUTION:-zipfian}
@@ -126,8 +134,9 @@ seconds_int=$(python3 -c 'import math, sys; print(max(1, math.ceil(float(sys.arg
 
 dist=$DISTRIBUTION; [ "$dist" = zipfian ] && dist="zipfian $ZIPF"
 echo "records=$RECORDS key=${KEY_BYTES}B value=${VALUE_BYTES}B duration=${DURATION}s;" \
-     "farmem: threads=$THREADS coroutines=$COROUTINES (kv: $KV_COROUTINES, mode $KV_MODE," \
-     "coalesce $COALESCE) $dist on $TRANSPORTS; redis: $OPS requests per test"
+     "farmem: threads=$THREADS coroutines shm=$SHM_COROUTINES tcp=$TCP_COROUTINES (kv: mode" \
+     "$KV_MODE, coalesce $COALESCE, batch $KV_BATCH) $dist on $TRANSPORTS; redis: $OPS" \
+     "requests per test; medians of $REPEAT"
 
 # --------------------------------------------------------------------------- Redis
 run_redis() {
@@ -159,12 +168,15 @@ PY
     echo "preload left $n keys instead of $RECORDS ($(tail -n 1 "$tmp/redis-load.log"))" > "$tmp/redis.err"
     return 1
   fi
-  echo "== redis-benchmark -c $CLIENTS -P $PIPELINE -n $OPS -r $RECORDS -d $VALUE_BYTES -t get,set"
-  if ! timeout --foreground $(( 600 + OPS / 10000 )) redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$PIPELINE" \
-        -n "$OPS" -r "$RECORDS" -d "$VALUE_BYTES" -t get,set --csv > "$tmp/redis.csv" 2> "$tmp/redis-bench.log"; then
-    echo "redis-benchmark failed: $(tail -n 2 "$tmp/redis-bench.log")" > "$tmp/redis.err"
-    return 1
-  fi
+  local i
+  for i in $(seq "$REPEAT"); do
+    echo "== [$i/$REPEAT] redis-benchmark -c $CLIENTS -P $PIPELINE -n $OPS -r $RECORDS -d $VALUE_BYTES -t get,set"
+    if ! timeout --foreground $(( 600 + OPS / 10000 )) redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$PIPELINE" \
+          -n "$OPS" -r "$RECORDS" -d "$VALUE_BYTES" -t get,set --csv > "$tmp/redis_$i.csv" 2> "$tmp/redis-bench.log"; then
+      echo "redis-benchmark failed: $(tail -n 2 "$tmp/redis-bench.log")" > "$tmp/redis.err"
+      return 1
+    fi
+  done
   redis-cli -h 127.0.0.1 -p "$port" dbsize > "$tmp/redis.dbsize"
 }
 run_redis || true
@@ -227,17 +239,20 @@ if [ -n "$farmem_reason" ]; then
   echo "$farmem_reason" > "$tmp/fm.err"
 else
   mkdir -p "$(dirname "$OUT")"
+  spin=()
+  [ -n "$NODE_IDLE_SPIN_US" ] && spin=(--local-idle-spin-us "$NODE_IDLE_SPIN_US")
+  for r in $(seq "$REPEAT"); do
   for tr in $TRANSPORTS; do
-    if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); else tls=(env -u UCX_TLS); fi
+    if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); co=$TCP_COROUTINES; else tls=(env -u UCX_TLS); co=$SHM_COROUTINES; fi
     for st in $STRUCTURES; do
-      co=$COROUTINES; extra=()
+      extra=("${spin[@]}")
       if [ "$st" = kv ]; then
-        co=$KV_COROUTINES
-        extra=(--kv-mode "$KV_MODE" --coalesce "$COALESCE" --kv-in-flight "$KV_IN_FLIGHT")
+        extra+=(--kv-mode "$KV_MODE" --coalesce "$COALESCE" --kv-batch "$KV_BATCH"
+                --kv-in-flight "$KV_IN_FLIGHT" --kv-cache-log2 "$KV_CACHE_LOG2")
       fi
       for wl in c a; do
-        tag="${st}_${tr}_${wl}"
-        echo "== [$tr] $FARMEM bench ycsb --structure $st --workload $wl --threads $THREADS --coroutines $co ${extra[*]}"
+        tag="${st}_${tr}_${wl}_${r}"
+        echo "== [$r/$REPEAT $tr] $FARMEM bench ycsb --structure $st --workload $wl --threads $THREADS --coroutines $co ${extra[*]}"
         if timeout --foreground "$(( seconds_int + 900 ))" "${tls[@]}" "$FARMEM" bench ycsb \
              --structure "$st" --workload "$wl" --records "$RECORDS" --key-bytes "$KEY_BYTES" \
              --value-bytes "$VALUE_BYTES" --distribution "$DISTRIBUTION" --zipf "$ZIPF" \
@@ -253,11 +268,12 @@ else
       done
     done
   done
+  done
 fi
 
 # --------------------------------------------------------------------------- report
 echo
-TMPDIR_RESULTS=$tmp TRANSPORTS="$TRANSPORTS" STRUCTURES="$STRUCTURES" KV_COROUTINES=$KV_COROUTINES CLIENTS=$CLIENTS PIPELINE=$PIPELINE MC_WIN=$mc_win MC_KEYS=$mc_keys \
+TMPDIR_RESULTS=$tmp TRANSPORTS="$TRANSPORTS" STRUCTURES="$STRUCTURES" REPEAT=$REPEAT SHM_COROUTINES=$SHM_COROUTINES TCP_COROUTINES=$TCP_COROUTINES CLIENTS=$CLIENTS PIPELINE=$PIPELINE MC_WIN=$mc_win MC_KEYS=$mc_keys \
 RECORDS=$RECORDS KEY_BYTES=$KEY_BYTES VALUE_BYTES=$VALUE_BYTES THREADS=$THREADS COROUTINES=$COROUTINES \
 DISTRIBUTION=$DISTRIBUTION ZIPF=$ZIPF OUT=$OUT python3 - <<'PY'
 import csv, json, math, os, re
@@ -292,21 +308,36 @@ transports = E["TRANSPORTS"].split()
 structures = E["STRUCTURES"].split()
 fm_note = "%sB keys, %s%s" % (E["KEY_BYTES"], E["DISTRIBUTION"],
                               " " + E["ZIPF"] if E["DISTRIBUTION"] == "zipfian" else "")
+def median_record(records):
+    records = sorted(records, key=lambda r: r.get("ops_per_s") or 0)
+    return records[(len(records) - 1) // 2]
+
+
+def spread(records):
+    ops = sorted(r.get("ops_per_s") or 0 for r in records)
+    return "median of %d (%s..%s)" % (len(ops), "{:,.0f}".format(ops[0]), "{:,.0f}".format(ops[-1]))
+
+
 for st in structures:
     for tr in transports:
         name = "farmem %s %s" % (st, tr)
-        co = E["KV_COROUTINES"] if st == "kv" else E["COROUTINES"]
+        co = E["TCP_COROUTINES"] if tr == "tcp" else E["SHM_COROUTINES"]
         flight = "%sx%s" % (E["THREADS"], co)
         for wl in "ca":
-            tag = "%s_%s_%s" % (st, tr, wl)
-            txt = read("fm_%s.json" % tag)
-            if not txt:
-                errors.append("%s %s: %s" % (name, wl.upper(), read("fm_%s.err" % tag) or read("fm.err") or "no result"))
+            runs = []
+            for rep in range(1, int(E["REPEAT"]) + 1):
+                tag = "%s_%s_%s_%d" % (st, tr, wl, rep)
+                txt = read("fm_%s.json" % tag)
+                if txt:
+                    runs.append(json.loads([l for l in txt.splitlines() if l.strip()][-1]))
+                else:
+                    errors.append("%s %s run %d: %s" % (name, wl.upper(), rep, read("fm_%s.err" % tag) or read("fm.err") or "no result"))
+            if not runs:
                 rows.append((name, wl.upper(), None, None, None, flight, "not measured (see below)"))
                 continue
-            r = json.loads([l for l in txt.splitlines() if l.strip()][-1])
+            r = median_record(runs)
             fm.setdefault((st, tr), {})[wl] = r
-            note = fm_note
+            note = fm_note + ", " + spread(runs)
             if st == "kv":
                 note += ", %s, one-sided hits %.0f%%, %.1f keys/msg" % (
                     r.get("kv_mode"), r.get("one_sided_hit_percent", 0), r.get("keys_per_message", 0))
@@ -319,21 +350,31 @@ for st in structures:
 
 # ---- Redis
 redis = {}
-txt = read("redis.csv")
-if txt:
+redis_runs = {}
+for rep in range(1, int(E["REPEAT"]) + 1):
+    txt = read("redis_%d.csv" % rep)
+    if not txt:
+        continue
     for rec in csv.DictReader(txt.splitlines()):
         def ms(col):
             v = rec.get(col)
             return float(v) * 1000.0 if v not in (None, "") else None
-        redis[rec["test"].upper()] = dict(ops=float(rec["rps"]), p50=ms("p50_latency_ms"), p99=ms("p99_latency_ms"))
-else:
+        redis_runs.setdefault(rec["test"].upper(), []).append(
+            dict(ops=float(rec["rps"]), p50=ms("p50_latency_ms"), p99=ms("p99_latency_ms")))
+for test, runs in redis_runs.items():
+    runs.sort(key=lambda x: x["ops"])
+    redis[test] = runs[(len(runs) - 1) // 2]
+    redis[test]["spread"] = "median of %d (%s..%s)" % (len(runs), "{:,.0f}".format(runs[0]["ops"]),
+                                                       "{:,.0f}".format(runs[-1]["ops"]))
+if not redis:
     errors.append("redis: %s" % (read("redis.err") or "no result"))
 r_flight = "%sx%s pipelined" % (E["CLIENTS"], E["PIPELINE"])
 r_note = "16B keys, uniform"
 g, s = redis.get("GET"), redis.get("SET")
 redis_c = g["ops"] if g else None
 redis_a = 2.0 / (1.0 / g["ops"] + 1.0 / s["ops"]) if g and s else None
-rows.append(("redis", "C", redis_c, g and g["p50"], g and g["p99"], r_flight, r_note + ", GET"))
+rows.append(("redis", "C", redis_c, g and g["p50"], g and g["p99"], r_flight,
+             r_note + ", GET" + (", " + g["spread"] if g else "")))
 rows.append(("redis", "A", redis_a, None, None, r_flight, "2/(1/GET+1/SET) of separate runs"))
 if s:
     rows.append(("", "  SET", s["ops"], s["p50"], s["p99"], "", "overwrites preloaded keys"))

@@ -388,8 +388,14 @@ uint64_t pool_capacity(const BenchYcsbFlags& f) {
   return f.records * (2 * record + 64) + (256ull << 20);
 }
 
+kv::StoreOptions admin_store(const YcsbShared& sh) {
+  kv::StoreOptions o = sh.store_options;
+  o.location_cache_log2 = -1;  // creates and deletes only
+  return o;
+}
+
 Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& sh) {
-  auto store = kv::Store::open(c, sh.store_options);
+  auto store = kv::Store::open(c, admin_store(sh));
   if (!store.ok()) return store.status();
   auto pool =
       (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, kv::wire::kPoolCreateOnly);
@@ -422,6 +428,7 @@ int setup(Bench& bench, const BenchYcsbFlags& f, YcsbShared* sh, YcsbRun* run) {
   sh->store_options.mode = *kv::parse_kv_mode(f.kv_mode);
   sh->store_options.coalesce = f.coalesce == "on";
   sh->store_options.max_in_flight = f.kv_in_flight;
+  sh->store_options.max_batch = f.kv_batch;
   sh->store_options.location_cache_log2 = f.kv_cache_log2;
   ThreadClient* c = *bench.cluster()->thread_client();
   run->main_client = c;
@@ -516,7 +523,7 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
   if (!f.keep_table.empty()) return;
   Status s;
   if (f.structure == "kv") {
-    auto store = kv::Store::open(c, sh.store_options);
+    auto store = kv::Store::open(c, admin_store(sh));
     s = store.ok() ? (*store)->delete_pool_sync(sh.table) : store.status();
   } else if (f.structure == "btree") {
     s = c->run(BTree::destroy(c, sh.table));
@@ -573,11 +580,11 @@ void print_lines(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& 
   // read per get and per operation, the index cache and scanned records (tree).
   const double per_msg = t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0;
   const std::string own =
-      f.structure == "kv"
-          ? fmt::format(
-                "rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
-                "coalesce={} in_flight={}",
-                t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce, f.kv_in_flight)
+      f.structure == "kv" ? fmt::format(
+                                "rtt/get={:.3f} kv_mode={} one_sided_hits={:.1f}% keys/msg={:.1f} "
+                                "coalesce={} in_flight={} batch={}",
+                                t.rtt_per_get, f.kv_mode, t.spec_rate, per_msg, f.coalesce,
+                                f.kv_in_flight, f.kv_batch)
       : f.structure == "btree"
           ? fmt::format(
                 "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
@@ -655,6 +662,7 @@ int write_json(const Bench& bench, const BenchYcsbFlags& f, const YcsbTotals& t,
     r["kv_mode"] = f.kv_mode;
     r["coalesce"] = f.coalesce == "on";
     r["kv_in_flight"] = f.kv_in_flight;
+    r["kv_batch"] = f.kv_batch;
     r["one_sided_hit_percent"] = t.spec_rate;
     r["keys_per_message"] =
         t.stats.kv_messages ? double(t.stats.kv_ops) / t.stats.kv_messages : 0.0;

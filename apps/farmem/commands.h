@@ -19,6 +19,7 @@ struct ClusterFlags {
   std::string servers;  // host:port,...
   std::string config;   // TOML file
   uint64_t local_capacity_bytes = 1ull << 30;
+  int64_t local_idle_spin_us = -1;  // the local node's idle_spin_us; -1: the node's default
 };
 
 // The cluster named by --servers / --config; with neither, starts a local memory node
@@ -82,6 +83,7 @@ struct BenchYcsbFlags {
   std::string kv_mode = "auto";              // --structure kv: rpc | one-two-sided | auto
   std::string coalesce = "on";               // --structure kv: request coalescing on | off
   uint32_t kv_in_flight = 8;                 // --structure kv: messages in flight per node
+  uint32_t kv_batch = 64;                    // --structure kv: operations per message
   int kv_cache_log2 = 20;                    // --structure kv: location cache entries = 2^N
   uint64_t pool_capacity_bytes = 0;          // --structure kv: 0 = from records and sizes
 };

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 namespace farmem::apps {
 
@@ -26,7 +27,8 @@ std::string server_binary() {
   return "farmem-server";
 }
 
-Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uint32_t workers) {
+Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uint32_t workers,
+                                                    int64_t idle_spin_us) {
   std::unique_ptr<LocalNode> n(new LocalNode());
   char tmpl[] = "/tmp/farmem-local-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Internal("mkdtemp failed");
@@ -35,14 +37,23 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   std::string bin = server_binary();
   std::string cap = std::to_string(capacity_bytes);
   std::string wk = std::to_string(workers);
+  std::string spin = std::to_string(idle_spin_us);
+  std::vector<const char*> args = {
+      bin.c_str(), "--port",    "0",        "--listen",    "127.0.0.1",      "--capacity",
+      cap.c_str(), "--workers", wk.c_str(), "--port-file", port_file.c_str()};
+  if (idle_spin_us >= 0) {
+    args.push_back("--idle-spin-us");
+    args.push_back(spin.c_str());
+  }
+  args.push_back(nullptr);
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
   pid_t pid = fork();
   if (pid < 0) return Internal("fork failed");
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // a killed farmem does not leave its node behind
     if (FILE* devnull = std::fopen("/dev/null", "w")) dup2(fileno(devnull), STDOUT_FILENO);
-    execlp(bin.c_str(), bin.c_str(), "--port", "0", "--listen", "127.0.0.1", "--capacity",
-           cap.c_str(), "--workers", wk.c_str(), "--port-file", port_file.c_str(),
-           static_cast<char*>(nullptr));
+    execvp(bin.c_str(), argv.data());
     std::fprintf(stderr, "farmem: cannot run %s\n", bin.c_str());
     _exit(127);
   }

@@ -15,7 +15,9 @@ namespace farmem::apps {
 
 class LocalNode {
  public:
-  static Result<std::unique_ptr<LocalNode>> start(uint64_t capacity_bytes, uint32_t workers);
+  // idle_spin_us < 0: the node's default.
+  static Result<std::unique_ptr<LocalNode>> start(uint64_t capacity_bytes, uint32_t workers,
+                                                  int64_t idle_spin_us = -1);
   ~LocalNode();
   uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

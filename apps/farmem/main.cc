@@ -45,7 +45,7 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
   }
   if (!flags.config.empty()) return client::ClusterConfig::from_toml_file(flags.config);
   if (!flags.servers.empty()) return client::ClusterConfig::from_server_list(flags.servers);
-  auto node = LocalNode::start(flags.local_capacity_bytes, 1);
+  auto node = LocalNode::start(flags.local_capacity_bytes, 1, flags.local_idle_spin_us);
   if (!node.ok()) return node.status();
   *local = std::move(*node);
   return client::ClusterConfig::from_server_list((*local)->address());
@@ -140,6 +140,16 @@ CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
   bench_ycsb
       ->add_option("--kv-in-flight", ycsb->kv_in_flight,
                    "--structure kv: coalesced messages in flight per node (default 8)")
+      ->check(CLI::Range(1u, 256u));
+  bench_ycsb
+      ->add_option("--local-idle-spin-us", ycsb->bench.cluster.local_idle_spin_us,
+                   "idle_spin_us of the local memory node started for the run (default: the "
+                   "node's own; 0 sleeps at once when idle, which keeps a busy, shared machine's "
+                   "scheduler from starving the node)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  bench_ycsb
+      ->add_option("--kv-batch", ycsb->kv_batch,
+                   "--structure kv: operations per coalesced message at most (default 64)")
       ->check(CLI::Range(1u, 256u));
   bench_ycsb
       ->add_option("--kv-cache-log2", ycsb->kv_cache_log2,

@@ -1,11 +1,13 @@
 #include "farmem/runtime/scheduler.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "farmem/common/virtual_clock.h"
 
@@ -131,6 +133,35 @@ void Scheduler::check_time(bool idle) {
   for (auto& t : tickers_) {
     if (t) t(now);
   }
+  if (idle) maybe_sleep(now);
+}
+
+void Scheduler::maybe_sleep(uint64_t now) {
+  if (options_.idle_sleep_after_ns == 0 || VirtualClock::current() != nullptr) return;
+  if (idle_since_ns_ == 0) {
+    idle_since_ns_ = now;
+    return;
+  }
+  if (now - idle_since_ns_ < options_.idle_sleep_after_ns || !ready_.empty() ||
+      !round_end_.empty()) {
+    return;
+  }
+  uint64_t until = now + options_.max_sleep_ns;
+  if (!timers_.empty()) until = std::min(until, timers_.top().when_ns);
+  constexpr size_t kMaxFds = 16;
+  pollfd fds[kMaxFds];
+  nfds_t n = 0;
+  for (fabric::Worker* w : workers_) {
+    // arm() fails when events are pending: progress again instead of sleeping.
+    if (n == kMaxFds || w->event_fd() < 0 || !w->arm()) return;
+    until = std::min(until, w->next_deadline_ns());
+    fds[n++] = pollfd{w->event_fd(), POLLIN, 0};
+  }
+  if (until <= now) return;
+  const uint64_t ns = until - now;
+  const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  ++idle_sleeps_;
+  ::ppoll(fds, n, &ts, nullptr);
 }
 
 void Scheduler::abort_nested_block_on() {
@@ -163,6 +194,7 @@ bool Scheduler::poll_once() {
     if (!all_workers && w->in_flight() == 0) continue;
     if (w->progress() > 0) busy = true;
   }
+  if (busy) idle_since_ns_ = 0;
   if (!busy || ++polls_since_check_ >= options_.time_check_interval) {
     polls_since_check_ = 0;
     check_time(/*idle=*/!busy);

@@ -176,6 +176,40 @@ TEST(SchedulerTest, RoundEndCallsRunAfterTheRoundsCoroutines) {
   EXPECT_FALSE(s.poll_once());
 }
 
+// An idle scheduler waiting for a timer sleeps (in the kernel) instead of spinning once it has
+// been idle for idle_sleep_after_ns, wakes for the timer, and never sleeps with a virtual clock
+// or with idle sleeping off. (Real time passes here: 3 ms; nothing is asserted about it.)
+TEST(SchedulerTest, IdleRoundsSleepUntilTheNextTimer) {
+  {
+    Scheduler s;
+    bool done = false;
+    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 3 * kMs, &done)).ok());
+    s.run_until_idle();
+    EXPECT_TRUE(done);
+    EXPECT_GT(s.idle_sleeps(), 0u);
+  }
+  {
+    SchedulerOptions o;
+    o.idle_sleep_after_ns = 0;
+    Scheduler s(o);
+    bool done = false;
+    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 1 * kMs, &done)).ok());
+    s.run_until_idle();
+    EXPECT_TRUE(done);
+    EXPECT_EQ(s.idle_sleeps(), 0u);
+  }
+  {
+    VirtualClock clock(kAuto);
+    ScopedVirtualClock use(clock);
+    Scheduler s;
+    bool done = false;
+    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 3'600'000 * kMs, &done)).ok());
+    s.run_until_idle();
+    EXPECT_TRUE(done);
+    EXPECT_EQ(s.idle_sleeps(), 0u);
+  }
+}
+
 // others_ready() is true while a later coroutine of the same round, or a posted one, would run
 // before a coroutine that yields now; the last of a round with nothing posted sees false.
 TEST(SchedulerTest, OthersReadySeesLaterCoroutinesOfTheRoundAndPostedOnes) {

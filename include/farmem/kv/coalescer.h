@@ -52,6 +52,7 @@ struct OpSlot {
 struct CoalescerOptions {
   bool coalesce = true;
   uint32_t max_in_flight = 8;              // kOps messages in flight per node, >= 1
+  uint32_t max_ops = 64;                   // operations per message, 1..kMaxOpsPerMessage
   uint64_t timeout_ns = 5'000'000'000ull;  // deadline of a message, from its first operation
 };
 

@@ -55,7 +55,9 @@ struct StoreOptions {
   KvMode mode = KvMode::kAuto;
   bool coalesce = true;          // request coalescing (kv/coalescer.h)
   uint32_t max_in_flight = 8;    // kOps messages in flight per node
-  int location_cache_log2 = 16;  // location cache entries = 2^N (32 B each); < 0: none
+  uint32_t max_batch = 64;       // operations per kOps message (1..256)
+  int location_cache_log2 = 16;  // location cache entries = 2^N (32 B each); < 0: none (also
+                                 // none when no node is read one-sidedly in this mode)
 };
 
 class Store {

@@ -29,6 +29,12 @@ namespace farmem::runtime {
 struct SchedulerOptions {
   uint32_t max_coroutines = 4096;     // bound on spawned coroutines alive at once
   uint32_t time_check_interval = 16;  // poll_once calls between clock reads when busy
+  // After this long without anything happening, an idle round sleeps until an attached worker
+  // has an event, the next timer or deadline is due, or max_sleep_ns passed, instead of
+  // spinning (a thread waiting for replies then leaves its core to others, e.g. to a memory
+  // node on the same machine). 0: always spin. Never with a virtual clock installed.
+  uint64_t idle_sleep_after_ns = 50'000;
+  uint64_t max_sleep_ns = 1'000'000;
 };
 
 class Scheduler {
@@ -63,6 +69,8 @@ class Scheduler {
   // Starts a detached coroutine. kResourceExhausted when max_coroutines are alive.
   Status spawn(Task<void> task);
   size_t live_coroutines() const { return live_; }
+  // Idle sleeps taken so far (SchedulerOptions::idle_sleep_after_ns).
+  uint64_t idle_sleeps() const { return idle_sleeps_; }
 
   // One round: resume ready coroutines, progress workers, check deadlines and timers.
   // Returns true if anything happened.
@@ -109,6 +117,8 @@ class Scheduler {
   // lets an auto-advancing virtual clock jump to the earliest timer (common/virtual_clock.h).
   void check_time(bool idle);
   void auto_advance_virtual_clock();
+  // On an idle round at `now`: sleeps (see SchedulerOptions) once idle long enough.
+  void maybe_sleep(uint64_t now);
   // Runs the at_round_end calls (and those they register); true if there were any.
   bool run_round_end();
   bool in_poll_ = false;
@@ -139,6 +149,8 @@ class Scheduler {
   std::vector<RoundEnd> round_end_;
   std::vector<RoundEnd> round_end_running_;
   uint64_t timer_seq_ = 0;
+  uint64_t idle_since_ns_ = 0;  // first idle round of the current idle stretch; 0 = busy
+  uint64_t idle_sleeps_ = 0;
   uint32_t polls_since_check_ = 0;
   size_t live_ = 0;
   Scheduler* previous_ = nullptr;

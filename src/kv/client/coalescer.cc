@@ -42,6 +42,7 @@ Lane::~Lane() { owner_->forget(this); }
 Coalescer::Coalescer(client::ThreadClient* client, const CoalescerOptions& options)
     : client_(client), options_(options) {
   options_.max_in_flight = std::max<uint32_t>(options_.max_in_flight, 1);
+  options_.max_ops = std::clamp<uint32_t>(options_.max_ops, 1, w::kMaxOpsPerMessage);
 }
 
 Coalescer::~Coalescer() = default;
@@ -90,7 +91,7 @@ OpsMessage* Coalescer::take_message(Lane* lane) {
   m->slots.clear();
   m->reply_bytes = 0;
   m->reply_estimate = sizeof(w::KvOpsReplyHeader);
-  m->max_ops = options_.coalesce ? w::kMaxOpsPerMessage : 1;
+  m->max_ops = options_.coalesce ? options_.max_ops : 1;
   m->deadline_ns = now_ns() + options_.timeout_ns;
   return m.release();
 }

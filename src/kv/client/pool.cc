@@ -60,18 +60,30 @@ Task<Status> Pool::call(w::KvOpcode opcode, std::string request, std::vector<uin
 
 // ---- get / put / erase ----------------------------------------------------------------------
 
+namespace {
+
+// Records up to this size are read into the get's frame, then only the value is copied out.
+constexpr uint32_t kFrameRecordBytes = 256;
+
+// *value holds a copy of the record at `loc`: true (and *value is the record's value) if the
+// copy is that incarnation of `key` (record_view.h).
+bool accept_copy(const RecordLocation& loc, std::string_view key, std::string* value) {
+  uint64_t value_bytes = 0;
+  const size_t at = check_record_copy(reinterpret_cast<uint8_t*>(value->data()), loc.record_bytes,
+                                      key, loc.version, &value_bytes);
+  if (at == 0) return false;
+  std::memmove(value->data(), value->data() + at, value_bytes);
+  value->resize(value_bytes);
+  return true;
+}
+
+}  // namespace
+
 Task<bool> Pool::read_record(const RecordLocation& loc, std::string_view key, std::string* value) {
   value->resize(loc.record_bytes);
   Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), value->data(),
                                             loc.record_bytes);
-  if (!s.ok()) co_return false;
-  uint64_t value_bytes = 0;
-  const size_t at = check_record_copy(reinterpret_cast<uint8_t*>(value->data()), loc.record_bytes,
-                                      key, loc.version, &value_bytes);
-  if (at == 0) co_return false;
-  std::memmove(value->data(), value->data() + at, value_bytes);
-  value->resize(value_bytes);
-  co_return true;
+  co_return s.ok() && accept_copy(loc, key, value);
 }
 
 Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
@@ -82,10 +94,30 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
   size_t hint = 0;
   if (one_sided_) {
     hash = LocationCache::key_hash(id_, key);
+    // The cache entry is likely a cache miss: start loading it and let the thread's other
+    // coroutines run meanwhile, when there are any (as the hash table's speculative get does).
+    store_->cache_.prefetch(hash);
+    runtime::Scheduler& sched = store_->client_->scheduler();
+    if (sched.others_ready()) co_await sched.yield();
     RecordLocation loc;
     if (store_->cache_.lookup(id_, hash, &loc)) {
       ++st.get_round_trips;
-      const bool hit = co_await read_record(loc, key, value);
+      // Inline rather than read_record(): the hit path is the one that counts.
+      bool hit = false;
+      if (loc.record_bytes <= kFrameRecordBytes) {
+        alignas(64) uint8_t copy[kFrameRecordBytes];
+        Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), copy,
+                                                  loc.record_bytes);
+        uint64_t value_bytes = 0;
+        const size_t at =
+            s.ok() ? check_record_copy(copy, loc.record_bytes, key, loc.version, &value_bytes) : 0;
+        if (at != 0) {
+          value->assign(reinterpret_cast<const char*>(copy + at), value_bytes);
+          hit = true;
+        }
+      } else {
+        hit = co_await read_record(loc, key, value);
+      }
       if (hit) {
         ++st.one_sided_hits;
         co_return true;

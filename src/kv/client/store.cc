@@ -36,8 +36,19 @@ CoalescerOptions coalescer_options(client::ThreadClient* c, const StoreOptions& 
   CoalescerOptions co;
   co.coalesce = o.coalesce;
   co.max_in_flight = o.max_in_flight;
+  co.max_ops = o.max_batch;
   co.timeout_ns = uint64_t{c->cluster().config().options.op_timeout_ms} * 1'000'000;
   return co;
+}
+
+// Whether gets on some node of the cluster read one-sidedly (else the cache stays unallocated).
+bool uses_cache(client::ThreadClient* c, const StoreOptions& o) {
+  if (o.mode == KvMode::kRpc) return false;
+  if (o.mode == KvMode::kOneTwoSided) return true;
+  for (const auto& n : c->cluster().nodes()) {
+    if (c->endpoint(n.node_id) != nullptr && !c->served(n.node_id)) return true;
+  }
+  return false;
 }
 
 Status check_name(std::string_view name) {
@@ -54,7 +65,7 @@ Store::Store(client::ThreadClient* client, const StoreOptions& options)
     : client_(client),
       options_(options),
       coalescer_(client, coalescer_options(client, options)),
-      cache_(options.location_cache_log2) {}
+      cache_(uses_cache(client, options) ? options.location_cache_log2 : -1) {}
 
 Store::~Store() = default;
 
@@ -63,6 +74,10 @@ Result<std::unique_ptr<Store>> Store::open(client::ThreadClient* client, StoreOp
   if (options.location_cache_log2 > 30) {
     return InvalidArgument(
         fmt::format("location_cache_log2 {} is above 30", options.location_cache_log2));
+  }
+  if (options.max_batch < 1 || options.max_batch > w::kMaxOpsPerMessage) {
+    return InvalidArgument(
+        fmt::format("max_batch {} is outside 1..{}", options.max_batch, w::kMaxOpsPerMessage));
   }
   if (options.max_in_flight < 1 || options.max_in_flight > 256) {
     return InvalidArgument(
