@@ -6,6 +6,8 @@
 //                     [--coroutines N] [--kv-mode M] [--coalesce on|off] ... <bench flags>
 //   farmem status [--servers h:p,...|--config FILE]
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
+//   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
+//                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
 //
 // Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
@@ -177,6 +179,8 @@ int main(int argc, char** argv) {
   CLI::App* bench_ops = farmem::apps::add_bench_ops(bench, &ops);
   farmem::apps::BenchYcsbFlags ycsb;
   CLI::App* bench_ycsb = farmem::apps::add_bench_ycsb(bench, &ycsb);
+  farmem::apps::BenchAdoFlags ado;
+  CLI::App* bench_ado = farmem::apps::add_bench_ado(bench, &ado);
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
   if (kv_cmd->parsed()) return farmem::apps::run_kv(kv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);
+  if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

@@ -108,6 +108,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
   auto door = Door::open(node, raw, s->stop_fd_);
   if (!door.ok()) return door.status();
   s->door_ = std::move(*door);
+  node.door_port.store(s->door_->port());
   return s;
 }
 

@@ -30,6 +30,7 @@ struct NodeState {
   std::string packed_rkey;  // what clients need to reach the region (door welcome)
   uint32_t worker_count = 0;
   uint64_t start_ns = 0;
+  std::atomic<uint16_t> door_port{0};  // the door's bound port, once it listens (helper processes)
 
   std::mutex mu;
   Heap heap;                              // (mu)

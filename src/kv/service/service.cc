@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ado_manager.h"
 #include "farmem/kv/wire.h"
 #include "messages.h"
 #include "shard.h"
@@ -95,6 +96,10 @@ class KvService final : public memnode::Service {
 }  // namespace
 
 std::shared_ptr<memnode::Service> make_kv_service(KvServiceOptions options) {
+  // Active Data Objects when the node has a plugin directory (src/kv/service/ado_manager.h).
+  if (!options.make_hooks && !options.ado_plugin_dir.empty()) {
+    options.make_hooks = &service::make_ado_manager;
+  }
   return std::make_shared<KvService>(std::move(options));
 }
 

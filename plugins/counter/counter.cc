@@ -1,0 +1,108 @@
+// The counter plugin (libfarmem_ado_counter.so): small operations on one value, in place.
+//
+// Requests (text; the target key's value is the subject):
+//   add:<n>       the value is an 8-byte little-endian signed counter (create it on demand
+//                 with value_size 8, or it is created here): adds n; responds the new count
+//                 (decimal text, layer 0)
+//   append:<text> appends text to the value (resize_value); responds the new length
+//   read          responds the value's bytes
+//   keys          responds the pool's key count (pool_info)
+// Unknown requests answer FARMEM_ADO_NOT_MINE (the next plugin may take them). Errors answer a
+// negative FARMEM_ADO_E_* and a text response saying why.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "farmem/kv/ado_plugin.h"
+
+namespace {
+
+struct Counter {
+  farmem_ado_store* store;
+  const farmem_ado_store_ops* ops;
+};
+
+int32_t reply(Counter* c, const farmem_ado_work* w, std::string_view text, int32_t status) {
+  c->ops->respond(c->store, w->work_id, 0, text.data(), text.size());
+  return status;
+}
+
+bool parse_int(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  bool negative = s.front() == '-';
+  if (negative) s.remove_prefix(1);
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  *out = negative ? -v : v;
+  return true;
+}
+
+int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {
+  int64_t delta = 0;
+  if (!parse_int(arg, &delta)) return reply(c, w, "add: not an integer", FARMEM_ADO_E_INVALID);
+  if (w->flags & FARMEM_ADO_WORK_READ_ONLY) {
+    return reply(c, w, "add: the value is read-locked", FARMEM_ADO_E_INVALID);
+  }
+  farmem_ado_value v = w->values[0];
+  if (w->value_count == 0) return reply(c, w, "add: no target value", FARMEM_ADO_E_INVALID);
+  if (v.bytes == 0) {  // an empty value becomes a counter
+    int32_t s = c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, 8, &v);
+    if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
+  }
+  if (v.bytes != 8)
+    return reply(c, w, "add: the value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
+  int64_t count = 0;
+  std::memcpy(&count, v.data, 8);
+  count += delta;
+  std::memcpy(v.data, &count, 8);
+  return reply(c, w, std::to_string(count), FARMEM_ADO_OK);
+}
+
+int32_t do_append(Counter* c, const farmem_ado_work* w, std::string_view text) {
+  if (w->value_count == 0 || (w->flags & FARMEM_ADO_WORK_READ_ONLY)) {
+    return reply(c, w, "append: needs a write-locked target value", FARMEM_ADO_E_INVALID);
+  }
+  uint64_t old_bytes = w->values[0].bytes;
+  farmem_ado_value v{};
+  int32_t s =
+      c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, old_bytes + text.size(), &v);
+  if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
+  std::memcpy(v.data + old_bytes, text.data(), text.size());
+  return reply(c, w, std::to_string(v.bytes), FARMEM_ADO_OK);
+}
+
+void* launch(const farmem_ado_launch* l, farmem_ado_store* store, const farmem_ado_store_ops* ops,
+             char* error, uint32_t error_capacity) {
+  return new Counter{store, ops};
+}
+
+int32_t do_work(void* self, const farmem_ado_work* w) {
+  auto* c = static_cast<Counter*>(self);
+  if (w->flags & FARMEM_ADO_WORK_SIGNAL) return FARMEM_ADO_NOT_MINE;
+  std::string_view req(reinterpret_cast<const char*>(w->request), w->request_bytes);
+  if (req.starts_with("add:")) return do_add(c, w, req.substr(4));
+  if (req.starts_with("append:")) return do_append(c, w, req.substr(7));
+  if (req == "read") {
+    if (w->value_count == 0) return reply(c, w, "read: no target value", FARMEM_ADO_E_INVALID);
+    c->ops->respond(c->store, w->work_id, 0, w->values[0].data, w->values[0].bytes);
+    return FARMEM_ADO_OK;
+  }
+  if (req == "keys") {
+    farmem_ado_pool_info info{};
+    int32_t s = c->ops->pool_info(c->store, &info);
+    if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
+    return reply(c, w, std::to_string(info.count), FARMEM_ADO_OK);
+  }
+  return FARMEM_ADO_NOT_MINE;
+}
+
+void shutdown(void* self) { delete static_cast<Counter*>(self); }
+
+}  // namespace
+
+FARMEM_ADO_PLUGIN("counter", &launch, &do_work, nullptr, &shutdown)

@@ -1,0 +1,140 @@
+// AdoManager: Active Data Objects on one shard of the kv service (its PoolHooks).
+//
+// One ADO process (AdoProcess, farmem-ado) per pool with plugins (configure AdoPlugins::),
+// started on the first open (or the configure that adds plugins to an open pool, or the first
+// invocation), stopped when the last handle closes, the pool is deleted or its ADO settings
+// change, and killed at node shutdown. Invocations (kInvokeAdo, kInvokePutAdo) and signals
+// (post-put / post-get / post-erase) of a pool wait in a bounded FIFO (kMaxQueued) and go to
+// its ADO one at a time:
+//   1. At dispatch the target key is prepared by the invocation's flags: put (invoke_put_ado;
+//      kAdoNoOverwrite keeps an existing value), detached value (kAdoDetached: copied into new
+//      pool memory, values[1]), create on demand (kAdoCreateOnDemand: a new value of value_size,
+//      zeroed with kAdoZeroNewValue), create only (kAdoCreateOnly: create and answer, no ADO
+//      call). Then the key is locked for the invocation — a write lock (the record becomes
+//      `locked`: one-sided readers fall back to RPC, which answers kBusy), or a read lock with
+//      kAdoReadOnly — under an owner id of its own (kAdoOwnerBit | work id).
+//   2. The ADO gets the value's region offset and length (never the bytes: it maps the region)
+//      and answers within ado_timeout_ms; its store callbacks are answered at once here.
+//   3. Then every lock the invocation holds is released (a write lock publishes a new version
+//      and checksum, a created value is published; if the ADO failed, created values are
+//      dropped), the target is erased if the plugin asked (FARMEM_ADO_ERASE_TARGET), and the
+//      reply (KvAdoReply + responses, as the plugin made it) goes to the client.
+// kAdoAsync answers at once and runs the invocation later. A failed ADO (crash, hang, refused
+// launch) fails its invocation with kUnavailable / kTimedOut naming the pool and plugins; the
+// next one starts a fresh process. Nothing here blocks: processes are watched through the
+// worker (WorkerContext::watch_fd) and read in poll().
+// Thread safety: the shard's worker thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ado_process.h"
+#include "hooks.h"
+#include "pool.h"
+
+namespace farmem::kv::service {
+
+class AdoManager : public PoolHooks {
+ public:
+  static constexpr size_t kMaxQueued = 256;             // invocations and signals waiting per pool
+  static constexpr uint64_t kIdleCheckNs = 10'000'000;  // how often idle ADOs are read
+
+  AdoManager(Shard& shard, AdoProcessOptions options);
+  ~AdoManager() override;
+
+  void invoke(Pool& pool, memnode::Request& request, memnode::Responder responder) override;
+  void on_pool_event(Pool& pool, PoolEvent event, uint64_t session) override;
+  void on_key_signal(Pool& pool, KeySignal signal, std::string_view key) override;
+  void poll(uint64_t now_ns) override;
+  uint64_t wake_at_ns() const override;
+
+  // For tests: the pid of a pool's ADO process (-1 if none).
+  pid_t pid_of(uint64_t pool) const;
+
+ private:
+  struct Grant {
+    uint64_t token = 0;
+    std::string key;
+    wire::LocateMode mode = wire::LocateMode::kRead;
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+  };
+  // One invocation or signal.
+  struct Job {
+    uint64_t work_id = 0;
+    uint16_t opcode = 0;
+    uint32_t flags = 0;   // wire::kAdo*
+    uint32_t signal = 0;  // FARMEM_ADO_SIGNAL_* (a signal), else 0
+    uint64_t value_size = 0;
+    std::string key, value, request;
+    std::optional<memnode::Responder> responder;  // none: async or signal
+    uint64_t enqueued_ns = 0;
+    // While it runs:
+    std::vector<Grant> grants;            // the target's first, then the callbacks'
+    std::vector<ado::RecordRef> listing;  // iterate's snapshot, taken at cursor 0
+    uint64_t detached_offset = 0, detached_bytes = 0;
+  };
+  class Callbacks;
+  // A process and the object answering its callbacks (they live and die together).
+  struct Proc {
+    uint64_t pool = 0;  // the pool's handle
+    std::unique_ptr<Callbacks> callbacks;
+    std::unique_ptr<AdoProcess> process;
+    bool watched = false;
+  };
+  // A pool's ADO: its process, its queue.
+  struct PoolAdo {
+    uint64_t handle = 0;
+    std::string name;
+    Proc proc;
+    std::deque<Job> queue;
+    std::optional<Job> running;
+    std::map<uint64_t, uint64_t> allocations;    // ADO-allocated pool memory: offset -> bytes
+    std::vector<ado::RecordRef> launch_listing;  // iterate's snapshot outside an invocation
+    uint64_t last_read_ns = 0;
+    bool stopping = false;             // stop() in progress: nothing is dispatched
+    bool launched_before = false;      // an ADO was started for this pool (CREATE event sent)
+    std::vector<std::string> plugins;  // what the current process was launched with
+    std::map<std::string, std::string> params;
+  };
+
+  PoolAdo& ado_of(Pool& pool);
+  PoolAdo* find(uint64_t handle);
+  // Starts the pool's ADO if it has none that lives.
+  Status ensure_process(PoolAdo& a, Pool& pool);
+  // Dispatches queued jobs while the ADO is ready.
+  void pump(PoolAdo& a);
+  // Prepares and sends one job; false if it was answered at once (error, create-only).
+  bool dispatch(PoolAdo& a, Pool& pool, Job& job);
+  Status prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work);
+  void on_done(uint64_t handle, Result<ado::Done> r);
+  // Releases the job's locks (publishing, or dropping new values when !ok).
+  void release(Pool* pool, Job& job, bool ok);
+  void answer(Job& job, const Status& s, std::string_view reply = {});
+  void fail_all(PoolAdo& a, const Status& why);
+  // Stops the pool's ADO (graceful; killed after the grace) and fails what waits.
+  void stop(PoolAdo& a, const Status& why);
+  void retire(PoolAdo& a);
+  Result<std::string> callback(uint64_t handle, const ado::Callback& c);
+  Result<std::string> callback_on(Pool& pool, PoolAdo& a, Job* job, const ado::Callback& c);
+  std::string describe(const Pool& pool) const;
+
+  Shard& shard_;
+  AdoProcessOptions options_;
+  std::unordered_map<uint64_t, PoolAdo> pools_;  // by pool handle
+  std::vector<Proc> dying_;                      // stopped or failed, until reaped
+  uint64_t next_work_ = 1;
+  uint64_t dropped_signals_ = 0;
+};
+
+// The factory KvServiceOptions::make_hooks uses when ado_plugin_dir is set.
+std::unique_ptr<PoolHooks> make_ado_manager(Shard& shard);
+
+}  // namespace farmem::kv::service
