@@ -130,12 +130,12 @@ static_assert(sizeof(KvListEntry) == 32);
 // ---- coalesced get / put / erase ----
 enum class KvOp : uint8_t { kGet = 1, kPut = 2, kErase = 3 };
 
-inline constexpr uint8_t kPutCreateOnly = 1u;    // kAlreadyExists if the key exists
-inline constexpr uint8_t kPutDontOverwrite = 2u; // keep an existing value; reply flag kExisted
+inline constexpr uint8_t kPutCreateOnly = 1u;     // kAlreadyExists if the key exists
+inline constexpr uint8_t kPutDontOverwrite = 2u;  // keep an existing value; reply flag kExisted
 
 struct KvOpsHeader {
-  uint64_t pool;   // every op of the message is on this pool
-  uint32_t count;  // 1..kMaxOpsPerMessage
+  uint64_t pool;      // every op of the message is on this pool
+  uint32_t count;     // 1..kMaxOpsPerMessage
   uint32_t reserved;  // 0
 };
 static_assert(sizeof(KvOpsHeader) == 16);
@@ -162,28 +162,28 @@ inline constexpr uint32_t kReplyNeedsLocate = 2u;  // get: value did not fit; us
 
 // Followed (get, OK, without kReplyNeedsLocate) by value_bytes of value padded to 8.
 struct KvOpReply {
-  int32_t status;        // farmem::StatusCode
-  uint32_t flags;        // kReplyExisted | kReplyNeedsLocate
-  uint64_t value_bytes;  // get: the stored value's length
-  uint64_t record;       // region offset of the key's current record (0: none)
-  uint64_t version;      // that record's version
-  uint32_t record_bytes; // sizeof(KvRecordHeader) + key + value (0 if above 4 GiB)
+  int32_t status;         // farmem::StatusCode
+  uint32_t flags;         // kReplyExisted | kReplyNeedsLocate
+  uint64_t value_bytes;   // get: the stored value's length
+  uint64_t record;        // region offset of the key's current record (0: none)
+  uint64_t version;       // that record's version
+  uint32_t record_bytes;  // sizeof(KvRecordHeader) + key + value (0 if above 4 GiB)
   uint32_t reserved;
 };
 static_assert(sizeof(KvOpReply) == 40);
 
 // ---- locate / release: direct transfers, offset ranges, locks ----
 enum class LocateMode : uint8_t {
-  kRead = 1,     // read lock on an existing value; address of bytes [offset, offset+length)
-  kWrite = 2,    // write lock on an existing value (in-place writes of a range)
-  kPutNew = 3,   // a new value of `length` bytes for the key, write-locked, published at release
+  kRead = 1,    // read lock on an existing value; address of bytes [offset, offset+length)
+  kWrite = 2,   // write lock on an existing value (in-place writes of a range)
+  kPutNew = 3,  // a new value of `length` bytes for the key, write-locked, published at release
 };
 inline constexpr uint8_t kLocateCreateOnly = 1u;  // kPutNew: kAlreadyExists if the key exists
 
 struct KvLocateRequest {
   uint64_t pool;
-  uint64_t offset;  // kRead/kWrite: first byte of the range; kPutNew: 0
-  uint64_t length;  // kRead/kWrite: bytes (0 = to the end); kPutNew: the new value's size
+  uint64_t offset;     // kRead/kWrite: first byte of the range; kPutNew: 0
+  uint64_t length;     // kRead/kWrite: bytes (0 = to the end); kPutNew: the new value's size
   uint32_t key_bytes;  // key follows
   uint8_t mode;        // LocateMode
   uint8_t flags;       // kLocateCreateOnly
@@ -212,8 +212,8 @@ static_assert(sizeof(KvReleaseRequest) == 24);
 // ---- find (secondary index) ----
 struct KvFindRequest {
   uint64_t pool;
-  uint64_t start;            // first position to consider
-  uint32_t expression_bytes; // "exact:K" | "prefix:P" | "regex:R" | "next:" (+ optional text)
+  uint64_t start;             // first position to consider
+  uint32_t expression_bytes;  // "exact:K" | "prefix:P" | "regex:R" | "next:" (+ optional text)
   uint32_t reserved;
 };
 static_assert(sizeof(KvFindRequest) == 24);
@@ -221,8 +221,8 @@ static_assert(sizeof(KvFindRequest) == 24);
 inline constexpr uint32_t kFindMore = 1u;  // budget spent, no match yet: call again at position
 
 struct KvFindReply {
-  uint64_t position;  // the match's position (or, with kFindMore, where to go on)
-  uint32_t key_bytes; // key follows (0 with kFindMore)
+  uint64_t position;   // the match's position (or, with kFindMore, where to go on)
+  uint32_t key_bytes;  // key follows (0 with kFindMore)
   uint32_t flags;
 };
 static_assert(sizeof(KvFindReply) == 16);
@@ -251,13 +251,13 @@ static_assert(sizeof(KvAttributeReply) == 8);
 
 struct KvShardStats {
   uint64_t puts, gets, erases;
-  uint64_t locates;          // direct transfers, ranges and locks
+  uint64_t locates;  // direct transfers, ranges and locks
   uint64_t ado_invocations;
-  uint64_t failures;         // requests answered with an error
-  uint64_t clients;          // sessions with a pool open on this shard
-  uint64_t pools;            // pools on this shard
-  uint64_t coalesced_ops;    // ops that arrived in kOps messages
-  uint64_t ops_messages;     // kOps messages
+  uint64_t failures;       // requests answered with an error
+  uint64_t clients;        // sessions with a pool open on this shard
+  uint64_t pools;          // pools on this shard
+  uint64_t coalesced_ops;  // ops that arrived in kOps messages
+  uint64_t ops_messages;   // kOps messages
 };
 static_assert(sizeof(KvShardStats) == 80);
 
@@ -303,12 +303,16 @@ static_assert(sizeof(KvAdoResponse) == 8);
 // state = (version << 8) | KvRecordState. A record is valid to a one-sided reader iff
 // state == (version << 8) | kLive, version equals the header's version field, and checksum is
 // XXH3-64 (seed 0) of bytes [8, 24) of the header followed by key and value.
-enum KvRecordState : uint8_t { kRecordWriting = 0, kRecordLive = 1, kRecordLocked = 2,
-                               kRecordDead = 3 };
+enum KvRecordState : uint8_t {
+  kRecordWriting = 0,
+  kRecordLive = 1,
+  kRecordLocked = 2,
+  kRecordDead = 3
+};
 
 struct KvRecordHeader {
   uint64_t state;
-  uint64_t version;      // node-wide unique, never reused
+  uint64_t version;  // node-wide unique, never reused
   uint32_t key_bytes;
   uint32_t value_bytes;  // values above 4 GiB - 1 are not stored
   uint64_t checksum;
