@@ -19,6 +19,7 @@
 
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
+#include "farmem/far/service.h"
 #include "farmem/memnode/server.h"
 
 namespace {
@@ -117,7 +118,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto server = farmem::memnode::Server::create(config);
+  std::vector<std::shared_ptr<farmem::memnode::Service>> services;
+  services.push_back(farmem::far::make_far_service());  // far containers' remote compute
+  auto server = farmem::memnode::Server::create(config, std::move(services));
   if (!server.ok()) return fail(server.status().to_string());
   g_server = server->get();
   struct sigaction sa {};

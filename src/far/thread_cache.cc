@@ -225,7 +225,13 @@ Task<Status> ThreadCache::fetch(Entry* e) {
     std::memset(data, 0, e->bytes);
     ++stats_.zero_fills;
   } else {
+    const bool sample = (stats_.fetches & 15) == 0;
+    const uint64_t t0 = sample ? now_ns() : 0;
     st = co_await client_->read(e->remote, data, e->bytes);
+    if (sample && st.ok()) {
+      const uint64_t took = now_ns() - t0;
+      miss_latency_ns_ = miss_latency_ns_ == 0 ? took : (miss_latency_ns_ * 7 + took) / 8;
+    }
     ++stats_.fetches;
     stats_.fetch_bytes += e->bytes;
   }
@@ -456,6 +462,34 @@ Task<Status> ThreadCache::flush_all() {
   Status s = co_await write_back(&dirty);
   for (Entry* e : dirty) release(e);
   co_return s;
+}
+
+Task<Status> ThreadCache::flush_entries(std::vector<Entry*> entries) {
+  std::vector<Entry*> dirty;
+  for (Entry* e : entries) {
+    if (e->local == nullptr || !(e->flags & kDirty) || (e->flags & kWriteback)) continue;
+    e->flags = static_cast<uint8_t>((e->flags & ~kDirty) | kWriteback);
+    ++e->refs;
+    dirty.push_back(e);
+  }
+  Status s = co_await write_back(&dirty);
+  for (Entry* e : dirty) release(e);
+  co_return s;
+}
+
+Task<Status> ThreadCache::invalidate(Entry* e) {
+  if (e->local == nullptr) co_return OkStatus();
+  if (e->flags & kDirty) {
+    Status s = co_await flush(e);
+    if (!s.ok()) co_return s;
+  }
+  if (e->local == nullptr || (e->flags & (kDirty | kWriteback | kFetching))) co_return OkStatus();
+  if (pinned(e, oldest_live_epoch())) {
+    co_return Internal("a far object rewritten remotely is still referenced by a live scope");
+  }
+  header_of(e->local)->state = kSlotDead;
+  e->local = nullptr;
+  co_return OkStatus();
 }
 
 Task<Result<uint64_t>> ThreadCache::evict_all() {

@@ -74,6 +74,8 @@ class ThreadCache {
   void release(Entry* e);
   // Performs the queued far-memory frees.
   runtime::Task<Status> reclaim();
+  // Queues far memory from ThreadClient::allocate(bytes) for the next reclaim().
+  void queue_free(GlobalAddress addr, uint32_t bytes) { pending_frees_.push_back({addr, bytes}); }
 
   // Makes e present (the slow path of a dereference): joins a fetch in flight, or waits for
   // space and reads the far copy into a new slot. On success e->local is set and stamped.
@@ -85,6 +87,13 @@ class ThreadCache {
   runtime::Task<Status> flush(Entry* e);
   // Writes back every dirty object (remote compute reads far copies).
   runtime::Task<Status> flush_all();
+  // Writes back those of `entries` that are present and dirty (batched).
+  runtime::Task<Status> flush_entries(std::vector<Entry*> entries);
+  // Drops e's local copy (written back first if dirty) unless a live scope may reference it:
+  // for containers whose far copy was just rewritten by remote compute.
+  runtime::Task<Status> invalidate(Entry* e);
+  // Smoothed latency of recent misses (sampled), for prefetch windows.
+  uint64_t miss_latency_ns() const { return miss_latency_ns_; }
   // Writes back and drops every object no live scope may reference; returns how many stay.
   runtime::Task<Result<uint64_t>> evict_all();
 
@@ -177,6 +186,7 @@ class ThreadCache {
   uint64_t last_round_epoch_ = 0;
   Status evacuation_error_;
   uint32_t prefetch_inflight_ = 0;
+  uint64_t miss_latency_ns_ = 0;
 
   std::vector<std::unique_ptr<Entry[]>> entry_chunks_;
   Entry* free_entries_ = nullptr;
