@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 
+#include "bench_far.h"
 #include "bench_harness.h"
 #include "commands.h"
 #include "farmem/common/log.h"
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
   farmem::apps::BenchYcsbFlags ycsb;
   CLI::App* bench_ycsb = farmem::apps::add_bench_ycsb(bench, &ycsb);
 
+  farmem::apps::BenchFarFlags far_flags;
+  CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   farmem::apps::add_cluster_flags(status, &status_flags);
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);
+  if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

@@ -267,14 +267,13 @@ Task<Status> remote_gather(ThreadCache* cache, uint32_t elem_bytes, const Spans*
     auto it = std::find(b.src_spans.begin(), b.src_spans.end(), sspan);
     size_t k = it - b.src_spans.begin();
     if (it == b.src_spans.end()) {
-      local_start.push_back(b.src_spans.empty()
-                                ? 0
-                                : local_start.back() + (*src)[b.src_spans.back()].count);
+      local_start.push_back(
+          b.src_spans.empty() ? 0 : local_start.back() + (*src)[b.src_spans.back()].count);
       b.src_spans.push_back(sspan);
     }
     b.idx.push_back(static_cast<uint32_t>(local_start[k] + (i - ss[sspan])));
-    if (!b.dst.empty() && b.dst.back().offset + uint64_t{b.dst.back().count} * elem_bytes ==
-                              to.offset()) {
+    if (!b.dst.empty() &&
+        b.dst.back().offset + uint64_t{b.dst.back().count} * elem_bytes == to.offset()) {
       ++b.dst.back().count;
     } else {
       b.dst.push_back(w::Range{to.offset(), 1, 0});
@@ -288,7 +287,7 @@ Task<Status> remote_gather(ThreadCache* cache, uint32_t elem_bytes, const Spans*
 }
 
 Task<Result<std::vector<w::TopKItem>>> remote_top_k(ThreadCache* cache, w::ElemType type,
-                                                   const Spans* column, uint32_t k) {
+                                                    const Spans* column, uint32_t k) {
   if (k == 0 || k > w::kMaxTopK) co_return InvalidArgument("top-k: k is 1..64");
   std::vector<uint16_t> nodes;
   std::vector<Piece> vp = pieces_of(*column, 8, &nodes);

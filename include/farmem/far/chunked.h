@@ -63,8 +63,8 @@ class ChunkedStore {
       if (!x.ok()) co_return x.status();
       extents_.push_back(*x);
       for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
-        chunks_.push_back(cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_,
-                                        chunk_object_bytes_, /*zero_fill=*/true));
+        chunks_.push_back(cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_,
+                                        /*zero_fill=*/true));
       }
     }
     co_return OkStatus();

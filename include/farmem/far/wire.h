@@ -27,12 +27,21 @@ enum class Op : uint16_t {
 };
 
 enum class ElemType : uint8_t { kU64 = 1, kI64 = 2, kF64 = 3 };
-enum class Pred : uint8_t { kNone = 0, kLt = 1, kLe = 2, kGt = 3, kGe = 4, kEq = 5, kNe = 6, kIn = 7 };
+enum class Pred : uint8_t {
+  kNone = 0,
+  kLt = 1,
+  kLe = 2,
+  kGt = 3,
+  kGe = 4,
+  kEq = 5,
+  kNe = 6,
+  kIn = 7
+};
 // kIn: a <= x < b. Operands are the element type's 8 bytes (u64, i64 or f64 bits).
 
 inline constexpr uint32_t kMaxRanges = 1024;
 inline constexpr uint32_t kMaxScanElements = 256 * 1024;
-inline constexpr uint32_t kMaxGroups = 16;     // group keys 0..15 (u64 group column)
+inline constexpr uint32_t kMaxGroups = 16;  // group keys 0..15 (u64 group column)
 inline constexpr uint32_t kMaxGatherIndices = 4096;
 inline constexpr uint32_t kMaxGatherElemBytes = 4096;
 inline constexpr uint32_t kMaxHashBuckets = 8;

@@ -50,10 +50,12 @@ Status check_type(uint8_t t) {
 }
 
 Status check_span(uint64_t offset, uint64_t bytes, uint64_t region_bytes) {
-  if (offset < farmem::wire::kRegionHeaderBytes || offset > region_bytes || bytes > region_bytes - offset) {
-    return OutOfRange(fmt::format("{} bytes at offset {} are outside the node's region "
-                                  "[{}, {})",
-                                  bytes, offset, farmem::wire::kRegionHeaderBytes, region_bytes));
+  if (offset < farmem::wire::kRegionHeaderBytes || offset > region_bytes ||
+      bytes > region_bytes - offset) {
+    return OutOfRange(
+        fmt::format("{} bytes at offset {} are outside the node's region "
+                    "[{}, {})",
+                    bytes, offset, farmem::wire::kRegionHeaderBytes, region_bytes));
   }
   return OkStatus();
 }
@@ -300,8 +302,8 @@ Status hash_lookup(const uint8_t* region, uint64_t region_bytes, Reader r, std::
   w::HashLookupRequest q;
   FARMEM_RETURN_IF_ERROR(r.take(&q, "hash lookup request"));
   if (q.key_bytes == 0 || q.key_bytes > w::kMaxHashKeyBytes ||
-      q.value_bytes > w::kMaxHashValueBytes || q.slots == 0 || q.slots > 1024 ||
-      q.n_buckets == 0 || q.n_buckets > w::kMaxHashBuckets) {
+      q.value_bytes > w::kMaxHashValueBytes || q.slots == 0 || q.slots > 1024 || q.n_buckets == 0 ||
+      q.n_buckets > w::kMaxHashBuckets) {
     return InvalidArgument("hash lookup sizes out of range");
   }
   const uint8_t* key;
@@ -415,8 +417,7 @@ class FarService : public memnode::Service {
   std::string_view name() const override { return "far"; }
   uint16_t first_opcode() const override { return w::kFirstOpcode; }
   uint16_t last_opcode() const override { return w::kLastOpcode; }
-  std::unique_ptr<memnode::ServiceWorker> start_worker(
-      const memnode::WorkerContext& c) override {
+  std::unique_ptr<memnode::ServiceWorker> start_worker(const memnode::WorkerContext& c) override {
     return std::make_unique<FarWorker>(c);
   }
 };

@@ -78,8 +78,7 @@ TEST_F(FarServiceTest, MalformedRequestsGetErrors) {
   // Ranges outside the region, in its header, empty, unaligned, reserved bits, too long.
   EXPECT_EQ(call(w::Op::kAggregate, aggregate_request(kRegion - 8, 2), &out).code(),
             StatusCode::kOutOfRange);
-  EXPECT_EQ(call(w::Op::kAggregate, aggregate_request(0, 1), &out).code(),
-            StatusCode::kOutOfRange);
+  EXPECT_EQ(call(w::Op::kAggregate, aggregate_request(0, 1), &out).code(), StatusCode::kOutOfRange);
   EXPECT_EQ(call(w::Op::kAggregate, aggregate_request(UINT64_MAX - 7, 1), &out).code(),
             StatusCode::kOutOfRange);
   EXPECT_EQ(call(w::Op::kAggregate, aggregate_request(kBase, 0), &out).code(),
@@ -102,8 +101,8 @@ TEST_F(FarServiceTest, MalformedRequestsGetErrors) {
   EXPECT_EQ(call(w::Op::kAggregate, r, &out).code(), StatusCode::kProtocolError);
   // Unknown opcode in the service's range; empty payloads.
   EXPECT_EQ(call(static_cast<w::Op>(383), "", &out).code(), StatusCode::kInvalidArgument);
-  for (auto op : {w::Op::kAggregate, w::Op::kFilter, w::Op::kGather, w::Op::kHashLookup,
-                  w::Op::kTopK}) {
+  for (auto op :
+       {w::Op::kAggregate, w::Op::kFilter, w::Op::kGather, w::Op::kHashLookup, w::Op::kTopK}) {
     EXPECT_FALSE(call(op, "", &out).ok());
   }
   // A gather index past the source; destination in the header.
