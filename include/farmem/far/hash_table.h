@@ -56,13 +56,14 @@ class HashTable {
   uint64_t buckets() const { return mask_ + 1; }
   uint64_t size() const { return size_; }
   uint64_t remote_lookups() const { return remote_lookups_; }
+  ChunkedStore<Bucket>& store() { return store_; }
 
   runtime::Task<Result<std::optional<V>>> find(K key) {
     uint64_t b = hash_key(&key, sizeof(K)) & mask_;
     for (uint64_t probed = 0; probed <= mask_;) {
       Entry* e = store_.chunk(b);
       if (e->local == nullptr && (e->flags & kZeroFill)) co_return std::optional<V>();
-      if (e->local == nullptr && use_remote(e)) {
+      if (remote_scannable(e) && use_remote(e)) {
         auto r = co_await remote_find(key, b);
         if (!r.ok()) co_return r.status();
         if (r->outcome != wire::HashOutcome::kGoOn) co_return std::move(r->value);
@@ -149,6 +150,11 @@ class HashTable {
   HashTable(ThreadCache* cache, uint32_t log2, RemoteLookup remote)
       : store_(cache, sizeof(Bucket)), mask_((uint64_t{1} << log2) - 1), remote_(remote) {}
 
+  // Whether the node may scan this bucket for us: absent, with a far copy, and no fetch or
+  // write-back of it in flight (a fetch in flight is joined instead).
+  static bool remote_scannable(const Entry* e) {
+    return e->local == nullptr && !(e->flags & (kZeroFill | kFetching | kWriteback));
+  }
   bool use_remote(const Entry* e) const {
     if (remote_ == RemoteLookup::kOff) return false;
     if (remote_ == RemoteLookup::kOn) return true;
@@ -168,10 +174,7 @@ class HashTable {
     for (uint64_t k = b; offsets.size() < wire::kMaxHashBuckets && offsets.size() <= mask_;
          k = (k + 1) & mask_) {
       const Entry* e = store_.chunk(k);
-      if (e->local != nullptr || (e->flags & (kZeroFill | kFetching | kWriteback)) ||
-          e->remote.node() != node) {
-        break;
-      }
+      if (!remote_scannable(e) || e->remote.node() != node) break;  // never the first (find())
       offsets.push_back(e->remote.offset());
     }
     wire::HashLookupRequest q{sizeof(K), sizeof(V), kSlots, static_cast<uint16_t>(offsets.size())};
