@@ -8,7 +8,8 @@
 // Each iteration dereferences the next object of a shuffled order over N 64-byte objects and
 // reads one field: N = 1 (one hot object: the fast path's own instructions) and N = 65,536
 // (4 MiB of objects: the cache misses every program pays). The order array is read in both.
-//   BM_PlainDeref      objects[order[k]]->v                        (std::vector<Obj>)
+//   BM_PlainDeref      ptrs[order[k]]->v  (std::vector<std::unique_ptr<Obj>>, objects allocated
+//                      one by one, as far objects are)
 //   BM_PlainDerefCoro  the same in a coroutine that co_awaits a ready awaitable each time (GCC
 //                      keeps such a loop's locals in the coroutine frame, not in registers)
 //   BM_FarDeref        co_await ptrs[order[k]].deref(scope) -> v   (a coroutine, never suspends)
@@ -56,7 +57,7 @@ class World {
   ThreadCache& cache() { return *cache_; }
   client::ThreadClient& client() { return *client_; }
   std::vector<UniquePtr<Obj>>& ptrs() { return ptrs_; }
-  std::vector<Obj>& plain() { return plain_; }
+  std::vector<std::unique_ptr<Obj>>& plain() { return plain_; }
   // A shuffled order over [0, n) (n a power of two), the same for every benchmark.
   const std::vector<uint32_t>& order(uint64_t n) {
     auto& o = orders_[n == 1 ? 0 : 1];
@@ -95,8 +96,7 @@ class World {
     cache_ = std::make_unique<ThreadCache>(manager_.get(), client_);
     Status s = client_->run(fill());
     if (!s.ok()) die(s);
-    plain_.resize(kMaxObjects);
-    for (uint64_t i = 0; i < kMaxObjects; ++i) plain_[i].v = i;
+    for (uint64_t i = 0; i < kMaxObjects; ++i) plain_.push_back(std::make_unique<Obj>(Obj{i, {}}));
   }
   ~World() {
     ptrs_.clear();
@@ -124,7 +124,7 @@ class World {
   std::unique_ptr<Manager> manager_;
   std::unique_ptr<ThreadCache> cache_;
   std::vector<UniquePtr<Obj>> ptrs_;
-  std::vector<Obj> plain_;
+  std::vector<std::unique_ptr<Obj>> plain_;
   std::vector<uint32_t> orders_[2];
 };
 
@@ -132,11 +132,10 @@ void BM_PlainDeref(benchmark::State& state) {
   World& w = World::get();
   const uint64_t n = static_cast<uint64_t>(state.range(0));
   const uint32_t* order = w.order(n).data();
-  Obj* objects = w.plain().data();
+  const std::unique_ptr<Obj>* ptrs = w.plain().data();
   uint64_t k = 0, sum = 0;
   for (auto _ : state) {
-    Obj* o = objects + order[k++ & (n - 1)];
-    benchmark::DoNotOptimize(o);  // a pointer the compiler cannot see through, as a far one
+    const Obj* o = ptrs[order[k++ & (n - 1)]].get();
     sum += o->v;
   }
   benchmark::DoNotOptimize(sum);
@@ -145,12 +144,11 @@ BENCHMARK(BM_PlainDeref)->Arg(1)->Arg(kMaxObjects);
 
 Task<Status> plain_loop(benchmark::State* state, World* w, uint64_t n) {
   const uint32_t* order = w->order(n).data();
-  Obj* objects = w->plain().data();
+  const std::unique_ptr<Obj>* ptrs = w->plain().data();
   uint64_t k = 0, sum = 0;
   for (auto _ : *state) {
-    Obj* o = objects + order[k++ & (n - 1)];
+    const Obj* o = ptrs[order[k++ & (n - 1)]].get();
     co_await std::suspend_never{};
-    benchmark::DoNotOptimize(o);
     sum += o->v;
   }
   benchmark::DoNotOptimize(sum);
