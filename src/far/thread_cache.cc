@@ -213,13 +213,17 @@ Task<Status> ThreadCache::fetch(Entry* e) {
   }
   const bool nt = e->flags & kNonTemporal;
   e->flags |= kFetching;
-  auto s = co_await slot(e, e->bytes, nt, kSlotFilling);
-  if (!s.ok()) {
-    e->flags &= ~kFetching;
-    if (e->flags & kFreePending) finish_free(e);
-    co_return s.status();
+  // A free slot without a coroutine of its own (the common case); else wait for space.
+  uint8_t* data = try_slot(e, e->bytes, nt, kSlotFilling);
+  if (data == nullptr) {
+    auto s = co_await slot(e, e->bytes, nt, kSlotFilling);
+    if (!s.ok()) {
+      e->flags &= ~kFetching;
+      if (e->flags & kFreePending) finish_free(e);
+      co_return s.status();
+    }
+    data = *s;
   }
-  uint8_t* data = *s;
   Status st;
   if (e->flags & kZeroFill) {
     std::memset(data, 0, e->bytes);
