@@ -202,10 +202,12 @@ uint8_t* ThreadCache::compact_slot(Entry* e, uint32_t bytes) {
 // ---------------------------------------------------------------- fetches
 
 Task<Status> ThreadCache::fetch(Entry* e) {
-  const uint64_t deadline = wait_deadline();
-  while (e->flags & kFetching) {  // someone else's fetch: wait for it
-    co_await client_->scheduler().yield();
-    if (now_ns() > deadline + space_wait_ns_) co_return TimedOut("far object fetch did not finish");
+  if (e->flags & kFetching) {  // someone else's fetch: wait for it (the clock read only here)
+    const uint64_t deadline = wait_deadline() + space_wait_ns_;
+    while (e->flags & kFetching) {
+      co_await client_->scheduler().yield();
+      if (now_ns() > deadline) co_return TimedOut("far object fetch did not finish");
+    }
   }
   if (e->local != nullptr) {
     e->stamp = epoch_;
