@@ -125,7 +125,7 @@ Task<Result<Entry*>> ThreadCache::allocate(uint32_t bytes, bool nt) {
     co_return s.status();
   }
   std::memset(*s, 0, bytes);
-  e->local = *s;
+  set_local(e, *s);
   e->stamp = epoch_;
   e->flags |= kDirty;
   ++stats_.allocations;
@@ -250,7 +250,7 @@ Task<Status> ThreadCache::fetch(Entry* e) {
   }
   if (e->flags & kZeroFill) e->flags = static_cast<uint8_t>((e->flags & ~kZeroFill) | kDirty);
   h->state = kSlotLive;
-  e->local = data;
+  set_local(e, data);
   e->stamp = epoch_;
   co_return OkStatus();
 }
@@ -429,7 +429,7 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
     if (hot) {
       if (uint8_t* to = compact_slot(e, e->bytes)) {
         std::memcpy(to, data, e->bytes);
-        e->local = to;
+        set_local(e, to);
         h->state = kSlotDead;
         ++stats_.compacted;
         continue;
@@ -439,7 +439,7 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
       busy = true;
       continue;
     }
-    e->local = nullptr;
+    set_local(e, nullptr);
     h->state = kSlotDead;
     ++stats_.evicted;
   }
@@ -494,7 +494,7 @@ Task<Status> ThreadCache::invalidate(Entry* e) {
     co_return Internal("a far object rewritten remotely is still referenced by a live scope");
   }
   header_of(e->local)->state = kSlotDead;
-  e->local = nullptr;
+  set_local(e, nullptr);
   co_return OkStatus();
 }
 
@@ -518,7 +518,7 @@ Task<Result<uint64_t>> ThreadCache::evict_all() {
         ++stay;
         continue;
       }
-      e->local = nullptr;
+      set_local(e, nullptr);
       h->state = kSlotDead;
       ++stats_.evicted;
     }

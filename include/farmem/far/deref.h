@@ -19,15 +19,19 @@ namespace farmem::far {
 
 // T* for a const T (read) or a T (write: marks the object dirty); offset: bytes into the
 // object (containers' elements).
+// `local`: where the object's local address is read: &e->local, or a UniquePtr's mirror of it
+// (entry.h), which saves the fast path a load from the entry.
 template <typename T>
 class [[nodiscard]] DerefOp {
  public:
   static constexpr bool kMutable = !std::is_const_v<T>;
   DerefOp(Entry* e, const DerefScope* scope, uint32_t offset)
-      : e_(e), scope_(scope), offset_(offset) {}
+      : DerefOp(e, &e->local, scope, offset) {}
+  DerefOp(Entry* e, uint8_t* const* local, const DerefScope* scope, uint32_t offset)
+      : e_(e), local_(local), scope_(scope), offset_(offset) {}
 
   bool await_ready() {
-    if (e_->local == nullptr) [[unlikely]]
+    if (*local_ == nullptr) [[unlikely]]
       return false;
     touch();
     return true;
@@ -41,7 +45,7 @@ class [[nodiscard]] DerefOp {
       if (!s.ok()) return s;
       touch();
     }
-    return reinterpret_cast<T*>(e_->local + offset_);
+    return reinterpret_cast<T*>(*local_ + offset_);
   }
 
  private:
@@ -50,6 +54,7 @@ class [[nodiscard]] DerefOp {
     if constexpr (kMutable) e_->flags |= kDirty;
   }
   Entry* e_;
+  uint8_t* const* local_;
   const DerefScope* scope_;
   uint32_t offset_;
   SlowPath slow_;
@@ -58,12 +63,16 @@ class [[nodiscard]] DerefOp {
 // The synchronous fast path alone: the object's bytes if local (stamped, and marked dirty when
 // T is not const), else null (no fetch).
 template <typename T>
-inline T* try_deref(Entry* e, const DerefScope& scope, uint32_t offset = 0) {
-  uint8_t* p = e->local;
+inline T* try_deref(Entry* e, uint8_t* const* local, const DerefScope& scope, uint32_t offset = 0) {
+  uint8_t* p = *local;
   if (p == nullptr) return nullptr;
   e->stamp = scope.cache().epoch();
   if constexpr (!std::is_const_v<T>) e->flags |= kDirty;
   return reinterpret_cast<T*>(p + offset);
+}
+template <typename T>
+inline T* try_deref(Entry* e, const DerefScope& scope, uint32_t offset = 0) {
+  return try_deref<T>(e, &e->local, scope, offset);
 }
 
 }  // namespace farmem::far

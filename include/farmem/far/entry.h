@@ -6,9 +6,10 @@
 // (`remote`), its size and state. Entries live in their ThreadCache's entry table and never
 // move, so pointers to them stay valid while referenced.
 //
-// The deref fast path reads `local`, stores the cache's epoch into `stamp` (which both marks
-// the object hot for the CLOCK evacuator and tells it whether a live scope may hold a pointer
-// into it; docs/ARCHITECTURE.md "Far objects") and, for deref_mut, sets kDirty.
+// The deref fast path reads `local` (a UniquePtr reads its own copy, `mirror`), stores the
+// cache's epoch into `stamp` (which both marks the object hot for the CLOCK evacuator and tells
+// it whether a live scope may hold a pointer into it; docs/ARCHITECTURE.md "Far objects") and,
+// for deref_mut, sets kDirty.
 // Thread safety: the owning ThreadCache's thread only.
 #pragma once
 
@@ -36,7 +37,17 @@ struct Entry {
   uint32_t refs = 0;         // far pointers referring to it (0: free)
   uint8_t flags = 0;
   Entry* next_free = nullptr;  // free list of the entry table
+  // The owning UniquePtr's copy of `local` (null for shared and container entries): every
+  // change of `local` is written there too (set_local), so that a UniquePtr dereference loads
+  // the object's address from the pointer itself, as a plain pointer does, not from the entry.
+  uint8_t** mirror = nullptr;
 };
+
+// Sets where e's bytes are locally (null: absent), in the entry and its owner's mirror.
+inline void set_local(Entry* e, uint8_t* p) {
+  e->local = p;
+  if (e->mirror != nullptr) *e->mirror = p;
+}
 
 // In front of every object in a segment (16 bytes; objects are 16-byte aligned).
 struct SlotHeader {

@@ -29,18 +29,21 @@ namespace farmem::far {
 
 namespace detail {
 
-// What UniquePtr and SharedPtr share: one reference to an entry of a cache.
-template <typename T>
+// What UniquePtr and SharedPtr share: one reference to an entry of a cache. Derived says where
+// the object's local address is read (local_src()).
+template <typename T, typename Derived>
 class PtrBase {
   static_assert(std::is_trivially_copyable_v<T>, "far objects are trivially copyable");
 
  public:
   bool is_null() const { return e_ == nullptr; }
   explicit operator bool() const { return e_ != nullptr; }
-  DerefOp<const T> deref(const DerefScope& scope) const { return {e_, &scope, 0}; }
-  DerefOp<T> deref_mut(const DerefScope& scope) { return {e_, &scope, 0}; }
+  DerefOp<const T> deref(const DerefScope& scope) const { return {e_, src(), &scope, 0}; }
+  DerefOp<T> deref_mut(const DerefScope& scope) { return {e_, src(), &scope, 0}; }
   // The object if local, else null (no fetch).
-  const T* try_deref(const DerefScope& scope) const { return far::try_deref<const T>(e_, scope); }
+  const T* try_deref(const DerefScope& scope) const {
+    return far::try_deref<const T>(e_, src(), scope);
+  }
   // Copies the object out / in, each in a scope of its own.
   runtime::Task<Result<T>> read() const {
     auto scope = co_await DerefScope::enter(*cache_);
@@ -58,7 +61,7 @@ class PtrBase {
     co_return OkStatus();
   }
   // Whether the object is local now.
-  bool present() const { return e_ != nullptr && e_->local != nullptr; }
+  bool present() const { return e_ != nullptr && *src() != nullptr; }
   // Marks the object read-once: fetched into NT segments, never compacted.
   void set_non_temporal(bool on) {
     e_->flags = on ? (e_->flags | kNonTemporal) : (e_->flags & ~kNonTemporal);
@@ -70,70 +73,99 @@ class PtrBase {
  protected:
   PtrBase() = default;
   PtrBase(ThreadCache* c, Entry* e) : cache_(c), e_(e) {}
-  void drop() {
-    if (e_ != nullptr) cache_->release(std::exchange(e_, nullptr));
-  }
+  uint8_t* const* src() const { return static_cast<const Derived*>(this)->local_src(); }
   ThreadCache* cache_ = nullptr;
   Entry* e_ = nullptr;
 };
 
 }  // namespace detail
 
+// A UniquePtr keeps a copy of the object's local address beside its entry pointer (the entry's
+// mirror points at it and the cache keeps it current), so a dereference that hits reads the
+// address from the pointer, as a plain pointer does; the entry is only stamped.
 template <typename T>
-class UniquePtr : public detail::PtrBase<T> {
+class UniquePtr : public detail::PtrBase<T, UniquePtr<T>> {
+  using Base = detail::PtrBase<T, UniquePtr<T>>;
+  friend Base;
+
  public:
   UniquePtr() = default;
-  UniquePtr(ThreadCache* c, Entry* e) : detail::PtrBase<T>(c, e) {}
-  UniquePtr(UniquePtr&& o) noexcept : detail::PtrBase<T>(o.cache_, std::exchange(o.e_, nullptr)) {}
+  UniquePtr(ThreadCache* c, Entry* e) : Base(c, e) { attach(); }
+  UniquePtr(UniquePtr&& o) noexcept : Base(o.cache_, std::exchange(o.e_, nullptr)) { attach(); }
   UniquePtr& operator=(UniquePtr&& o) noexcept {
     if (this != &o) {
-      this->drop();
+      drop();
       this->cache_ = o.cache_;
       this->e_ = std::exchange(o.e_, nullptr);
+      attach();
     }
     return *this;
   }
-  ~UniquePtr() { this->drop(); }
-  void reset() { this->drop(); }
+  ~UniquePtr() { drop(); }
+  void reset() { drop(); }
   // Frees the object now, far memory included.
   runtime::Task<Status> free() {
     ThreadCache* c = this->cache_;
-    this->drop();
+    drop();
     if (c == nullptr) co_return OkStatus();
     Status s = co_await c->reclaim();
     co_return s;
   }
+
+ private:
+  uint8_t* const* local_src() const { return &local_; }
+  void attach() {
+    if (this->e_ == nullptr) return;
+    local_ = this->e_->local;
+    this->e_->mirror = &local_;
+  }
+  void drop() {
+    if (this->e_ == nullptr) return;
+    this->e_->mirror = nullptr;  // a fetch may still finish after this pointer is gone
+    local_ = nullptr;
+    this->cache_->release(std::exchange(this->e_, nullptr));
+  }
+  uint8_t* local_ = nullptr;  // == e_->local while e_ is set
 };
 
 template <typename T>
-class SharedPtr : public detail::PtrBase<T> {
+class SharedPtr : public detail::PtrBase<T, SharedPtr<T>> {
+  using Base = detail::PtrBase<T, SharedPtr<T>>;
+  friend Base;
+
  public:
   SharedPtr() = default;
-  SharedPtr(ThreadCache* c, Entry* e) : detail::PtrBase<T>(c, e) {}
-  SharedPtr(const SharedPtr& o) : detail::PtrBase<T>(o.cache_, o.e_) {
+  SharedPtr(ThreadCache* c, Entry* e) : Base(c, e) {}
+  SharedPtr(const SharedPtr& o) : Base(o.cache_, o.e_) {
     if (this->e_ != nullptr) this->cache_->add_ref(this->e_);
   }
   SharedPtr& operator=(const SharedPtr& o) {
     if (this != &o) {
       if (o.e_ != nullptr) o.cache_->add_ref(o.e_);
-      this->drop();
+      drop();
       this->cache_ = o.cache_;
       this->e_ = o.e_;
     }
     return *this;
   }
-  SharedPtr(SharedPtr&& o) noexcept : detail::PtrBase<T>(o.cache_, std::exchange(o.e_, nullptr)) {}
+  SharedPtr(SharedPtr&& o) noexcept : Base(o.cache_, std::exchange(o.e_, nullptr)) {}
   SharedPtr& operator=(SharedPtr&& o) noexcept {
     if (this != &o) {
-      this->drop();
+      drop();
       this->cache_ = o.cache_;
       this->e_ = std::exchange(o.e_, nullptr);
     }
     return *this;
   }
-  ~SharedPtr() { this->drop(); }
-  void reset() { this->drop(); }
+  ~SharedPtr() { drop(); }
+  void reset() { drop(); }
   uint32_t use_count() const { return this->e_ == nullptr ? 0 : this->e_->refs; }
+
+ private:
+  uint8_t* const* local_src() const { return &this->e_->local; }
+  void drop() {
+    if (this->e_ != nullptr) this->cache_->release(std::exchange(this->e_, nullptr));
+  }
 };
 
 // A new zero-filled object (far memory allocated now; present and dirty locally).
