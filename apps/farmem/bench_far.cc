@@ -603,10 +603,12 @@ int run_analytics(const BenchFarFlags& f) {
                              (after.writeback_bytes - before.writeback_bytes) +
                              (after.rpc_bytes - before.rpc_bytes);
       const char* name = mode == 0 ? "fetch" : "offload";
+      double load[3] = {0, 0, 0};
+      (void)::getloadavg(load, 3);
       fmt::print(
           "far analytics: mode={} query=q1+q2 rows={} bytes_moved={} seconds={:.3f} "
-          "local_memory={}B{}\n",
-          name, f.rows, moved, secs, mo.local_bytes, bench.result_suffix());
+          "local_memory={}B load={:.2f}{}\n",
+          name, f.rows, moved, secs, mo.local_bytes, load[0], bench.result_suffix());
       auto rec = bench.report_record();
       rec["app"] = "analytics";
       rec["mode"] = name;
@@ -614,6 +616,7 @@ int run_analytics(const BenchFarFlags& f) {
       rec["rows"] = f.rows;
       rec["bytes_moved"] = moved;
       rec["seconds"] = secs;
+      rec["load_avg_1m"] = load[0];
       rc |= bench.finish_report(rec);
     }
     // Both modes must agree.
