@@ -21,6 +21,7 @@
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/kv/service.h"
+#include "farmem/far/service.h"
 #include "farmem/memnode/server.h"
 
 namespace {
@@ -128,8 +129,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto server =
-      farmem::memnode::Server::create(config, {farmem::kv::make_kv_service(std::move(kv_options))});
+  std::vector<std::shared_ptr<farmem::memnode::Service>> services;
+  services.push_back(farmem::kv::make_kv_service(std::move(kv_options)));
+  services.push_back(farmem::far::make_far_service());  // far containers' remote compute
+  auto server = farmem::memnode::Server::create(config, std::move(services));
   if (!server.ok()) return fail(server.status().to_string());
   g_server = server->get();
   struct sigaction sa {};

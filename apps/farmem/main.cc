@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 
+#include "bench_far.h"
 #include "bench_harness.h"
 #include "commands.h"
 #include "farmem/common/log.h"
@@ -182,6 +183,9 @@ int main(int argc, char** argv) {
   farmem::apps::BenchAdoFlags ado;
   CLI::App* bench_ado = farmem::apps::add_bench_ado(bench, &ado);
 
+  farmem::apps::BenchFarFlags far_flags;
+  CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   farmem::apps::add_cluster_flags(status, &status_flags);
@@ -194,6 +198,7 @@ int main(int argc, char** argv) {
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
+  if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

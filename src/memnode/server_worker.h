@@ -8,7 +8,8 @@
 // The loop: progress UCX (the AM callback only validates, copies and queues); end sessions
 // whose endpoint failed; dispatch queued requests to their service outside any UCX callback;
 // from time to time (and whenever idle) poll the session sockets, new sessions from the door
-// and the stop event; after idle_spin_us without events, arm the worker and sleep in epoll.
+// and the stop event; after an idle spin without events (memnode/idle_spin.h: up to
+// idle_spin_us, adaptive), arm the worker and sleep in epoll.
 // A session ends on EOF, reset or junk on its socket, on a failed endpoint, or at shutdown; its
 // queued requests are dropped and NodeState::end_session releases what it owned.
 //

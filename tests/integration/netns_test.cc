@@ -1,9 +1,7 @@
-// Two hosts on one machine: the memory node in its own network namespace, reached over a veth
-// pair with UCX forced to TCP (namespaces alone would still let UCX use shared memory).
-// Skipped, with the reason, where namespaces cannot be created (no root, no iproute2).
+// Two hosts on one machine (two_hosts.h): one-sided operations, a node killed, the hash table
+// and the B+tree across a network namespace over TCP.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -12,7 +10,7 @@
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
-#include "harness.h"
+#include "two_hosts.h"
 
 namespace farmem::testing {
 namespace {
@@ -20,63 +18,6 @@ namespace {
 using client::Cluster;
 using client::ThreadClient;
 using runtime::Task;
-
-class TwoHostTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    int id = getpid() % 200 + 20;
-    ns_ = "fmns" + std::to_string(getpid());
-    host_if_ = "fmh" + std::to_string(getpid());
-    node_if_ = "fmn" + std::to_string(getpid());
-    host_ip_ = "10.213." + std::to_string(id) + ".1";
-    node_ip_ = "10.213." + std::to_string(id) + ".2";
-    const int stale = remove_stale_namespaces();
-    if (stale > 0) std::printf("removed %d namespaces left by crashed test runs\n", stale);
-    std::string out;
-    if (run_command("ip netns add " + ns_, &out) != 0) {
-      FARMEM_SKIP_OR_FAIL("cannot create a network namespace (needs root and iproute2): " + out);
-    }
-    created_ = true;
-    const std::vector<std::string> steps = {
-        "ip link add " + host_if_ + " type veth peer name " + node_if_,
-        "ip link set " + node_if_ + " netns " + ns_,
-        "ip addr add " + host_ip_ + "/30 dev " + host_if_,
-        "ip link set " + host_if_ + " up",
-        "ip netns exec " + ns_ + " ip addr add " + node_ip_ + "/30 dev " + node_if_,
-        "ip netns exec " + ns_ + " ip link set " + node_if_ + " up",
-        "ip netns exec " + ns_ + " ip link set lo up",
-    };
-    for (const auto& s : steps) {
-      out.clear();
-      if (run_command(s, &out) != 0) FARMEM_SKIP_OR_FAIL("'" + s + "' failed: " + out);
-    }
-    ServerOptions o;
-    o.tls = "tcp";
-    o.netns = ns_;
-    o.listen = node_ip_;
-    o.net_devices = node_if_;
-    server_ = ServerProcess::start(o);
-    ASSERT_NE(server_, nullptr);
-  }
-
-  void TearDown() override {
-    server_.reset();
-    if (created_) {
-      run_command("ip netns del " + ns_);
-      run_command("ip link del " + host_if_);
-    }
-  }
-
-  client::ClusterConfig config() {
-    auto c = config_for({server_.get()}, "tcp", 3000);
-    c.options.net_devices = host_if_;
-    return c;
-  }
-
-  std::string ns_, host_if_, node_if_, host_ip_, node_ip_;
-  bool created_ = false;
-  std::unique_ptr<ServerProcess> server_;
-};
 
 Task<void> add_loop(ThreadClient* c, GlobalAddress a, int n, int* errors) {
   for (int i = 0; i < n; ++i) {

@@ -1,0 +1,30 @@
+// `farmem bench far cold-path|frontend|analytics`: far objects and containers (bench_far.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "commands.h"
+
+namespace CLI {
+class App;
+}
+
+namespace farmem::apps {
+
+struct BenchFarFlags {
+  BenchFlags bench = bench_flags_lasting(5);
+  std::string app = "cold-path";     // cold-path | frontend | analytics
+  std::string local_memory = "25%";  // BYTES or PCT% of the working set
+  uint32_t coroutines = 16;
+  uint64_t objects = 0;       // cold-path: objects per size; frontend: array objects (0 = default)
+  uint64_t keys = 100000;     // frontend: hash-table entries
+  uint64_t rows = 4'000'000;  // analytics
+  std::string backend = "far";        // frontend: far | local | mmap
+  std::string mmap_dir = "/var/tmp";  // frontend mmap: where the mapped file goes (not tmpfs)
+  std::string madvise = "random";     // frontend mmap: the access advice (normal: readahead)
+};
+CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* flags);
+int run_bench_far(const BenchFarFlags& flags);
+
+}  // namespace farmem::apps

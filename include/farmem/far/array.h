@@ -1,0 +1,80 @@
+// Array<T>: a fixed-size far array (AIFM's Array), chunked (far/chunked.h).
+//
+//   auto a = co_await far::Array<Item>::create(&cache, n);    // zeros; no far write yet
+//   auto scope = co_await far::DerefScope::enter(cache);
+//   auto item = co_await a->at(*scope, i);                     // Result<const Item*>
+//   auto w = co_await a->at_mut(*scope, i);                    // marks the chunk dirty
+//   auto v = co_await a->read(i);  co_await a->write(i, v);     // scopes of their own
+//   a->prefetch(start, stride, count);                          // known patterns
+//
+// at/at_mut do not check bounds (precondition i < size()); at_safe/at_mut_safe/read/write
+// return kOutOfRange. The stride prefetcher is on by default (set_prefetch(false)).
+// Thread safety: the cache's thread.
+#pragma once
+
+#include <cstdint>
+
+#include "farmem/far/chunked.h"
+
+namespace farmem::far {
+
+template <typename T>
+class Array {
+ public:
+  static runtime::Task<Result<Array>> create(ThreadCache* cache, uint64_t size,
+                                             uint32_t chunk_bytes = 4096) {
+    Array a(cache, size, chunk_bytes);
+    Status s = co_await a.store_.grow_to(size);
+    if (!s.ok()) co_return s;
+    co_return a;
+  }
+  Array(Array&&) noexcept = default;
+
+  uint64_t size() const { return size_; }
+  DerefOp<const T> at(const DerefScope& scope, uint64_t i) {
+    return store_.template element<const T>(scope, i);
+  }
+  DerefOp<T> at_mut(const DerefScope& scope, uint64_t i) {
+    return store_.template element<T>(scope, i);
+  }
+  runtime::Task<Result<const T*>> at_safe(const DerefScope& scope, uint64_t i) {
+    if (i >= size_) co_return OutOfRange("far array index out of range");
+    auto p = co_await at(scope, i);
+    co_return p;
+  }
+  runtime::Task<Result<T*>> at_mut_safe(const DerefScope& scope, uint64_t i) {
+    if (i >= size_) co_return OutOfRange("far array index out of range");
+    auto p = co_await at_mut(scope, i);
+    co_return p;
+  }
+  runtime::Task<Result<T>> read(uint64_t i) {
+    if (i >= size_) co_return OutOfRange("far array index out of range");
+    auto scope = co_await DerefScope::enter(*store_.cache());
+    if (!scope.ok()) co_return scope.status();
+    auto p = co_await at(*scope, i);
+    if (!p.ok()) co_return p.status();
+    co_return **p;
+  }
+  runtime::Task<Status> write(uint64_t i, T value) {
+    if (i >= size_) co_return OutOfRange("far array index out of range");
+    auto scope = co_await DerefScope::enter(*store_.cache());
+    if (!scope.ok()) co_return scope.status();
+    auto p = co_await at_mut(*scope, i);
+    if (!p.ok()) co_return p.status();
+    **p = value;
+    co_return OkStatus();
+  }
+  void prefetch(uint64_t start, int64_t stride, uint64_t count) {
+    store_.prefetch(start, stride, count);
+  }
+  void set_prefetch(bool on) { store_.prefetcher().set_enabled(on); }
+  ChunkedStore<T>& store() { return store_; }
+
+ private:
+  Array(ThreadCache* cache, uint64_t size, uint32_t chunk_bytes)
+      : store_(cache, chunk_bytes), size_(size) {}
+  ChunkedStore<T> store_;
+  uint64_t size_;
+};
+
+}  // namespace farmem::far

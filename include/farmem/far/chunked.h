@@ -1,0 +1,149 @@
+// ChunkedStore<T>: the far storage under Array<T> and Vector<T>: elements packed into chunk
+// objects of about chunk_bytes (at least one element each), chunks laid out contiguously in
+// far extents of kChunksPerExtent chunks (extent k on the cluster's node k mod N, so columns of
+// equal length line up node by node for remote compute). New chunks are zero-filled on first
+// use without a read. A stride prefetcher watches the chunk indices dereferenced.
+// Thread safety: the cache's thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "farmem/client/cluster.h"
+#include "farmem/far/deref.h"
+#include "farmem/far/prefetcher.h"
+#include "farmem/far/remote.h"
+#include "farmem/far/thread_cache.h"
+
+namespace farmem::far {
+
+template <typename T>
+class ChunkedStore {
+  static_assert(std::is_trivially_copyable_v<T>, "far container elements are trivially copyable");
+
+ public:
+  static constexpr uint32_t kChunksPerExtent = 64;
+  static constexpr uint32_t kDefaultChunkBytes = 4096;
+
+  ChunkedStore(ThreadCache* cache, uint32_t chunk_bytes)
+      : cache_(cache),
+        per_chunk_(std::max<uint32_t>(1, chunk_bytes / sizeof(T))),
+        chunk_object_bytes_(per_chunk_ * static_cast<uint32_t>(sizeof(T))) {}
+  ChunkedStore(ChunkedStore&& o) noexcept
+      : cache_(o.cache_),
+        per_chunk_(o.per_chunk_),
+        chunk_object_bytes_(o.chunk_object_bytes_),
+        chunks_(std::move(o.chunks_)),
+        extents_(std::move(o.extents_)),
+        prefetcher_(o.prefetcher_) {
+    o.chunks_.clear();
+    o.extents_.clear();
+  }
+  ChunkedStore& operator=(ChunkedStore&&) = delete;
+  ~ChunkedStore() {
+    for (Entry* e : chunks_) cache_->release(e);
+    for (GlobalAddress x : extents_) cache_->queue_free(x, extent_bytes());
+  }
+
+  uint64_t capacity() const { return uint64_t{per_chunk_} * chunks_.size(); }
+  uint32_t per_chunk() const { return per_chunk_; }
+  uint64_t chunks() const { return chunks_.size(); }
+  Entry* chunk(uint64_t c) const { return chunks_[c]; }
+  ThreadCache* cache() const { return cache_; }
+  StridePrefetcher& prefetcher() { return prefetcher_; }
+
+  // Adds chunks until capacity() >= elements.
+  runtime::Task<Status> grow_to(uint64_t elements) {
+    while (capacity() < elements) {
+      const auto& nodes = cache_->client()->cluster().nodes();
+      const uint16_t node = nodes[extents_.size() % nodes.size()].node_id;
+      auto x = co_await cache_->client()->allocate(extent_bytes(), node);
+      if (!x.ok()) co_return x.status();
+      extents_.push_back(*x);
+      for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
+        chunks_.push_back(cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_,
+                                        /*zero_fill=*/true));
+      }
+    }
+    co_return OkStatus();
+  }
+
+  template <typename U>
+  DerefOp<U> element(const DerefScope& scope, uint64_t i) {
+    const uint64_t c = i / per_chunk_;
+    observe(c);
+    return DerefOp<U>(chunks_[c], &scope, static_cast<uint32_t>((i % per_chunk_) * sizeof(T)));
+  }
+  // Fetches chunks of elements start, start + stride, ... (count of them) in the background.
+  void prefetch(uint64_t start, int64_t stride, uint64_t count) {
+    uint64_t last = UINT64_MAX;
+    for (uint64_t k = 0; k < count; ++k) {
+      const int64_t i = static_cast<int64_t>(start) + stride * static_cast<int64_t>(k);
+      if (i < 0 || static_cast<uint64_t>(i) >= capacity()) break;
+      const uint64_t c = static_cast<uint64_t>(i) / per_chunk_;
+      if (c != last) cache_->prefetch(chunks_[c]);
+      last = c;
+    }
+  }
+  // The far copies of elements [0, n) as spans (one per extent), after writing back dirty
+  // chunks.
+  runtime::Task<Result<Spans>> spans(uint64_t n) {
+    const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
+    std::vector<Entry*> dirty(chunks_.begin(), chunks_.begin() + used);
+    // Never-written chunks read as zeros: give them a far copy.
+    for (Entry* e : dirty) {
+      if ((e->flags & kZeroFill) && e->local == nullptr) {
+        Status s = co_await cache_->fetch(e);
+        if (!s.ok()) co_return s;
+      }
+    }
+    Status s = co_await cache_->flush_entries(std::move(dirty));
+    if (!s.ok()) co_return s;
+    Spans out;
+    const uint64_t per_extent = uint64_t{per_chunk_} * kChunksPerExtent;
+    for (size_t x = 0; x < extents_.size() && x * per_extent < n; ++x) {
+      const uint64_t count = std::min<uint64_t>(per_extent, n - x * per_extent);
+      out.push_back(Span{extents_[x], static_cast<uint32_t>(count)});
+    }
+    co_return out;
+  }
+  // Drops local copies of chunks [0, used) after remote compute rewrote their far copies.
+  runtime::Task<Status> invalidate(uint64_t n) {
+    const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
+    for (uint64_t c = 0; c < used; ++c) {
+      chunks_[c]->flags &= ~kZeroFill;
+      Status s = co_await cache_->invalidate(chunks_[c]);
+      if (!s.ok()) co_return s;
+    }
+    co_return OkStatus();
+  }
+
+ private:
+  uint64_t extent_bytes() const { return uint64_t{chunk_object_bytes_} * kChunksPerExtent; }
+  void observe(uint64_t c) {
+    if (!prefetcher_.enabled()) return;
+    int64_t first, stride;
+    const client::ThreadClient* cl = cache_->client();
+    const uint16_t node = chunks_[c]->remote.node();
+    const double bw = cl->direct(node) ? 8.0 : (cl->served(node) ? 1.0 : 3.0);
+    const uint32_t window =
+        StridePrefetcher::window_for(cache_->miss_latency_ns(), bw, chunk_object_bytes_);
+    uint32_t n = prefetcher_.record(static_cast<int64_t>(c), window, &first, &stride);
+    for (uint32_t k = 0; k < n; ++k) {
+      const int64_t p = first + stride * static_cast<int64_t>(k);
+      if (p < 0 || static_cast<uint64_t>(p) >= chunks_.size()) break;
+      cache_->prefetch(chunks_[static_cast<uint64_t>(p)]);
+    }
+  }
+
+  ThreadCache* cache_;
+  uint32_t per_chunk_;
+  uint32_t chunk_object_bytes_;
+  std::vector<Entry*> chunks_;
+  std::vector<GlobalAddress> extents_;
+  StridePrefetcher prefetcher_;
+};
+
+}  // namespace farmem::far

@@ -1,0 +1,57 @@
+// SegmentPool: the process's local cache memory for far objects, cut into equal segments.
+//
+// One mapping of `budget_bytes` (rounded down to whole segments) made at creation, so the
+// cache can never use more local memory than its budget, and every thread's ThreadCache takes
+// and returns whole segments here. Segments are allocated once and reused for the life of the
+// pool (UCX's registration cache registers a segment at its first transfer, never per
+// operation). The free count is what every thread's evacuator watches (thresholds are fractions
+// of total()).
+// Thread safety: take()/give() from any thread (a mutex; a thread takes a segment once per
+// segment_bytes of allocation); free_segments() is a relaxed atomic read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "farmem/common/result.h"
+
+namespace farmem::far {
+
+class SegmentPool {
+ public:
+  static constexpr uint64_t kMinSegmentBytes = 16 * 1024;
+  static constexpr uint64_t kMaxSegmentBytes = 64ull << 20;
+  // segment_bytes: a power of two in [kMinSegmentBytes, kMaxSegmentBytes]; the budget must hold
+  // at least 4 segments (one being filled, one being compacted into, two to evacuate).
+  static Result<std::unique_ptr<SegmentPool>> create(uint64_t budget_bytes, uint64_t segment_bytes);
+  ~SegmentPool();
+  SegmentPool(const SegmentPool&) = delete;
+  SegmentPool& operator=(const SegmentPool&) = delete;
+
+  // A free segment, or null when none is free.
+  uint8_t* take();
+  void give(uint8_t* segment);
+  uint32_t free_segments() const { return free_count_.load(std::memory_order_relaxed); }
+  uint32_t total() const { return total_; }
+  uint64_t segment_bytes() const { return segment_bytes_; }
+  uint64_t bytes() const { return static_cast<uint64_t>(total_) * segment_bytes_; }
+  // Whether p lies in this pool's mapping.
+  bool contains(const void* p) const {
+    auto* b = static_cast<const uint8_t*>(p);
+    return b >= base_ && b < base_ + bytes();
+  }
+
+ private:
+  SegmentPool() = default;
+  uint8_t* base_ = nullptr;
+  uint64_t segment_bytes_ = 0;
+  uint32_t total_ = 0;
+  std::mutex mu_;
+  std::vector<uint8_t*> free_;  // (mu_)
+  std::atomic<uint32_t> free_count_{0};
+};
+
+}  // namespace farmem::far

@@ -1,0 +1,36 @@
+#include "farmem/far/manager.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace farmem::far {
+
+Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) {
+  ManagerOptions o = options;
+  if (o.segment_bytes == 0) {
+    uint64_t s = std::bit_floor(std::max<uint64_t>(o.local_bytes / 16, 1));
+    o.segment_bytes = std::clamp<uint64_t>(s, SegmentPool::kMinSegmentBytes, 1ull << 20);
+  }
+  if (!(o.admit_free >= 0 && o.admit_free <= o.low_free && o.low_free < o.high_free &&
+        o.high_free < 1)) {
+    return InvalidArgument("far cache thresholds need 0 <= admit_free <= low_free < high_free < 1");
+  }
+  auto pool = SegmentPool::create(o.local_bytes, o.segment_bytes);
+  if (!pool.ok()) return pool.status();
+  std::unique_ptr<Manager> m(new Manager());
+  m->options_ = o;
+  m->pool_ = std::move(*pool);
+  const double total = m->pool_->total();
+  auto at_least = [](double v, uint32_t floor) {
+    return std::max<uint32_t>(floor, static_cast<uint32_t>(std::ceil(v)));
+  };
+  m->admit_ = at_least(total * o.admit_free, 1);
+  m->low_ = std::max(at_least(total * o.low_free, 2), m->admit_ + 1);
+  m->high_ = std::max(at_least(total * o.high_free, 3), m->low_ + 1);
+  m->high_ = std::min<uint32_t>(m->high_, m->pool_->total() - 1);
+  m->low_ = std::min<uint32_t>(m->low_, m->high_);
+  return m;
+}
+
+}  // namespace farmem::far
