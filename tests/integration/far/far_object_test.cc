@@ -150,6 +150,18 @@ TEST_P(FarObjectTest, ObjectsBeyondTheBudgetAreEvictedAndFetchedBack) {
   EXPECT_GT(st.evacuation_rounds, 0u);
   EXPECT_LE(cache_->segments_held(), manager_->pool().total());
   EXPECT_TRUE(cache_->evacuation_error().ok());
+  // Every pointer's copy of the local address (moved around by the vector, its object moved
+  // and dropped by the evacuator) agrees with its entry.
+  DerefScope scope(*cache_);
+  size_t present = 0;
+  for (const auto& p : objs) {
+    const uint8_t* local = p.entry()->local;
+    ASSERT_EQ(p.present(), local != nullptr);
+    ASSERT_EQ(reinterpret_cast<const uint8_t*>(p.try_deref(scope)), local);
+    present += local != nullptr;
+  }
+  EXPECT_GT(present, 0u);
+  EXPECT_LT(present, objs.size());
 }
 
 // Holds a pointer from a scope while another coroutine allocates enough to make the evacuator
