@@ -25,6 +25,7 @@
 #include "bench_harness.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/pool.h"
+#include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
 #include "farmem/runtime/when_all.h"
 #include "farmem/workload/rng.h"
@@ -89,7 +90,7 @@ uint64_t get_bytes(const kv::StoreStats& a, const kv::StoreStats& b, uint64_t ge
   uint64_t hits = b.one_sided_hits - a.one_sided_hits;
   uint64_t messages = b.ops_messages - a.ops_messages;
   uint64_t by_rpc = gets - std::min(gets, hits);
-  uint64_t record = sizeof(kw::KvRecordHeader) + key_bytes + value_bytes;
+  uint64_t record = kv::record_bytes(key_bytes, value_bytes);
   uint64_t per_message =
       2 * kRpcHeaderBytes + sizeof(kw::KvOpsHeader) + sizeof(kw::KvOpsReplyHeader);
   uint64_t per_op =
@@ -133,7 +134,7 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
   auto store = kv::Store::open(c, so);
   if (!store.ok()) return bench.fail(1, store.status().to_string());
   const std::string name = fmt::format("bench-ado-filter-{}", getpid());
-  const uint64_t record = (sizeof(kw::KvRecordHeader) + 12 + f.value_bytes + 63) / 64 * 64;
+  const uint64_t record = kv::record_alloc_bytes(12, f.value_bytes);
   const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
   auto created = (*store)->create_pool_sync(name, capacity, f.records, kw::kPoolCreateOnly);
   if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());

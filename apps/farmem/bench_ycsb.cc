@@ -31,6 +31,7 @@
 #include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/kv/pool.h"
+#include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/op_generator.h"
@@ -384,7 +385,7 @@ int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
 uint64_t pool_capacity(const BenchYcsbFlags& f) {
   if (f.pool_capacity_bytes != 0) return f.pool_capacity_bytes;
   // Two records per key (updates leave the old one for its grace period), index slots, slack.
-  const uint64_t record = (32 + f.key_bytes + f.value_bytes + 63) / 64 * 64;
+  const uint64_t record = kv::record_alloc_bytes(f.key_bytes, f.value_bytes);
   return f.records * (2 * record + 64) + (256ull << 20);
 }
 
@@ -397,8 +398,10 @@ kv::StoreOptions admin_store(const YcsbShared& sh) {
 Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& sh) {
   auto store = kv::Store::open(c, admin_store(sh));
   if (!store.ok()) return store.status();
-  auto pool =
-      (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, kv::wire::kPoolCreateOnly);
+  // A scratch pool is temporary: the node deletes it if this process dies (its session ends).
+  const uint32_t flags =
+      kv::wire::kPoolCreateOnly | (f.keep_table.empty() ? kv::wire::kPoolTemporary : 0u);
+  auto pool = (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, flags);
   if (!pool.ok()) return pool.status();
   return (*store)->close_pool_sync(**pool);
 }

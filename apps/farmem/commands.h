@@ -120,6 +120,7 @@ struct KvFlags {
   std::string value_file;  // put: read the value from this file ("-": stdin)
   std::string expression;  // find
   std::string request;     // invoke
+  std::string configure;   // configure: the command (kv.md "Configure commands")
   uint64_t capacity_bytes = 64ull << 20;
   uint64_t expected_count = 0;
   uint64_t start = 0;  // find: first position

@@ -10,6 +10,9 @@
 //   farmem kv count POOL
 //   farmem kv stats [POOL]                          the pool's figures, the nodes' shard counters
 //   farmem kv invoke POOL KEY REQUEST [--put-value V] [--ado-flags N] [--value-size N]
+//   farmem kv configure POOL COMMAND              AddIndex::VolatileTree, RemoveIndex,
+//                                                 AdoPlugins::a.so[,b.so], AdoParam::k=v,
+//                                                 AdoSignals::post-put[,...] (kv.md)
 //
 // All take --servers h:p,... or --config FILE (a pool lives on a node of a real cluster, so no
 // local node is started). Exit codes (commands.h): 0 ok, 1 error, 2 usage, 3 no such pool/key/
@@ -47,6 +50,9 @@ constexpr KvCommand kCommands[] = {
     {"count", "number of keys in a pool"},
     {"stats", "a pool's figures and the nodes' per-shard counters"},
     {"invoke", "call the pool's Active Data Object on a key"},
+    {"configure",
+     "configure a pool: AddIndex::VolatileTree, RemoveIndex, AdoPlugins::a.so,..., "
+     "AdoParam::k=v, AdoSignals::post-put,..."},
 };
 
 int exit_code(const Status& s) {
@@ -257,6 +263,13 @@ int cmd_invoke(const KvFlags& f, kv::Pool* p) {
   return r->plugin_status == 0 ? kKvExitOk : kKvExitError;
 }
 
+int cmd_configure(const KvFlags& f, kv::Pool* p) {
+  Status st = p->configure_sync(f.configure);
+  if (!st.ok()) return fail(f, st);
+  fmt::print("pool '{}': {}\n", f.pool, f.configure);
+  return kKvExitOk;
+}
+
 // Commands on one pool: open it (read-only for readers), run, close.
 int with_pool(const KvFlags& f, Session* s) {
   const bool reader = f.command == "get" || f.command == "find" || f.command == "count";
@@ -269,6 +282,7 @@ int with_pool(const KvFlags& f, Session* s) {
   if (f.command == "find") rc = cmd_find(f, p->get());
   if (f.command == "count") rc = cmd_count(f, p->get());
   if (f.command == "invoke") rc = cmd_invoke(f, p->get());
+  if (f.command == "configure") rc = cmd_configure(f, p->get());
   Status st = s->store->close_pool_sync(**p);
   if (!st.ok() && rc == kKvExitOk) return fail(f, st);
   return rc;
@@ -311,6 +325,12 @@ CLI::App* add_kv_commands(CLI::App* app, KvFlags* f) {
           ->required();
       sub->add_option("--start", f->start, "first position to consider (default 0)");
       sub->add_option("--limit", f->limit, "print at most this many matches (default all)");
+    }
+    if (n == "configure") {
+      sub->add_option("command", f->configure,
+                      "AddIndex::VolatileTree | RemoveIndex | AdoPlugins::a.so,b.so | "
+                      "AdoParam::key=value | AdoSignals::post-put,post-get,post-erase")
+          ->required();
     }
     if (n == "invoke") {
       sub->add_option("request", f->request, "the request passed to the plugin")->required();

@@ -46,27 +46,31 @@ void kv_corpus() {
   namespace kt = farmem::kv::testing;
   namespace kw = farmem::kv::wire;
   using O = kw::KvOpcode;
-  kv("create", O::kPoolCreate, kt::pool_request("other", 64 << 10, kw::kPoolCreateOnly, 10));
-  kv("open", O::kPoolOpen, kt::pool_request("fuzz", 0, kw::kPoolReadOnly));
-  kv("close", O::kPoolClose, kt::pool_ref(1));
-  kv("delete", O::kPoolDelete, kt::pool_request("fuzz", 0, 0));
-  kv("configure_index", O::kPoolConfigure, kt::configure_request(1, "AddIndex::VolatileTree"));
-  kv("configure_ado", O::kPoolConfigure, kt::configure_request(1, "AdoPlugins::a.so,b.so"));
-  kv("info", O::kPoolInfo, kt::pool_ref(1));
-  kv("list", O::kPoolList, kt::list_request(0));
+  kv("create", O::kPoolCreate,
+     farmem::kv::encode_pool_request("other", 64 << 10, 10, kw::kPoolCreateOnly));
+  kv("open", O::kPoolOpen, farmem::kv::encode_pool_request("fuzz", 0, 0, kw::kPoolReadOnly));
+  kv("close", O::kPoolClose, farmem::kv::encode_pool_ref(1));
+  kv("delete", O::kPoolDelete, farmem::kv::encode_pool_request("fuzz", 0, 0, 0));
+  kv("configure_index", O::kPoolConfigure,
+     farmem::kv::encode_configure(1, "AddIndex::VolatileTree"));
+  kv("configure_ado", O::kPoolConfigure, farmem::kv::encode_configure(1, "AdoPlugins::a.so,b.so"));
+  kv("info", O::kPoolInfo, farmem::kv::encode_pool_ref(1));
+  kv("list", O::kPoolList, farmem::kv::encode_list(0));
   kv("ops", O::kOps,
      kt::ops_request(1, {{kw::KvOp::kPut, 0, "key", "value"},
                          {kw::KvOp::kPut, kw::kPutDontOverwrite, "key", "other"},
                          {kw::KvOp::kGet, 0, "key", ""},
                          {kw::KvOp::kPut, kw::kPutCreateOnly, "big", std::string(3000, 'v')},
                          {kw::KvOp::kErase, 0, "key", ""}}));
-  kv("locate_read", O::kLocate, kt::locate_request(1, "big", kw::LocateMode::kRead, 10, 100));
-  kv("locate_write", O::kLocate, kt::locate_request(1, "key", kw::LocateMode::kWrite));
+  kv("locate_read", O::kLocate,
+     farmem::kv::encode_locate(1, kw::LocateMode::kRead, 0, 10, 100, "big"));
+  kv("locate_write", O::kLocate,
+     farmem::kv::encode_locate(1, kw::LocateMode::kWrite, 0, 0, 0, "key"));
   kv("locate_put_new", O::kLocate,
-     kt::locate_request(1, "new", kw::LocateMode::kPutNew, 0, 70000, kw::kLocateCreateOnly));
-  kv("release", O::kRelease, kt::release_request(1, 1, kw::kReleaseAbort));
-  kv("find", O::kFind, kt::find_request(1, "regex:k.*", 0));
-  kv("attribute", O::kAttribute, kt::attribute_request(1, kw::Attribute::kCrc32, "key"));
+     farmem::kv::encode_locate(1, kw::LocateMode::kPutNew, kw::kLocateCreateOnly, 0, 70000, "new"));
+  kv("release", O::kRelease, farmem::kv::encode_release(1, 1, kw::kReleaseAbort));
+  kv("find", O::kFind, farmem::kv::encode_find(1, 0, "regex:k.*"));
+  kv("attribute", O::kAttribute, farmem::kv::encode_attribute(1, kw::Attribute::kCrc32, "key"));
   kv("shard_stats", O::kShardStats, "");
   kv("invoke", O::kInvokeAdo, kt::bytes_of(kw::KvAdoRequest{1, 0, 0, 3, 0, 4}) + "keyreqs");
 }

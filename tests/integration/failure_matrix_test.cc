@@ -12,18 +12,25 @@
 // Every wait below is a hang guard (a generous bound), never a measurement.
 //
 // Rows: each workload is one Row {name, client mode, table options}; structures of later
-// issues add theirs to kRows.
+// issues add theirs to kRows. The kv store's row (kv_puts) runs a client putting into a pool of
+// the node's kv service. Beside the matrix: kill -9 of a node that runs an ADO process (the
+// process goes with it), and kill -9 of a client that created a temporary kv pool (the node
+// deletes the pool and gets its memory back).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "farmem/kv/pool.h"
+#include "farmem/kv/store.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -44,6 +51,7 @@ struct Row {
   bool table;         // needs a hash table (object-owned: survives its writers)
   bool tiny;          // a table that splits all the time
   bool tree = false;  // needs a B+tree (object-owned), instead of a hash table
+  bool pool = false;  // needs a kv pool (the node's kv service), instead of a hash table
 };
 
 const Row kRows[] = {
@@ -55,6 +63,9 @@ const Row kRows[] = {
     // Inserts into a B+tree: a killed client may hold a page lock (and die mid-write): the
     // observer's reads take it over and repair the page from its redo copy.
     {"btree_inserts", "btree", false, false, true},
+    // Puts into a kv pool: the node does every write, so a killed or stopped client holds
+    // nothing but its open handle (closed with its session); its acknowledged puts are there.
+    {"kv_puts", "kv", false, false, false, true},
 };
 
 enum class Fault { kKill, kStopCont };
@@ -169,6 +180,10 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
       expect_acked_tree_keys(c, table, acked);
       return;
     }
+    if (GetParam().row.pool) {
+      expect_acked_pool_keys(c, table, acked);
+      return;
+    }
     auto t = c->run(HashTable::open(c, table, table_options(GetParam().row)));
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     std::string v;
@@ -194,6 +209,20 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     Status s = c->run((*t)->check(&pages));
     EXPECT_TRUE(s.ok()) << s.to_string();
   }
+  void expect_acked_pool_keys(ThreadClient* c, const std::string& name, uint64_t acked) {
+    auto store = kv::Store::open(c);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    auto pool = (*store)->open_pool_sync(name);
+    ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+    std::string v;
+    for (uint64_t i = 0; i < acked; ++i) {
+      auto r = (*pool)->get_sync(fmt::format("{}-k{}", name, i), &v);
+      ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
+      ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
+      EXPECT_EQ(v, fmt::format("v{}", i));
+    }
+    EXPECT_TRUE((*store)->close_pool_sync(**pool).ok());
+  }
   static ds::btree::BTreeOptions tree_options() {
     ds::btree::BTreeOptions o;
     o.lock_wait_ms = 3000;
@@ -208,6 +237,12 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     } else if (r.table) {
       auto t = obs_->run(HashTable::create(obs_, name, table_options(r)));
       ASSERT_TRUE(t.ok()) << t.status().to_string();
+    } else if (r.pool) {  // created, then closed: the client is the only one with it open
+      auto store = kv::Store::open(obs_);
+      ASSERT_TRUE(store.ok()) << store.status().to_string();
+      auto p = (*store)->create_pool_sync(name, 16ull << 20, 1000, kv::wire::kPoolCreateOnly);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      ASSERT_TRUE((*store)->close_pool_sync(**p).ok());
     }
   }
   void destroy_structure(ThreadClient* c, const std::string& name) {
@@ -216,9 +251,21 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
       ASSERT_TRUE(c->run(BTree::destroy(c, name)).ok());
     } else if (r.table) {
       ASSERT_TRUE(c->run(HashTable::destroy(c, name)).ok());
+    } else if (r.pool) {
+      // kBusy until the node has ended the victim's session (and so closed its handle).
+      auto store = kv::Store::open(c);
+      ASSERT_TRUE(store.ok()) << store.status().to_string();
+      Status s = (*store)->delete_pool_sync(name);
+      for (int w = 0; s.code() == StatusCode::kBusy && w < kGuardMs; w += 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        s = (*store)->delete_pool_sync(name);
+      }
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
-  bool has_structure() const { return GetParam().row.table || GetParam().row.tree; }
+  bool has_structure() const {
+    return GetParam().row.table || GetParam().row.tree || GetParam().row.pool;
+  }
 
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<Cluster> observer_;
@@ -335,6 +382,122 @@ TEST_P(FailureMatrixTest, OutcomeIsClean) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, FailureMatrixTest, ::testing::ValuesIn(all_cases()), case_name);
+
+// Whether `pid` has exited (gone, or a zombie waiting for its new parent to reap it).
+bool process_gone(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] == 'Z' ||
+         line[paren + 2] == 'X';
+}
+
+// kill -9 of a memory node whose pool runs an ADO process: the process dies with its node
+// (PR_SET_PDEATHSIG), so nothing is left orphaned. The node keeps its default transports (an
+// ADO maps the region through shared memory); the client's transport does not matter.
+TEST(FailureMatrixAdoTest, KillNineOfTheNodeTakesItsAdoProcess) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("fm-ado-{}", getpid())).string();
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/node.toml";
+  std::ofstream(config) << fmt::format(
+      "[memnode]\n[kv]\nado_plugin_dir = \"{}\"\nado_binary = \"{}\"\n", FARMEM_ADO_PLUGIN_DIR,
+      FARMEM_ADO_BIN);
+  ServerOptions o;
+  o.extra_args = {"--config", config};
+  auto server = ServerProcess::start(o);
+  ASSERT_NE(server, nullptr);
+  auto cluster = Cluster::connect(config_for({server.get()}, "sm,tcp", kOpTimeoutMs));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().to_string();
+  ThreadClient* c = *(*cluster)->thread_client();
+  auto store = kv::Store::open(c);
+  ASSERT_TRUE(store.ok());
+  auto pool = (*store)->create_pool_sync("ado", 16ull << 20, 100, kv::wire::kPoolCreateOnly);
+  ASSERT_TRUE(pool.ok()) << pool.status().to_string();
+  ASSERT_TRUE((*pool)->configure_sync("AdoPlugins::libfarmem_ado_testing.so").ok());
+  auto r = (*pool)->invoke_ado_sync("", "pid");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->responses.size(), 1u);
+  const pid_t ado = std::stoi(r->responses[0].data);
+  ASSERT_GT(ado, 0);
+  ASSERT_FALSE(process_gone(ado));
+  server->signal(SIGKILL);
+  bool gone = false;
+  for (int w = 0; !gone && w < kGuardMs; w += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    gone = process_gone(ado);
+  }
+  EXPECT_TRUE(gone) << "ADO process " << ado << " outlived its node";
+  // The client fails cleanly.
+  Status s;
+  for (int w = 0; w < kGuardMs; w += 10) {
+    s = (*pool)->invoke_ado_sync("", "pid").status();
+    if (!s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kTimedOut)
+      << s.to_string();
+  pool->reset();
+  store->reset();
+  cluster->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// kill -9 of a client that created a temporary kv pool (kPoolTemporary, as `farmem bench ycsb
+// --structure kv` does): the node deletes the pool when the client's session ends, and its
+// used_bytes returns to the starting figure.
+class TemporaryPoolTest : public ::testing::TestWithParam<Transport> {};
+
+TEST_P(TemporaryPoolTest, KillNineOfItsCreatorDeletesATemporaryPool) {
+  ServerOptions o;
+  o.tls = GetParam().tls;
+  auto server = ServerProcess::start(o);
+  ASSERT_NE(server, nullptr);
+  auto cluster = Cluster::connect(config_for({server.get()}, GetParam().tls, kOpTimeoutMs));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().to_string();
+  ThreadClient* c = *(*cluster)->thread_client();
+  auto used = [c] {
+    auto st = c->run(c->stats(0));
+    EXPECT_TRUE(st.ok()) << st.status().to_string();
+    return st.ok() ? st->used_bytes : 0;
+  };
+  const uint64_t baseline = used();
+  const std::string name = "temp" + std::to_string(getpid());
+  auto client = ChildProcess::start(
+      {FARMEM_FAULT_CLIENT_BIN, "--servers", server->address(), "--mode", "kv-temporary", "--table",
+       name, "--op-timeout-ms", std::to_string(kOpTimeoutMs)},
+      {"UCX_TLS=" + GetParam().tls});
+  ASSERT_NE(client, nullptr);
+  ASSERT_NE(client->wait_for_line("ready", kGuardMs), "") << client->output();
+  for (int w = 0; client->acked() < 50 && w < kGuardMs && client->running(); w += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GE(client->acked(), 50u) << client->output();
+  EXPECT_GT(used(), baseline);  // the pool holds node memory while its creator lives
+  auto store = kv::Store::open(c);
+  ASSERT_TRUE(store.ok());
+  {
+    auto seen = (*store)->open_pool_sync(name);  // others may use it meanwhile
+    ASSERT_TRUE(seen.ok()) << seen.status().to_string();
+    EXPECT_TRUE((*store)->close_pool_sync(**seen).ok());
+  }
+  client->signal(SIGKILL);
+  ASSERT_NE(client->wait_exit(kGuardMs), -1);
+  uint64_t now = used();
+  for (int w = 0; now != baseline && w < kGuardMs; w += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    now = used();
+  }
+  EXPECT_EQ(now, baseline);
+  EXPECT_EQ((*store)->open_pool_sync(name).status().code(), StatusCode::kNotFound);
+  auto pools = (*store)->list_pools_sync();
+  ASSERT_TRUE(pools.ok());
+  EXPECT_TRUE(pools->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TemporaryPoolTest, ::testing::ValuesIn(all_transports()),
+                         transport_name);
 
 }  // namespace
 }  // namespace farmem::testing

@@ -1,6 +1,7 @@
 // farmem_fault_client: a client process for the failure matrix (failure_matrix_test.cc).
 //
-//   farmem_fault_client --servers h:p --mode idle|reads|writes|hash|split|btree|btree-hold
+//   farmem_fault_client --servers h:p
+//                       --mode idle|reads|writes|hash|split|btree|btree-hold|kv|kv-temporary
 //                       [--table NAME] [--count N] [--op-timeout-ms MS]
 //
 // Prints "ready" once connected and set up, then "acked N" lines (at most every 20 ms and at
@@ -9,7 +10,9 @@
 // insert keys "<table>-k<i>" -> "v<i>" into the existing table NAME, btree into the existing
 // B+tree NAME. btree-hold puts "<table>-held" -> "held" into the B+tree NAME with a writer that
 // stops in the middle of the page write (holding the page's lock, the page torn, its redo copy
-// written), prints "holding" and waits to be killed. It runs until --count
+// written), prints "holding" and waits to be killed. kv puts "<table>-k<i>" -> "v<i>" into the
+// existing kv pool NAME; kv-temporary first creates the pool NAME as a temporary pool
+// (kPoolTemporary: the node deletes it when this client's session ends). It runs until --count
 // operations are done (0: until killed) and exits 0, or exits 1 printing "error CODE: message"
 // at the first failed operation. The test kills or stops it by PID.
 #include <fmt/format.h>
@@ -23,6 +26,8 @@
 #include "farmem/common/clock.h"
 #include "farmem/ds/btree/btree.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "farmem/kv/pool.h"
+#include "farmem/kv/store.h"
 
 namespace {
 
@@ -132,6 +137,27 @@ int run_btree(ThreadClient* c, const Args& a) {
   return 0;
 }
 
+int run_kv(ThreadClient* c, const Args& a) {
+  namespace kw = farmem::kv::wire;
+  auto store = farmem::kv::Store::open(c);
+  if (!store.ok()) return fail(store.status());
+  auto pool = a.mode == "kv-temporary"
+                  ? (*store)->create_pool_sync(a.table, 16ull << 20, 1000,
+                                               kw::kPoolCreateOnly | kw::kPoolTemporary)
+                  : (*store)->open_pool_sync(a.table);
+  if (!pool.ok()) return fail(pool.status());
+  std::printf("ready\n");
+  std::fflush(stdout);
+  Reporter r;
+  for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
+    Status s = (*pool)->put_sync(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i));
+    if (!s.ok()) return fail(s);
+    r.acked(i + 1);
+  }
+  r.acked(a.count, true);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,7 +165,8 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("--servers", a.servers)->required();
   app.add_option("--mode", a.mode)
-      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "split", "btree", "btree-hold"}));
+      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "split", "btree", "btree-hold",
+                             "kv", "kv-temporary"}));
   app.add_option("--table", a.table);
   app.add_option("--count", a.count);
   app.add_option("--op-timeout-ms", a.op_timeout_ms);
@@ -152,5 +179,6 @@ int main(int argc, char** argv) {
   ThreadClient* c = *(*cluster)->thread_client();
   if (a.mode == "hash" || a.mode == "split") return run_hash(c, a);
   if (a.mode == "btree" || a.mode == "btree-hold") return run_btree(c, a);
+  if (a.mode == "kv" || a.mode == "kv-temporary") return run_kv(c, a);
   return run_one_sided(c, a);
 }

@@ -1,5 +1,6 @@
-// The client's side of the kv wire formats (docs/formats/kv.md, kv/wire.h): builds requests and
-// checks and decodes replies. Pure functions and buffers, no I/O: unit-tested without a node.
+// The client's side of the kv wire formats (docs/formats/kv.md, kv/wire.h): builds kOps messages
+// (with the encoders of kv/requests.h, which also encode every other request) and checks and
+// decodes replies. Pure functions and buffers, no I/O: unit-tested without a node.
 //
 // Every decoder checks lengths against the bytes received and answers kProtocolError for a
 // reply that does not match the format (short, long, counts that overrun, bad padding length),
@@ -15,17 +16,12 @@
 #include <vector>
 
 #include "farmem/common/status.h"
+#include "farmem/kv/requests.h"
 #include "farmem/kv/types.h"
 #include "farmem/kv/wire.h"
 
 namespace farmem::kv {
 
-inline constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
-
-// Bytes one operation takes in a kOps request: KvOpRequest, then key and value padded to 8.
-inline constexpr size_t op_request_bytes(size_t key_bytes, size_t value_bytes) {
-  return sizeof(wire::KvOpRequest) + pad8(key_bytes + value_bytes);
-}
 // Whether a put of this size fits in a kOps message by itself (else it goes through locate).
 inline constexpr bool put_fits_message(size_t key_bytes, size_t value_bytes) {
   return sizeof(wire::KvOpsHeader) + op_request_bytes(key_bytes, value_bytes) <=
@@ -35,11 +31,6 @@ inline constexpr bool put_fits_message(size_t key_bytes, size_t value_bytes) {
 inline constexpr size_t op_reply_bytes(size_t value_bytes) {
   return sizeof(wire::KvOpReply) + pad8(value_bytes);
 }
-// The longest key a request can carry: a kOps operation or a locate with the key alone fills a
-// 64 KiB payload at 65504 bytes (wire::kMaxKeyBytes, 64 KiB, does not fit with its headers).
-inline constexpr size_t kMaxRequestKeyBytes =
-    wire::kMaxRpcPayloadBytes - sizeof(wire::KvOpsHeader) - sizeof(wire::KvOpRequest);
-static_assert(kMaxRequestKeyBytes == wire::kMaxRpcPayloadBytes - sizeof(wire::KvLocateRequest));
 // The largest value a get can receive in a kOps reply (alone in its message).
 inline constexpr size_t kMaxReplyValueBytes =
     (wire::kMaxRpcPayloadBytes - sizeof(wire::KvOpsReplyHeader) - sizeof(wire::KvOpReply)) &
@@ -83,18 +74,6 @@ class OpsReplyReader {
   size_t bytes_;
   size_t at_ = 0;
 };
-
-// ---- other requests (fixed struct + variable parts, as kv.md lists them) ----
-std::string encode_pool_request(std::string_view name, uint64_t capacity_bytes,
-                                uint64_t expected_count, uint32_t flags);
-std::string encode_configure(uint64_t pool, std::string_view command);
-std::string encode_locate(uint64_t pool, wire::LocateMode mode, uint8_t flags, uint64_t offset,
-                          uint64_t length, std::string_view key);
-std::string encode_find(uint64_t pool, uint64_t start, std::string_view expression);
-std::string encode_attribute(uint64_t pool, wire::Attribute attribute, std::string_view key);
-// kInvokeAdo (value empty) or kInvokePutAdo: KvAdoRequest + key + value + request.
-std::string encode_ado(uint64_t pool, uint32_t flags, uint64_t value_size, std::string_view key,
-                       std::string_view value, std::string_view request);
 
 // ---- replies ----
 Status reply_size_error(size_t expected, size_t got);

@@ -3,7 +3,7 @@
 // reply of this handle named them.
 //
 // Entries are hints: a get reads the cached record one-sidedly and accepts it only if the copy
-// checks out for that key and version (kv/record_view.h); a stale entry costs one wasted read
+// checks out for that key and version (kv/record.h); a stale entry costs one wasted read
 // and the fallback to an RPC, never a wrong value. Direct-mapped over ds::DirectMappedCache:
 // 2^log2 entries of 32 bytes, a newer entry replaces the one in its line. Keys are hashed
 // with the pool's local id as seed, and the id is kept in the entry, so two pools never share

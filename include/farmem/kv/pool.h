@@ -7,7 +7,7 @@
 //       key exists. kPutDontOverwrite: an existing value is kept, OK with *existed = true.
 //   get(key, &value) -> true (found) / false (absent)
 //   erase(key)        kNotFound if absent
-// Keys are 1 B..kMaxRequestKeyBytes (65504 B: a request carries at most 64 KiB with its
+// Keys are 1 B..wire::kMaxKeyBytes (65504 B: a request carries at most 64 KiB with its
 // headers), values 0 B..wire::kMaxValueBytes (kInvalidArgument beyond). Small
 // operations travel in coalesced kOps messages (kv/coalescer.h). Values too large for a message
 // go through locate / one-sided transfer / release by themselves (a put whose key and value

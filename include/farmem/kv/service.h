@@ -10,6 +10,8 @@
 //   ado_plugin_dir = ""      # where ADO plugins (.so) are loaded from; "" = no ADO
 //   ado_binary = ""          # the ADO host process; "" = farmem-ado next to farmem-server
 //   ado_timeout_ms = 5000    # deadline of every exchange with an ADO process
+//   ado_launch_retry_ms = 1000  # after a failed ADO launch, invocations get its error for this
+//                               # long before a new process is tried (0: try at once)
 //
 // Unknown keys are errors. Thread safety: plain values and a factory, used at start-up.
 #pragma once
@@ -33,7 +35,8 @@ struct KvServiceOptions {
   uint32_t record_grace_ms = 1000;  // 0..3,600,000
   std::string ado_plugin_dir;
   std::string ado_binary;
-  uint32_t ado_timeout_ms = 5000;  // 1..3,600,000
+  uint32_t ado_timeout_ms = 5000;       // 1..3,600,000
+  uint32_t ado_launch_retry_ms = 1000;  // 0..3,600,000
   // Makes the per-shard hooks through which Active Data Objects plug in (src/kv/service/pool.h),
   // called once per worker on that worker's thread. Null: kInvokeAdo / kInvokePutAdo answer
   // kUnavailable "no ADO support".

@@ -10,7 +10,9 @@
 // Pools are placed by name: the node is Cluster::root_node(name) (XXH3 over the sorted node
 // ids, as roots are), the shard is chosen by the node. Pool operations here:
 //   create_pool(name, capacity, expected_count, flags) -> an open Pool (kPoolCreateOnly:
-//       kAlreadyExists if it exists; otherwise an existing pool is opened)
+//       kAlreadyExists if it exists; otherwise an existing pool is opened; kPoolTemporary: a
+//       pool it creates is deleted when this thread's session with its node ends, e.g. when
+//       the process dies)
 //   open_pool(name, flags)  (kNotFound)      close_pool(pool)
 //   delete_pool(name)       (kNotFound; kBusy while another session has it open)
 //   list_pools()            every pool of every node

@@ -42,7 +42,10 @@ enum class KvOpcode : uint16_t {
 
 // ---- limits ----
 inline constexpr uint32_t kMaxPoolNameBytes = 120;  // object name "kv/<name>" <= 128
-inline constexpr uint32_t kMaxKeyBytes = 64 * 1024;
+// Keys travel whole in one request: a kOps operation alone in its message (KvOpsHeader +
+// KvOpRequest + key) and a kLocate (KvLocateRequest + key) fill a 64 KiB payload at 64 KiB - 32
+// (static_asserts below). Every request and the ADO channel take keys of at most this.
+inline constexpr uint32_t kMaxKeyBytes = 64 * 1024 - 32;
 inline constexpr uint64_t kMaxValueBytes = 256ull << 20;  // 256 MiB
 inline constexpr uint64_t kMinPoolCapacity = 64 * 1024;
 inline constexpr uint32_t kMaxPoolsPerNode = 1024;
@@ -59,11 +62,14 @@ inline constexpr uint32_t pool_worker(uint64_t pool) { return static_cast<uint32
 // ---- pools ----
 inline constexpr uint32_t kPoolCreateOnly = 1u;  // create: fail kAlreadyExists if it exists
 inline constexpr uint32_t kPoolReadOnly = 2u;    // open/create: this handle may not write
+// create: a pool this request makes lives only as long as the creating session (deleted when
+// that session ends, like an ephemeral node object); opening an existing pool ignores it.
+inline constexpr uint32_t kPoolTemporary = 4u;
 
 struct KvPoolRequest {
   uint64_t capacity_bytes;  // create: kMinPoolCapacity..region; open/delete: 0
   uint64_t expected_count;  // create: presizes the index (0 = default); else 0
-  uint32_t flags;           // kPoolCreateOnly | kPoolReadOnly
+  uint32_t flags;           // kPoolCreateOnly | kPoolReadOnly | kPoolTemporary
   uint32_t name_bytes;      // 1..kMaxPoolNameBytes, name follows
 };
 static_assert(sizeof(KvPoolRequest) == 24);
@@ -325,6 +331,9 @@ inline constexpr uint64_t record_state(uint64_t version, KvRecordState s) {
   return (version << 8) | s;
 }
 
+static_assert(sizeof(KvOpsHeader) + sizeof(KvOpRequest) + kMaxKeyBytes == kMaxRpcPayloadBytes);
+static_assert(sizeof(KvLocateRequest) + kMaxKeyBytes == kMaxRpcPayloadBytes);
+static_assert(sizeof(KvAdoRequest) + kMaxKeyBytes == kMaxRpcPayloadBytes);
 static_assert(std::is_trivially_copyable_v<KvOpReply>);
 static_assert(std::is_trivially_copyable_v<KvRecordHeader>);
 

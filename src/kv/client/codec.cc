@@ -7,11 +7,6 @@ namespace {
 
 namespace w = wire;
 
-template <typename T>
-void append(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
 Status truncated(std::string_view what, size_t need, size_t have) {
   return ProtocolError(
       fmt::format("kv reply truncated: {} needs {} bytes, {} left", what, need, have));
@@ -29,19 +24,7 @@ void OpsRequest::reset(uint64_t pool) {
 
 void OpsRequest::add(w::KvOp op, uint8_t flags, std::string_view key, std::string_view value) {
   if (op != w::KvOp::kPut) value = {};
-  w::KvOpRequest r{};
-  r.op = static_cast<uint8_t>(op);
-  r.flags = flags;
-  r.key_bytes = static_cast<uint32_t>(key.size());
-  r.value_bytes = static_cast<uint32_t>(value.size());
-  uint8_t* p = buf_.get() + bytes_;
-  std::memcpy(p, &r, sizeof(r));
-  p += sizeof(r);
-  std::memcpy(p, key.data(), key.size());
-  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
-  const size_t body = key.size() + value.size();
-  std::memset(p + body, 0, pad8(body) - body);
-  bytes_ += sizeof(r) + pad8(body);
+  bytes_ += write_op(buf_.get() + bytes_, op, flags, key, value);
   ++count_;
   const uint32_t count = count_;
   std::memcpy(buf_.get() + offsetof(w::KvOpsHeader, count), &count, sizeof(count));
@@ -74,84 +57,6 @@ Status OpsReplyReader::next(w::KvOp op, w::KvOpReply* reply, std::string_view* v
   *value = std::string_view(reinterpret_cast<const char*>(data_ + at_), reply->value_bytes);
   at_ += pad8(reply->value_bytes);
   return OkStatus();
-}
-
-std::string encode_pool_request(std::string_view name, uint64_t capacity_bytes,
-                                uint64_t expected_count, uint32_t flags) {
-  w::KvPoolRequest r{};
-  r.capacity_bytes = capacity_bytes;
-  r.expected_count = expected_count;
-  r.flags = flags;
-  r.name_bytes = static_cast<uint32_t>(name.size());
-  std::string out;
-  append(&out, r);
-  out.append(name);
-  return out;
-}
-
-std::string encode_configure(uint64_t pool, std::string_view command) {
-  w::KvConfigureRequest r{};
-  r.pool = pool;
-  r.command_bytes = static_cast<uint32_t>(command.size());
-  std::string out;
-  append(&out, r);
-  out.append(command);
-  return out;
-}
-
-std::string encode_locate(uint64_t pool, w::LocateMode mode, uint8_t flags, uint64_t offset,
-                          uint64_t length, std::string_view key) {
-  w::KvLocateRequest r{};
-  r.pool = pool;
-  r.offset = offset;
-  r.length = length;
-  r.key_bytes = static_cast<uint32_t>(key.size());
-  r.mode = static_cast<uint8_t>(mode);
-  r.flags = flags;
-  std::string out;
-  append(&out, r);
-  out.append(key);
-  return out;
-}
-
-std::string encode_find(uint64_t pool, uint64_t start, std::string_view expression) {
-  w::KvFindRequest r{};
-  r.pool = pool;
-  r.start = start;
-  r.expression_bytes = static_cast<uint32_t>(expression.size());
-  std::string out;
-  append(&out, r);
-  out.append(expression);
-  return out;
-}
-
-std::string encode_attribute(uint64_t pool, w::Attribute attribute, std::string_view key) {
-  w::KvAttributeRequest r{};
-  r.pool = pool;
-  r.attribute = static_cast<uint32_t>(attribute);
-  r.key_bytes = static_cast<uint32_t>(key.size());
-  std::string out;
-  append(&out, r);
-  out.append(key);
-  return out;
-}
-
-std::string encode_ado(uint64_t pool, uint32_t flags, uint64_t value_size, std::string_view key,
-                       std::string_view value, std::string_view request) {
-  w::KvAdoRequest r{};
-  r.pool = pool;
-  r.value_size = value_size;
-  r.flags = flags;
-  r.key_bytes = static_cast<uint32_t>(key.size());
-  r.value_bytes = static_cast<uint32_t>(value.size());
-  r.request_bytes = static_cast<uint32_t>(request.size());
-  std::string out;
-  out.reserve(sizeof(r) + key.size() + value.size() + request.size());
-  append(&out, r);
-  out.append(key);
-  out.append(value);
-  out.append(request);
-  return out;
 }
 
 Status reply_size_error(size_t expected, size_t got) {

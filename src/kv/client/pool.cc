@@ -8,7 +8,7 @@
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/codec.h"
-#include "farmem/kv/record_view.h"
+#include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
 
 namespace farmem::kv {
@@ -35,10 +35,10 @@ Pool::~Pool() = default;
 
 Status Pool::check_key(std::string_view key) const {
   if (!open_) return InvalidArgument(fmt::format("pool '{}' is closed", name_));
-  if (key.empty() || key.size() > kMaxRequestKeyBytes) {
+  if (key.empty() || key.size() > w::kMaxKeyBytes) {
     return InvalidArgument(
         fmt::format("keys are 1..{} bytes (a request with its headers fits in 64 KiB), not {}",
-                    kMaxRequestKeyBytes, key.size()));
+                    w::kMaxKeyBytes, key.size()));
   }
   return OkStatus();
 }
@@ -66,7 +66,7 @@ namespace {
 constexpr uint32_t kFrameRecordBytes = 256;
 
 // *value holds a copy of the record at `loc`: true (and *value is the record's value) if the
-// copy is that incarnation of `key` (record_view.h).
+// copy is that incarnation of `key` (kv/record.h).
 bool accept_copy(const RecordLocation& loc, std::string_view key, std::string* value) {
   uint64_t value_bytes = 0;
   const size_t at = check_record_copy(reinterpret_cast<uint8_t*>(value->data()), loc.record_bytes,
@@ -241,14 +241,8 @@ Task<Result<w::KvLocateReply>> Pool::locate(std::string_view key, w::LocateMode 
 }
 
 Task<Status> Pool::release(uint64_t token, uint32_t flags) {
-  w::KvReleaseRequest req{};
-  req.pool = handle_;
-  req.token = token;
-  req.flags = flags;
   std::vector<uint8_t> reply;
-  Status s =
-      co_await call(w::KvOpcode::kRelease,
-                    std::string(reinterpret_cast<const char*>(&req), sizeof(req)), &reply, 0);
+  Status s = co_await call(w::KvOpcode::kRelease, encode_release(handle_, token, flags), &reply, 0);
   co_return s;
 }
 
@@ -398,10 +392,8 @@ Task<Result<uint64_t>> Pool::attribute(w::Attribute attribute, std::string_view 
 
 Task<Result<w::KvPoolInfo>> Pool::info() {
   FARMEM_CO_RETURN_IF_ERROR(check_open());
-  w::KvPoolRef ref{handle_};
   std::vector<uint8_t> reply;
-  Status s = co_await call(w::KvOpcode::kPoolInfo,
-                           std::string(reinterpret_cast<const char*>(&ref), sizeof(ref)), &reply,
+  Status s = co_await call(w::KvOpcode::kPoolInfo, encode_pool_ref(handle_), &reply,
                            sizeof(w::KvPoolInfo));
   if (!s.ok()) co_return s;
   w::KvPoolInfo r;

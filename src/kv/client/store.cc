@@ -121,7 +121,7 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, st
                                                           uint64_t capacity_bytes,
                                                           uint64_t expected_count, uint32_t flags) {
   FARMEM_CO_RETURN_IF_ERROR(check_name(name));
-  if ((flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly)) != 0) {
+  if ((flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly | w::kPoolTemporary)) != 0) {
     co_return InvalidArgument(fmt::format("unknown pool flags {:#x}", flags));
   }
   const uint16_t node = node_of(name);
@@ -147,8 +147,8 @@ Task<Result<std::unique_ptr<Pool>>> Store::create_pool(std::string name, uint64_
 }
 
 Task<Result<std::unique_ptr<Pool>>> Store::open_pool(std::string name, uint32_t flags) {
-  if ((flags & w::kPoolCreateOnly) != 0) {
-    co_return InvalidArgument("kPoolCreateOnly is a create_pool flag");
+  if ((flags & (w::kPoolCreateOnly | w::kPoolTemporary)) != 0) {
+    co_return InvalidArgument("kPoolCreateOnly and kPoolTemporary are create_pool flags");
   }
   auto r = co_await open_or_create(w::KvOpcode::kPoolOpen, std::move(name), 0, 0, flags);
   co_return r;
@@ -156,11 +156,9 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_pool(std::string name, uint32_t 
 
 Task<Status> Store::close_pool(Pool& pool) {
   if (!pool.open_) co_return InvalidArgument(fmt::format("pool '{}' is not open", pool.name_));
-  w::KvPoolRef ref{pool.handle_};
   std::vector<uint8_t> reply;
   Status s =
-      co_await call(pool.node_, w::KvOpcode::kPoolClose,
-                    std::string(reinterpret_cast<const char*>(&ref), sizeof(ref)), &reply, 0);
+      co_await call(pool.node_, w::KvOpcode::kPoolClose, encode_pool_ref(pool.handle_), &reply, 0);
   // Whatever the node answered, this handle is done (a session's handles close with it).
   pool.open_ = false;
   co_return s;
@@ -179,11 +177,9 @@ Task<Result<std::vector<PoolListing>>> Store::list_pools() {
   for (const auto& n : client_->cluster().nodes()) {
     uint32_t start = 0;
     for (;;) {
-      w::KvListRequest req{start, 0};
       std::vector<uint8_t> reply;
-      Status s = co_await call(n.node_id, w::KvOpcode::kPoolList,
-                               std::string(reinterpret_cast<const char*>(&req), sizeof(req)),
-                               &reply, w::kMaxRpcPayloadBytes);
+      Status s = co_await call(n.node_id, w::KvOpcode::kPoolList, encode_list(start), &reply,
+                               w::kMaxRpcPayloadBytes);
       if (!s.ok()) co_return s;
       uint32_t entries = 0, total = 0;
       FARMEM_CO_RETURN_IF_ERROR(

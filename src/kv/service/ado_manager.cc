@@ -58,8 +58,8 @@ class AdoManager::Callbacks : public AdoCallbacks {
   uint64_t handle_;
 };
 
-AdoManager::AdoManager(Shard& shard, AdoProcessOptions options)
-    : shard_(shard), options_(std::move(options)) {}
+AdoManager::AdoManager(Shard& shard, AdoProcessOptions options, uint64_t launch_retry_ns)
+    : shard_(shard), options_(std::move(options)), launch_retry_ns_(launch_retry_ns) {}
 
 AdoManager::~AdoManager() {
   // Node shutdown: whatever waits hears so, and every process is killed and reaped.
@@ -182,6 +182,7 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool) {
   if (!pool.ado().configured()) {
     return InvalidArgument(fmt::format("pool '{}' has no ADO plugins", pool.name()));
   }
+  if (a.retry_at_ns != 0 && shard_.context().now_ns() < a.retry_at_ns) return a.launch_failure;
   // A new pool: its first ADO on this node, and no keys yet.
   const bool new_pool = !a.launched_before && pool.count() == 0;
   ado::Launch l;
@@ -201,7 +202,7 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool) {
   }
   auto callbacks = std::make_unique<Callbacks>(this, a.handle);
   auto p = AdoProcess::spawn(options_, l, callbacks.get(), shard_.context().now_ns());
-  if (!p.ok()) return p.status();
+  if (!p.ok()) return launch_failed(a, p.status());
   a.launched_before = true;
   a.plugins = pool.ado().plugins;
   a.params = pool.ado().params;
@@ -218,12 +219,22 @@ Status AdoManager::ensure_process(PoolAdo& a, Pool& pool) {
     // A retired process's launch concerns nobody: stop() already ended what waited for it.
     if (pa == nullptr || pa->proc.process.get() != process) return;
     if (!s.ok()) {
-      fail_all(*pa, s);
+      fail_all(*pa, launch_failed(*pa, s));
     } else {
+      pa->retry_at_ns = 0;
       pump(*pa);
     }
   });
   return OkStatus();
+}
+
+Status AdoManager::launch_failed(PoolAdo& a, const Status& why) {
+  if (launch_retry_ns_ == 0) return why;
+  a.retry_at_ns = shard_.context().now_ns() + launch_retry_ns_;
+  a.launch_failure = Status(why.code(), fmt::format("{} (no new ADO process is tried for {} ms "
+                                                    "after a failed launch)",
+                                                    why.message(), launch_retry_ns_ / 1'000'000));
+  return a.launch_failure;
 }
 
 void AdoManager::pump(PoolAdo& a) {
@@ -436,10 +447,13 @@ void AdoManager::on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {
       return;
     }
     case PoolEvent::kConfigured:
-      // New plugins or parameters need a new process; signals and indexes do not.
-      if (a != nullptr && a->proc.process &&
-          (a->plugins != pool.ado().plugins || a->params != pool.ado().params)) {
-        stop(*a, Unavailable(fmt::format("the ADO settings of pool '{}' changed", pool.name())));
+      // New plugins or parameters need a new process (and may launch where the old failed);
+      // signals and indexes do not.
+      if (a != nullptr && (a->plugins != pool.ado().plugins || a->params != pool.ado().params)) {
+        a->retry_at_ns = 0;
+        if (a->proc.process) {
+          stop(*a, Unavailable(fmt::format("the ADO settings of pool '{}' changed", pool.name())));
+        }
       }
       if (pool.ado().configured() && pool.open_handles() > 0) {
         Status s = ensure_process(ado_of(pool), pool);
@@ -667,7 +681,8 @@ std::unique_ptr<PoolHooks> make_ado_manager(Shard& shard) {
   p.plugin_dir = o.ado_plugin_dir;
   p.timeout_ms = o.ado_timeout_ms;
   p.cluster_key = config.cluster_key;
-  return std::make_unique<AdoManager>(shard, std::move(p));
+  return std::make_unique<AdoManager>(shard, std::move(p),
+                                      uint64_t{o.ado_launch_retry_ms} * 1'000'000);
 }
 
 }  // namespace farmem::kv::service

@@ -21,9 +21,11 @@
 //      reply (KvAdoReply + responses, as the plugin made it) goes to the client.
 // kAdoAsync answers at once and runs the invocation later. A failed ADO (crash, hang, refused
 // launch) fails its invocation with kUnavailable / kTimedOut naming the pool and plugins; the
-// next one starts a fresh process. Nothing here blocks: processes are watched through the
-// worker (WorkerContext::watch_fd) and read in poll().
-// Thread safety: the shard's worker thread.
+// next one starts a fresh process, except after a failed launch (a plugin that does not load or
+// refuses): for launch_retry_ns invocations get the same error at once without a new process
+// (a configure of other plugins or parameters ends the wait). Nothing here blocks: processes are
+// watched through the worker (WorkerContext::watch_fd) and read in poll(). Thread safety: the
+// shard's worker thread.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +48,9 @@ class AdoManager : public PoolHooks {
   static constexpr size_t kMaxQueued = 256;             // invocations and signals waiting per pool
   static constexpr uint64_t kIdleCheckNs = 10'000'000;  // how often idle ADOs are read
 
-  AdoManager(Shard& shard, AdoProcessOptions options);
+  // launch_retry_ns: after a failed launch, how long invocations get its error at once (no new
+  // process is tried); a configure that changes the plugins or parameters ends it early.
+  AdoManager(Shard& shard, AdoProcessOptions options, uint64_t launch_retry_ns);
   ~AdoManager() override;
 
   void invoke(Pool& pool, memnode::Request& request, memnode::Responder responder) override;
@@ -103,6 +107,8 @@ class AdoManager : public PoolHooks {
     bool launched_before = false;      // an ADO was started for this pool (CREATE event sent)
     std::vector<std::string> plugins;  // what the current process was launched with
     std::map<std::string, std::string> params;
+    Status launch_failure;     // the last failed launch's error, refused until retry_at_ns
+    uint64_t retry_at_ns = 0;  // 0: no failed launch to wait out
   };
 
   PoolAdo& ado_of(Pool& pool);
@@ -122,12 +128,15 @@ class AdoManager : public PoolHooks {
   // Stops the pool's ADO (graceful; killed after the grace) and fails what waits.
   void stop(PoolAdo& a, const Status& why);
   void retire(PoolAdo& a);
+  // Records a failed launch; returns the error invocations get until the retry time.
+  Status launch_failed(PoolAdo& a, const Status& why);
   Result<std::string> callback(uint64_t handle, const ado::Callback& c);
   Result<std::string> callback_on(Pool& pool, PoolAdo& a, Job* job, const ado::Callback& c);
   std::string describe(const Pool& pool) const;
 
   Shard& shard_;
   AdoProcessOptions options_;
+  uint64_t launch_retry_ns_;
   std::unordered_map<uint64_t, PoolAdo> pools_;  // by pool handle
   std::vector<Proc> dying_;                      // stopped or failed, until reaped
   uint64_t next_work_ = 1;

@@ -17,7 +17,7 @@ Result<KvServiceOptions> parse(const toml::table& root) {
     return o;
   }
   static const std::set<std::string> known = {"record_grace_ms", "ado_plugin_dir", "ado_binary",
-                                              "ado_timeout_ms"};
+                                              "ado_timeout_ms", "ado_launch_retry_ms"};
   FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "kv", known));
   auto grace = toml_config::get_int(*t, "kv", "record_grace_ms", 1000, 0, 3'600'000);
   if (!grace.ok()) return grace.status();
@@ -25,6 +25,9 @@ Result<KvServiceOptions> parse(const toml::table& root) {
   auto timeout = toml_config::get_int(*t, "kv", "ado_timeout_ms", 5000, 1, 3'600'000);
   if (!timeout.ok()) return timeout.status();
   o.ado_timeout_ms = static_cast<uint32_t>(*timeout);
+  auto retry = toml_config::get_int(*t, "kv", "ado_launch_retry_ms", 1000, 0, 3'600'000);
+  if (!retry.ok()) return retry.status();
+  o.ado_launch_retry_ms = static_cast<uint32_t>(*retry);
   FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "kv", "ado_plugin_dir", &o.ado_plugin_dir));
   FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "kv", "ado_binary", &o.ado_binary));
   FARMEM_RETURN_IF_ERROR(o.validate());
@@ -37,6 +40,9 @@ Status KvServiceOptions::validate() const {
   if (record_grace_ms > 3'600'000) return InvalidArgument("kv.record_grace_ms must be 0..3600000");
   if (ado_timeout_ms < 1 || ado_timeout_ms > 3'600'000) {
     return InvalidArgument("kv.ado_timeout_ms must be 1..3600000");
+  }
+  if (ado_launch_retry_ms > 3'600'000) {
+    return InvalidArgument("kv.ado_launch_retry_ms must be 0..3600000");
   }
   return OkStatus();
 }

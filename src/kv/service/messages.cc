@@ -87,7 +87,7 @@ Result<PoolNameRequest> parse_pool_request(const Payload& p, w::KvOpcode op) {
   FARMEM_RETURN_IF_ERROR(check_pool_name(r.name));
   const w::KvPoolRequest& f = r.fixed;
   if (op == w::KvOpcode::kPoolCreate) {
-    if ((f.flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly)) != 0) {
+    if ((f.flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly | w::kPoolTemporary)) != 0) {
       return InvalidArgument("unknown pool create flags");
     }
     if (f.capacity_bytes < w::kMinPoolCapacity) {
@@ -225,7 +225,8 @@ Result<AttributeView> parse_attribute(const Payload& p) {
     case w::Attribute::kWriteEpoch:
       v.per_key = true;
       if (v.key.empty() || v.key.size() > w::kMaxKeyBytes) {
-        return InvalidArgument("attribute of a key needs a key of 1..64 KiB");
+        return InvalidArgument(
+            fmt::format("attribute of a key needs a key of 1..{} bytes", w::kMaxKeyBytes));
       }
       return v;
     case w::Attribute::kCount:

@@ -89,7 +89,7 @@ void Pool::kill(uint64_t record, uint64_t now_ns) {
   if (h == nullptr) return;
   w::KvRecordHeader hdr;
   std::memcpy(&hdr, h, sizeof(hdr));
-  const uint64_t bytes = record_bytes(hdr.key_bytes, hdr.value_bytes);
+  const uint64_t bytes = record_alloc_bytes(hdr.key_bytes, hdr.value_bytes);
   if (region_.ptr(record, bytes) == nullptr) return;
   store_state(region_.at(record), w::record_state(hdr.version, w::kRecordDead));
   allocator_.retire(record, bytes, now_ns);
@@ -131,7 +131,7 @@ Status Pool::put(std::string_view key, const void* value, uint32_t value_bytes, 
       return OkStatus();
     }
   }
-  const uint64_t bytes = record_bytes(key.size(), value_bytes);
+  const uint64_t bytes = record_alloc_bytes(key.size(), value_bytes);
   auto rec = allocator_.allocate(bytes, now_ns);
   if (!rec.ok()) return rec.status();
   if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory lies outside the region");
@@ -183,7 +183,7 @@ Result<LockGrant> Pool::lock(uint64_t owner, std::string_view key, w::LocateMode
   if (mode == w::LocateMode::kPutNew) {
     if ((flags & w::kLocateCreateOnly) && lookup(key).ok()) return AlreadyExists("the key exists");
     if (length > w::kMaxValueBytes) return InvalidArgument("value too large");
-    const uint64_t bytes = record_bytes(key.size(), length);
+    const uint64_t bytes = record_alloc_bytes(key.size(), length);
     auto rec = allocator_.allocate(bytes, now_ns);
     if (!rec.ok()) return rec.status();
     if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
@@ -255,7 +255,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
       break;
     }
     case w::LocateMode::kPutNew: {
-      const uint64_t bytes = record_bytes(g.key.size(), g.value_bytes);
+      const uint64_t bytes = record_alloc_bytes(g.key.size(), g.value_bytes);
       if (flags & w::kReleaseAbort) {
         allocator_.free_now(g.record, bytes);
         break;
@@ -297,7 +297,7 @@ Result<LockGrant> Pool::resize(uint64_t owner, uint64_t token, uint64_t new_size
   const uint64_t hash = HopscotchIndex::hash_key(g.key);
   const uint64_t bucket = index_.find(hash, g.key);
   if (bucket == HopscotchIndex::kNotFound) return Internal("a write-locked key left the index");
-  const uint64_t bytes = record_bytes(g.key.size(), new_size);
+  const uint64_t bytes = record_alloc_bytes(g.key.size(), new_size);
   auto rec = allocator_.allocate(bytes, now_ns);
   if (!rec.ok()) return rec.status();
   if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");

@@ -26,6 +26,7 @@
 
 #include "allocator.h"
 #include "farmem/common/result.h"
+#include "farmem/kv/record.h"
 #include "farmem/kv/wire.h"
 #include "farmem/memnode/service.h"
 #include "hopscotch.h"
@@ -72,7 +73,7 @@ struct KeyInfo {
   uint32_t value_bytes = 0;
   uint64_t value = 0;  // region offset of the value's first byte
   uint64_t write_epoch_ns = 0;
-  uint64_t record_bytes() const { return sizeof(wire::KvRecordHeader) + key_bytes + value_bytes; }
+  uint64_t record_bytes() const { return kv::record_bytes(key_bytes, value_bytes); }
 };
 
 // A lock on a key held across requests (locate/release).

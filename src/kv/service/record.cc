@@ -1,25 +1,8 @@
 #include "record.h"
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
-
 #include <cstring>
 
 namespace farmem::kv::service {
-
-uint64_t record_checksum(uint64_t version, uint32_t key_bytes, uint32_t value_bytes,
-                         const void* key, const void* value) {
-  uint8_t fixed[16];
-  std::memcpy(fixed, &version, 8);
-  std::memcpy(fixed + 8, &key_bytes, 4);
-  std::memcpy(fixed + 12, &value_bytes, 4);
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, fixed, sizeof(fixed));
-  XXH3_64bits_update(&st, key, key_bytes);
-  XXH3_64bits_update(&st, value, value_bytes);
-  return XXH3_64bits_digest(&st);
-}
 
 uint64_t load_state(const uint8_t* record) {
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(record), __ATOMIC_ACQUIRE);
@@ -58,19 +41,6 @@ void seal(uint8_t* record, uint64_t version, uint32_t key_bytes, uint32_t value_
   std::memcpy(record + offsetof(KvRecordHeader, key_bytes), &key_bytes, 4);
   std::memcpy(record + offsetof(KvRecordHeader, value_bytes), &value_bytes, 4);
   std::memcpy(record + offsetof(KvRecordHeader, checksum), &sum, 8);
-}
-
-bool record_valid(const uint8_t* copy, uint64_t bytes, std::string_view key) {
-  KvRecordHeader h;
-  if (bytes < sizeof(h)) return false;
-  std::memcpy(&h, copy, sizeof(h));
-  if (h.state != wire::record_state(h.version, wire::kRecordLive)) return false;
-  if (h.key_bytes != key.size()) return false;
-  if (key.size() > bytes - sizeof(h)) return false;
-  if (uint64_t{h.value_bytes} > bytes - sizeof(h) - key.size()) return false;
-  const uint8_t* k = copy + sizeof(h);
-  if (std::memcmp(k, key.data(), key.size()) != 0) return false;
-  return record_checksum(h.version, h.key_bytes, h.value_bytes, k, k + h.key_bytes) == h.checksum;
 }
 
 }  // namespace farmem::kv::service

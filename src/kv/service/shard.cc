@@ -246,6 +246,7 @@ Status Shard::create(const Request& r, Out* out) {
     if (!made.ok()) return made.status();
     p = *made;
     created = true;
+    if (req->fixed.flags & w::kPoolTemporary) temporary_[p->handle()] = r.session;
   }
   open_handle(p, r.session, (req->fixed.flags & w::kPoolReadOnly) == 0);
   append(out,
@@ -293,6 +294,7 @@ void Shard::remove_pool(Pool* pool) {
     it->second.erase(slot);
     it = it->second.empty() ? session_pools_.erase(it) : std::next(it);
   }
+  temporary_.erase(pool->handle());
   slots_[slot].pool.reset();
   free_slots_.push_back(slot);
   by_name_.erase(name);
@@ -630,7 +632,24 @@ void Shard::on_session_end(uint64_t session) {
     }
     refresh_gauges();
   }
+  drop_temporary_pools(session);
   if (hooks_) hooks_->on_session_end(session);
+}
+
+void Shard::drop_temporary_pools(uint64_t session) {
+  std::vector<uint64_t> doomed;
+  for (const auto& [handle, owner] : temporary_) {
+    if (owner == session) doomed.push_back(handle);
+  }
+  for (uint64_t handle : doomed) {
+    Pool* p = pool(handle);
+    if (p == nullptr) {
+      temporary_.erase(handle);
+      continue;
+    }
+    if (hooks_) hooks_->on_pool_event(*p, PoolEvent::kDelete, session);
+    remove_pool(p);  // erases it from temporary_
+  }
 }
 
 void Shard::poll(uint64_t now_ns) {

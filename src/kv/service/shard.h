@@ -1,7 +1,8 @@
 // Shard: the kv service's state and request handlers on one worker thread.
 //
 // A shard owns the pools whose name hashes to its worker (XXH3(name) % workers), their handles
-// (worker:8 | slot:24 | generation:32), which sessions have them open, and its counters. The
+// (worker:8 | slot:24 | generation:32), which sessions have them open, which are temporary
+// (deleted when their creating session ends), and its counters. The
 // service (service.cc) routes each request to the shard that owns its pool; everything here
 // then runs on that shard's thread. KvShared is what all shards share: the directory of pool
 // names (list, the per-node pool limit), per-shard counters and the version counter.
@@ -99,6 +100,8 @@ class Shard {
   void open_handle(Pool* pool, uint64_t session, bool writable);
   void forget_session_pool(uint64_t session, Pool* pool);
   void remove_pool(Pool* pool);
+  // Deletes the temporary pools `session` created (their other handles die with them).
+  void drop_temporary_pools(uint64_t session);
   void signal(Pool& pool, KeySignal s, std::string_view key);
   void refresh_gauges();
 
@@ -112,6 +115,8 @@ class Shard {
   std::vector<uint32_t> free_slots_;
   std::unordered_map<std::string, uint32_t> by_name_;
   std::unordered_map<uint64_t, std::unordered_set<uint32_t>> session_pools_;  // session -> slots
+  // Temporary pools (wire::kPoolTemporary): handle -> the session whose end deletes the pool.
+  std::unordered_map<uint64_t, uint64_t> temporary_;
   std::unique_ptr<PoolHooks> hooks_;
 };
 

@@ -68,8 +68,9 @@ class KvAdoTest : public ::testing::TestWithParam<Transport> {
     std::filesystem::create_directories(dir_);
     std::string config = dir_ + "/node.toml";
     std::ofstream(config) << fmt::format(
-        "[memnode]\n[kv]\nado_plugin_dir = \"{}\"\nado_binary = \"{}\"\nado_timeout_ms = {}\n",
-        FARMEM_ADO_PLUGIN_DIR, FARMEM_ADO_BIN, kTimeoutMs);
+        "[memnode]\n[kv]\nado_plugin_dir = \"{}\"\nado_binary = \"{}\"\nado_timeout_ms = {}\n"
+        "ado_launch_retry_ms = {}\n",
+        FARMEM_ADO_PLUGIN_DIR, FARMEM_ADO_BIN, kTimeoutMs, kLaunchRetryMs);
     ServerOptions o;  // default transports: the ADO needs shared memory with its node
     o.capacity_bytes = 256ull << 20;
     o.extra_args = {"--config", config, "--workers", "2"};
@@ -110,6 +111,8 @@ class KvAdoTest : public ::testing::TestWithParam<Transport> {
   }
 
   static constexpr uint32_t kTimeoutMs = 1500;
+  // Longer than any test: a failed launch is not retried within one (see APluginThatDoesNotLoad).
+  static constexpr uint32_t kLaunchRetryMs = 600'000;
   std::string dir_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<client::Cluster> cluster_;
@@ -334,10 +337,14 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
 TEST_P(KvAdoTest, APluginThatDoesNotLoad) {
   Pool* p = pool("broken", "libno_such_plugin.so");
   ASSERT_NE(p, nullptr);
-  for (int i = 0; i < 2; ++i) {  // each invocation tries a fresh process, and says why it failed
+  // The failed launch (at the configure) is not retried within ado_launch_retry_ms: each
+  // invocation gets its error at once, saying so (the refusal comes before any new process).
+  for (int i = 0; i < 3; ++i) {
     auto r = p->invoke_ado_sync("", "anything");
     EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
     EXPECT_NE(r.status().message().find("libno_such_plugin.so"), std::string::npos)
+        << r.status().to_string();
+    EXPECT_NE(r.status().message().find("no new ADO process is tried"), std::string::npos)
         << r.status().to_string();
   }
   // Configuring a working plugin fixes the pool.

@@ -217,7 +217,7 @@ TEST_P(KvClientTest, BoundarySizesTakeTheRightPath) {
   auto p = create(s.get(), "sizes");
   ASSERT_NE(p, nullptr);
   std::string v;
-  const std::string key1 = "k", key64k(kv::kMaxRequestKeyBytes, 'K');
+  const std::string key1 = "k", key64k(w::kMaxKeyBytes, 'K');
   ASSERT_TRUE(p->put_sync(key1, "").ok());  // 1-byte key, empty value
   ASSERT_TRUE(*p->get_sync(key1, &v));
   EXPECT_EQ(v, "");
@@ -225,7 +225,7 @@ TEST_P(KvClientTest, BoundarySizesTakeTheRightPath) {
   ASSERT_TRUE(*p->get_sync(key64k, &v));
   EXPECT_EQ(v, "long key");
   EXPECT_EQ(p->put_sync("", "v").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(p->put_sync(std::string(kv::kMaxRequestKeyBytes + 1, 'K'), "v").code(),
+  EXPECT_EQ(p->put_sync(std::string(w::kMaxKeyBytes + 1, 'K'), "v").code(),
             StatusCode::kInvalidArgument);
   ASSERT_TRUE(p->put_sync(key64k, "a longer value, through locate").ok());
   ASSERT_TRUE(*p->get_sync(key64k, &v));
@@ -647,6 +647,14 @@ TEST(KvCliTest, CommandsAndTheirExitCodes) {
   EXPECT_EQ(run("count fruits", &out), 0) << out;
   EXPECT_EQ(out, "2\n");
   EXPECT_EQ(run("find fruits prefix:b", &out), 2) << out;  // no secondary index
+  EXPECT_EQ(run("configure fruits AddIndex::VolatileTree", &out), 0) << out;
+  EXPECT_EQ(run("find fruits prefix:b", &out), 0) << out;
+  EXPECT_EQ(out, "1 banana\n");
+  EXPECT_EQ(run("configure fruits AddIndex::Nonsense", &out), 2) << out;
+  EXPECT_EQ(run("configure vegetables RemoveIndex", &out), 3) << out;
+  EXPECT_NE(out.find("no pool 'vegetables'"), std::string::npos) << out;
+  EXPECT_EQ(run("configure fruits RemoveIndex", &out), 0) << out;
+  EXPECT_EQ(run("find fruits prefix:b", &out), 2) << out;
   EXPECT_EQ(run("erase fruits apple", &out), 0) << out;
   EXPECT_EQ(run("erase fruits apple", &out), 3) << out;
   EXPECT_EQ(run("pools", &out), 0) << out;

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "farmem/kv/record.h"
 #include "farmem/kv/wire.h"
 #include "harness.h"
 #include "kv/kv_messages.h"
-#include "kv/service/record.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -56,21 +56,21 @@ class KvSession {
   Result<kw::KvPoolReply> create(const std::string& name, uint64_t capacity = 1 << 20,
                                  uint32_t flags = 0, uint64_t expected = 0) {
     return call_for<kw::KvPoolReply>(KvOpcode::kPoolCreate,
-                                     kv::testing::pool_request(name, capacity, flags, expected));
+                                     kv::encode_pool_request(name, capacity, expected, flags));
   }
   Result<kw::KvPoolReply> open(const std::string& name, uint32_t flags = 0) {
     return call_for<kw::KvPoolReply>(KvOpcode::kPoolOpen,
-                                     kv::testing::pool_request(name, 0, flags));
+                                     kv::encode_pool_request(name, 0, 0, flags));
   }
-  Status close(uint64_t pool) { return call(KvOpcode::kPoolClose, kv::testing::pool_ref(pool)); }
+  Status close(uint64_t pool) { return call(KvOpcode::kPoolClose, kv::encode_pool_ref(pool)); }
   Status destroy(const std::string& name) {
-    return call(KvOpcode::kPoolDelete, kv::testing::pool_request(name, 0, 0));
+    return call(KvOpcode::kPoolDelete, kv::encode_pool_request(name, 0, 0, 0));
   }
   Result<kw::KvPoolInfo> info(uint64_t pool) {
-    return call_for<kw::KvPoolInfo>(KvOpcode::kPoolInfo, kv::testing::pool_ref(pool));
+    return call_for<kw::KvPoolInfo>(KvOpcode::kPoolInfo, kv::encode_pool_ref(pool));
   }
   Status configure(uint64_t pool, const std::string& command) {
-    return call(KvOpcode::kPoolConfigure, kv::testing::configure_request(pool, command));
+    return call(KvOpcode::kPoolConfigure, kv::encode_configure(pool, command));
   }
 
   struct OpResult {
@@ -125,15 +125,15 @@ class KvSession {
   }
   Result<kw::KvLocateReply> locate(uint64_t pool, const std::string& key, kw::LocateMode mode,
                                    uint64_t offset = 0, uint64_t length = 0, uint8_t flags = 0) {
-    return call_for<kw::KvLocateReply>(
-        KvOpcode::kLocate, kv::testing::locate_request(pool, key, mode, offset, length, flags));
+    return call_for<kw::KvLocateReply>(KvOpcode::kLocate,
+                                       kv::encode_locate(pool, mode, flags, offset, length, key));
   }
   Status release(uint64_t pool, uint64_t token, uint32_t flags = 0) {
-    return call(KvOpcode::kRelease, kv::testing::release_request(pool, token, flags));
+    return call(KvOpcode::kRelease, kv::encode_release(pool, token, flags));
   }
   Result<uint64_t> attribute(uint64_t pool, kw::Attribute a, const std::string& key = "") {
-    auto r = call_for<kw::KvAttributeReply>(KvOpcode::kAttribute,
-                                            kv::testing::attribute_request(pool, a, key));
+    auto r =
+        call_for<kw::KvAttributeReply>(KvOpcode::kAttribute, kv::encode_attribute(pool, a, key));
     if (!r.ok()) return r.status();
     return r->value;
   }
@@ -144,8 +144,7 @@ class KvSession {
   };
   Result<Found> find(uint64_t pool, const std::string& expression, uint64_t start) {
     std::string reply;
-    FARMEM_RETURN_IF_ERROR(
-        call(KvOpcode::kFind, kv::testing::find_request(pool, expression, start), &reply));
+    FARMEM_RETURN_IF_ERROR(call(KvOpcode::kFind, kv::encode_find(pool, start, expression), &reply));
     kw::KvFindReply r;
     if (reply.size() < sizeof(r)) return Internal("short find reply");
     std::memcpy(&r, reply.data(), sizeof(r));
@@ -171,7 +170,7 @@ class KvSession {
 };
 
 bool valid_record(const std::string& copy, const std::string& key) {
-  return kv::service::record_valid(reinterpret_cast<const uint8_t*>(copy.data()), copy.size(), key);
+  return kv::record_valid(reinterpret_cast<const uint8_t*>(copy.data()), copy.size(), key);
 }
 
 class KvServiceTest : public ::testing::TestWithParam<Transport> {
@@ -248,7 +247,7 @@ TEST_P(KvServiceTest, PoolsAreCreatedOpenedListedAndDeletedAndTheirMemoryComesBa
   EXPECT_EQ(a_->node_used_bytes(), used0 + info->used_bytes);
 
   std::string reply;
-  ASSERT_TRUE(a_->call(KvOpcode::kPoolList, kv::testing::list_request(0), &reply).ok());
+  ASSERT_TRUE(a_->call(KvOpcode::kPoolList, kv::encode_list(0), &reply).ok());
   kw::KvListReply lr;
   std::memcpy(&lr, reply.data(), sizeof(lr));
   EXPECT_EQ(lr.entries, 1u);
@@ -652,15 +651,15 @@ TEST_P(KvServiceTest, MalformedRequestsGetErrorRepliesAndTheNodeServesOn) {
   };
   const StatusCode kInval = StatusCode::kInvalidArgument;
   expect_code(KvOpcode::kPoolCreate, "", kInval);
-  expect_code(KvOpcode::kPoolCreate, kv::testing::pool_request("x", 1 << 20, 0) + "y", kInval);
-  expect_code(KvOpcode::kPoolCreate, kv::testing::pool_request("x", 1 << 20, 0x80), kInval);
-  expect_code(KvOpcode::kPoolCreate, kv::testing::pool_request("", 1 << 20, 0), kInval);
-  expect_code(KvOpcode::kPoolCreate, kv::testing::pool_request(std::string(121, 'n'), 1 << 20, 0),
+  expect_code(KvOpcode::kPoolCreate, kv::encode_pool_request("x", 1 << 20, 0, 0) + "y", kInval);
+  expect_code(KvOpcode::kPoolCreate, kv::encode_pool_request("x", 1 << 20, 0, 0x80), kInval);
+  expect_code(KvOpcode::kPoolCreate, kv::encode_pool_request("", 1 << 20, 0, 0), kInval);
+  expect_code(KvOpcode::kPoolCreate, kv::encode_pool_request(std::string(121, 'n'), 1 << 20, 0, 0),
               kInval);
-  expect_code(KvOpcode::kPoolOpen, kv::testing::pool_request("bad", 5, 0), kInval);
-  expect_code(KvOpcode::kPoolClose, kv::testing::pool_ref(pool) + "x", kInval);
-  expect_code(KvOpcode::kPoolClose, kv::testing::pool_ref(pool ^ 1), StatusCode::kNotFound);
-  expect_code(KvOpcode::kPoolInfo, kv::testing::pool_ref(0xFF00000000000001ull),
+  expect_code(KvOpcode::kPoolOpen, kv::encode_pool_request("bad", 5, 0, 0), kInval);
+  expect_code(KvOpcode::kPoolClose, kv::encode_pool_ref(pool) + "x", kInval);
+  expect_code(KvOpcode::kPoolClose, kv::encode_pool_ref(pool ^ 1), StatusCode::kNotFound);
+  expect_code(KvOpcode::kPoolInfo, kv::encode_pool_ref(0xFF00000000000001ull),
               StatusCode::kNotFound);
   auto ops = kv::testing::ops_request(pool, {{KvOp::kPut, 0, "k", "v"}});
   std::string bad = ops;
@@ -687,18 +686,16 @@ TEST_P(KvServiceTest, MalformedRequestsGetErrorRepliesAndTheNodeServesOn) {
   expect_code(KvOpcode::kOps,
               kv::testing::ops_request(pool ^ (1ull << 32), {{KvOp::kGet, 0, "k", ""}}),
               StatusCode::kNotFound);
-  expect_code(KvOpcode::kLocate, kv::testing::locate_request(pool, "k", kw::LocateMode(7)), kInval);
-  expect_code(KvOpcode::kLocate,
-              kv::testing::locate_request(pool, "k", kw::LocateMode::kRead, 0, 0, 1), kInval);
-  expect_code(KvOpcode::kRelease, kv::testing::release_request(pool, 1, 2), kInval);
-  expect_code(KvOpcode::kRelease, kv::testing::release_request(pool, 12345), StatusCode::kNotFound);
-  expect_code(KvOpcode::kFind, kv::testing::find_request(pool, "", 0), kInval);
-  expect_code(KvOpcode::kAttribute, kv::testing::attribute_request(pool, kw::Attribute(99), ""),
+  expect_code(KvOpcode::kLocate, kv::encode_locate(pool, kw::LocateMode(7), 0, 0, 0, "k"), kInval);
+  expect_code(KvOpcode::kLocate, kv::encode_locate(pool, kw::LocateMode::kRead, 1, 0, 0, "k"),
               kInval);
-  expect_code(KvOpcode::kAttribute,
-              kv::testing::attribute_request(pool, kw::Attribute::kCount, "k"), kInval);
+  expect_code(KvOpcode::kRelease, kv::encode_release(pool, 1, 2), kInval);
+  expect_code(KvOpcode::kRelease, kv::encode_release(pool, 12345, 0), StatusCode::kNotFound);
+  expect_code(KvOpcode::kFind, kv::encode_find(pool, 0, ""), kInval);
+  expect_code(KvOpcode::kAttribute, kv::encode_attribute(pool, kw::Attribute(99), ""), kInval);
+  expect_code(KvOpcode::kAttribute, kv::encode_attribute(pool, kw::Attribute::kCount, "k"), kInval);
   expect_code(KvOpcode::kShardStats, "x", kInval);
-  expect_code(KvOpcode::kPoolList, kv::testing::list_request(0) + "x", kInval);
+  expect_code(KvOpcode::kPoolList, kv::encode_list(0) + "x", kInval);
   expect_code(static_cast<KvOpcode>(300), "", kInval);
   // Still serving.
   ASSERT_EQ(a_->put(pool, "k", "v"), StatusCode::kOk);
@@ -738,7 +735,7 @@ TEST_P(KvServiceTest, TwoWorkersForwardToThePoolsShardAndReleaseOnSessionEnd) {
   }
   for (size_t i = 0; i < pools.size(); ++i) EXPECT_EQ(*a_->get(pools[i], "k"), names[i]);
   std::string reply;
-  ASSERT_TRUE(a_->call(KvOpcode::kPoolList, kv::testing::list_request(0), &reply).ok());
+  ASSERT_TRUE(a_->call(KvOpcode::kPoolList, kv::encode_list(0), &reply).ok());
   kw::KvListReply lr;
   std::memcpy(&lr, reply.data(), sizeof(lr));
   EXPECT_EQ(lr.total, names.size());

@@ -57,7 +57,7 @@ TEST(KvHopscotchTest, MatchesAnUnorderedMapAndGrowsByDoubling) {
     }
     if (rng() % 3 != 0) {
       if (it != model.end()) continue;
-      auto rec = alloc.allocate(record_bytes(key.size(), 0), 0);
+      auto rec = alloc.allocate(record_alloc_bytes(key.size(), 0), 0);
       ASSERT_TRUE(rec.ok());
       write_record(region.view().at(*rec), version++, key, "", 0);
       auto placed = index.insert(hash, *rec, 0, 0);
@@ -66,7 +66,7 @@ TEST(KvHopscotchTest, MatchesAnUnorderedMapAndGrowsByDoubling) {
       model[key] = *rec;
     } else if (it != model.end()) {
       index.erase(at);
-      alloc.free_now(it->second, record_bytes(key.size(), 0));
+      alloc.free_now(it->second, record_alloc_bytes(key.size(), 0));
       model.erase(it);
     }
     ASSERT_EQ(index.size(), model.size());

@@ -91,74 +91,100 @@ TEST(KvMessagesTest, MalformedOpsAreRefusedWhole) {
   EXPECT_FALSE(refused(payload(kv::testing::ops_request(1, many))));
 }
 
+// The longest key fills a 64 KiB request exactly, in kOps and in kLocate; one byte more is
+// refused everywhere (and would not fit a message anyway).
+TEST(KvMessagesTest, TheKeyLimitIsWhatFitsOneRequest) {
+  const std::string longest(w::kMaxKeyBytes, 'k'), longer(w::kMaxKeyBytes + 1, 'k');
+  auto ops = payload(kv::testing::ops_request(1, {{w::KvOp::kGet, 0, longest, ""}}));
+  EXPECT_EQ(ops.size(), w::kMaxRpcPayloadBytes);
+  w::KvOpsHeader h;
+  std::vector<OpView> list;
+  EXPECT_TRUE(parse_ops(ops, &h, &list).ok());
+  EXPECT_FALSE(
+      parse_ops(payload(kv::testing::ops_request(1, {{w::KvOp::kGet, 0, longer, ""}})), &h, &list)
+          .ok());
+  auto locate = payload(kv::encode_locate(1, w::LocateMode::kRead, 0, 0, 0, longest));
+  EXPECT_EQ(locate.size(), w::kMaxRpcPayloadBytes);
+  EXPECT_TRUE(parse_locate(locate).ok());
+  EXPECT_FALSE(
+      parse_locate(payload(kv::encode_locate(1, w::LocateMode::kRead, 0, 0, 0, longer))).ok());
+  EXPECT_TRUE(
+      parse_attribute(payload(kv::encode_attribute(1, w::Attribute::kCrc32, longest))).ok());
+  EXPECT_FALSE(
+      parse_attribute(payload(kv::encode_attribute(1, w::Attribute::kCrc32, longer))).ok());
+}
+
 TEST(KvMessagesTest, PoolRequestsFollowTheirOpcodesRules) {
   using O = w::KvOpcode;
   EXPECT_TRUE(
-      parse_pool_request(payload(kv::testing::pool_request("p", 1 << 20, 3)), O::kPoolCreate).ok());
+      parse_pool_request(payload(kv::encode_pool_request("p", 1 << 20, 0, 3)), O::kPoolCreate)
+          .ok());
   EXPECT_FALSE(
-      parse_pool_request(payload(kv::testing::pool_request("p", 1 << 20, 4)), O::kPoolCreate).ok());
+      parse_pool_request(payload(kv::encode_pool_request("p", 1 << 20, 0, 8)), O::kPoolCreate)
+          .ok());
   EXPECT_FALSE(
-      parse_pool_request(payload(kv::testing::pool_request("p", 100, 0)), O::kPoolCreate).ok());
-  EXPECT_FALSE(parse_pool_request(payload(kv::testing::pool_request("p", 1 << 20, 0, 1ull << 40)),
+      parse_pool_request(payload(kv::encode_pool_request("p", 100, 0, 0)), O::kPoolCreate).ok());
+  EXPECT_FALSE(parse_pool_request(payload(kv::encode_pool_request("p", 1 << 20, 1ull << 40, 0)),
                                   O::kPoolCreate)
                    .ok());
-  EXPECT_TRUE(
-      parse_pool_request(payload(kv::testing::pool_request("p", 0, w::kPoolReadOnly)), O::kPoolOpen)
-          .ok());
-  EXPECT_FALSE(parse_pool_request(payload(kv::testing::pool_request("p", 0, w::kPoolCreateOnly)),
+  EXPECT_TRUE(parse_pool_request(payload(kv::encode_pool_request("p", 0, 0, w::kPoolReadOnly)),
+                                 O::kPoolOpen)
+                  .ok());
+  EXPECT_FALSE(parse_pool_request(payload(kv::encode_pool_request("p", 0, 0, w::kPoolCreateOnly)),
                                   O::kPoolOpen)
                    .ok());
-  EXPECT_FALSE(parse_pool_request(payload(kv::testing::pool_request("p", 0, w::kPoolReadOnly)),
+  EXPECT_FALSE(parse_pool_request(payload(kv::encode_pool_request("p", 0, 0, w::kPoolReadOnly)),
                                   O::kPoolDelete)
                    .ok());
   EXPECT_FALSE(
-      parse_pool_request(payload(kv::testing::pool_request("p", 1, 0)), O::kPoolDelete).ok());
+      parse_pool_request(payload(kv::encode_pool_request("p", 1, 0, 0)), O::kPoolDelete).ok());
   EXPECT_FALSE(
-      parse_pool_request(payload(kv::testing::pool_request("a\nb", 0, 0)), O::kPoolOpen).ok());
-  EXPECT_TRUE(parse_pool_request(payload(kv::testing::pool_request(std::string(120, 'x'), 0, 0)),
+      parse_pool_request(payload(kv::encode_pool_request("a\nb", 0, 0, 0)), O::kPoolOpen).ok());
+  EXPECT_TRUE(parse_pool_request(payload(kv::encode_pool_request(std::string(120, 'x'), 0, 0, 0)),
                                  O::kPoolOpen)
                   .ok());
-  EXPECT_FALSE(parse_pool_request(payload(kv::testing::pool_request(std::string(121, 'x'), 0, 0)),
+  EXPECT_FALSE(parse_pool_request(payload(kv::encode_pool_request(std::string(121, 'x'), 0, 0, 0)),
                                   O::kPoolOpen)
                    .ok());
-  auto p = payload(kv::testing::pool_request("pool", 0, 0));
+  auto p = payload(kv::encode_pool_request("pool", 0, 0, 0));
   p.pop_back();
   EXPECT_FALSE(parse_pool_request(p, O::kPoolOpen).ok());
+  // kPoolTemporary is a create flag.
+  EXPECT_TRUE(
+      parse_pool_request(payload(kv::encode_pool_request("p", 1 << 20, 0, w::kPoolTemporary)),
+                         O::kPoolCreate)
+          .ok());
+  EXPECT_FALSE(parse_pool_request(payload(kv::encode_pool_request("p", 0, 0, w::kPoolTemporary)),
+                                  O::kPoolOpen)
+                   .ok());
 }
 
 TEST(KvMessagesTest, LocateReleaseFindAttributeConfigureAndListAreExact) {
-  EXPECT_TRUE(
-      parse_locate(payload(kv::testing::locate_request(1, "k", w::LocateMode::kRead, 5, 6))).ok());
+  EXPECT_TRUE(parse_locate(payload(kv::encode_locate(1, w::LocateMode::kRead, 0, 5, 6, "k"))).ok());
+  EXPECT_FALSE(parse_locate(payload(kv::encode_locate(1, w::LocateMode::kRead, 0, 0, 0, ""))).ok());
+  EXPECT_FALSE(parse_locate(payload(kv::encode_locate(1, w::LocateMode(0), 0, 0, 0, "k"))).ok());
   EXPECT_FALSE(
-      parse_locate(payload(kv::testing::locate_request(1, "", w::LocateMode::kRead))).ok());
-  EXPECT_FALSE(parse_locate(payload(kv::testing::locate_request(1, "k", w::LocateMode(0)))).ok());
-  EXPECT_FALSE(
-      parse_locate(payload(kv::testing::locate_request(1, "k", w::LocateMode::kPutNew, 1, 6)))
-          .ok());
-  EXPECT_FALSE(parse_locate(payload(kv::testing::locate_request(1, "k", w::LocateMode::kPutNew, 0,
-                                                                w::kMaxValueBytes + 1)))
+      parse_locate(payload(kv::encode_locate(1, w::LocateMode::kPutNew, 0, 1, 6, "k"))).ok());
+  EXPECT_FALSE(parse_locate(payload(kv::encode_locate(1, w::LocateMode::kPutNew, 0, 0,
+                                                      w::kMaxValueBytes + 1, "k")))
                    .ok());
   EXPECT_TRUE(
-      parse_locate(payload(kv::testing::locate_request(1, "k", w::LocateMode::kPutNew, 0,
-                                                       w::kMaxValueBytes, w::kLocateCreateOnly)))
+      parse_locate(payload(kv::encode_locate(1, w::LocateMode::kPutNew, w::kLocateCreateOnly, 0,
+                                             w::kMaxValueBytes, "k")))
           .ok());
-  EXPECT_TRUE(parse_release(payload(kv::testing::release_request(1, 2, w::kReleaseAbort))).ok());
-  EXPECT_FALSE(parse_release(payload(kv::testing::release_request(1, 2, 2))).ok());
-  EXPECT_TRUE(parse_find(payload(kv::testing::find_request(1, "next:", 3))).ok());
-  EXPECT_FALSE(parse_find(payload(kv::testing::find_request(1, "", 3))).ok());
-  EXPECT_FALSE(parse_find(payload(kv::testing::find_request(1, std::string(4097, 'x'), 3))).ok());
-  EXPECT_TRUE(
-      parse_attribute(payload(kv::testing::attribute_request(1, w::Attribute::kCrc32, "k"))).ok());
-  EXPECT_FALSE(
-      parse_attribute(payload(kv::testing::attribute_request(1, w::Attribute::kCrc32, ""))).ok());
-  EXPECT_FALSE(
-      parse_attribute(payload(kv::testing::attribute_request(1, w::Attribute::kCount, "k"))).ok());
-  EXPECT_FALSE(
-      parse_attribute(payload(kv::testing::attribute_request(1, w::Attribute(0), ""))).ok());
-  EXPECT_TRUE(parse_configure(payload(kv::testing::configure_request(1, "RemoveIndex"))).ok());
-  EXPECT_FALSE(parse_configure(payload(kv::testing::configure_request(1, ""))).ok());
-  EXPECT_TRUE(parse_list(payload(kv::testing::list_request(3))).ok());
-  EXPECT_FALSE(parse_list(payload(kv::testing::list_request(3) + "x")).ok());
+  EXPECT_TRUE(parse_release(payload(kv::encode_release(1, 2, w::kReleaseAbort))).ok());
+  EXPECT_FALSE(parse_release(payload(kv::encode_release(1, 2, 2))).ok());
+  EXPECT_TRUE(parse_find(payload(kv::encode_find(1, 3, "next:"))).ok());
+  EXPECT_FALSE(parse_find(payload(kv::encode_find(1, 3, ""))).ok());
+  EXPECT_FALSE(parse_find(payload(kv::encode_find(1, 3, std::string(4097, 'x')))).ok());
+  EXPECT_TRUE(parse_attribute(payload(kv::encode_attribute(1, w::Attribute::kCrc32, "k"))).ok());
+  EXPECT_FALSE(parse_attribute(payload(kv::encode_attribute(1, w::Attribute::kCrc32, ""))).ok());
+  EXPECT_FALSE(parse_attribute(payload(kv::encode_attribute(1, w::Attribute::kCount, "k"))).ok());
+  EXPECT_FALSE(parse_attribute(payload(kv::encode_attribute(1, w::Attribute(0), ""))).ok());
+  EXPECT_TRUE(parse_configure(payload(kv::encode_configure(1, "RemoveIndex"))).ok());
+  EXPECT_FALSE(parse_configure(payload(kv::encode_configure(1, ""))).ok());
+  EXPECT_TRUE(parse_list(payload(kv::encode_list(3))).ok());
+  EXPECT_FALSE(parse_list(payload(kv::encode_list(3) + "x")).ok());
   EXPECT_FALSE(parse_pool_ref(Payload(7, 0), "close").ok());
   EXPECT_FALSE(parse_pool_ref(Payload(9, 0), "close").ok());
 }
@@ -188,15 +214,17 @@ TEST(KvMessagesTest, ConfigureCommands) {
 TEST(KvConfigTest, TheKvTableIsReadStrictly) {
   auto o = KvServiceOptions::from_toml_string(
       "[memnode]\nport = 1\n[kv]\nrecord_grace_ms = 5\nado_plugin_dir = \"/p\"\n"
-      "ado_binary = \"/b\"\nado_timeout_ms = 7\n");
+      "ado_binary = \"/b\"\nado_timeout_ms = 7\nado_launch_retry_ms = 0\n");
   ASSERT_TRUE(o.ok()) << o.status().to_string();
   EXPECT_EQ(o->record_grace_ms, 5u);
   EXPECT_EQ(o->ado_plugin_dir, "/p");
   EXPECT_EQ(o->ado_binary, "/b");
   EXPECT_EQ(o->ado_timeout_ms, 7u);
+  EXPECT_EQ(o->ado_launch_retry_ms, 0u);
   auto d = KvServiceOptions::from_toml_string("[memnode]\n");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->record_grace_ms, 1000u);
+  EXPECT_EQ(d->ado_launch_retry_ms, 1000u);
   EXPECT_EQ(KvServiceOptions::from_toml_string("[kv]\nrecord_grace = 5\n").status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(KvServiceOptions::from_toml_string("[kv]\nado_timeout_ms = 0\n").status().code(),

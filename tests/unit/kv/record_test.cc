@@ -1,5 +1,6 @@
-// Unit tests of the record format (docs/formats/kv.md "Records") as the server writes it and a
-// one-sided reader checks it.
+// Unit tests of the record format (docs/formats/kv.md "Records") as the server writes it
+// (kv/service/record.h) and a one-sided reader checks it (farmem/kv/record.h, shared with the
+// client library).
 #include "kv/service/record.h"
 
 #include <gtest/gtest.h>
@@ -15,16 +16,16 @@ namespace {
 namespace w = farmem::kv::wire;
 
 std::vector<uint8_t> make(uint64_t version, const std::string& key, const std::string& value) {
-  std::vector<uint8_t> r(record_bytes(key.size(), value.size()), 0xEE);
+  std::vector<uint8_t> r(record_alloc_bytes(key.size(), value.size()), 0xEE);
   write_record(r.data(), version, key, value.data(), static_cast<uint32_t>(value.size()));
   return r;
 }
 
 TEST(KvRecordTest, RecordsAreSixtyFourByteUnits) {
-  EXPECT_EQ(record_bytes(1, 0), 64u);
-  EXPECT_EQ(record_bytes(32, 0), 64u);
-  EXPECT_EQ(record_bytes(32, 1), 128u);
-  EXPECT_EQ(record_bytes(8, 1000), 1088u);
+  EXPECT_EQ(record_alloc_bytes(1, 0), 64u);
+  EXPECT_EQ(record_alloc_bytes(32, 0), 64u);
+  EXPECT_EQ(record_alloc_bytes(32, 1), 128u);
+  EXPECT_EQ(record_alloc_bytes(8, 1000), 1088u);
 }
 
 TEST(KvRecordTest, AWrittenRecordIsWritingUntilPublished) {
@@ -93,8 +94,20 @@ TEST(KvRecordTest, SealTakesANewVersionAfterAnInPlaceWrite) {
   EXPECT_EQ(h.version, 12u);
 }
 
+TEST(KvRecordTest, TheClientsCheckAcceptsWhatTheServerWrote) {
+  auto r = make(21, "key", std::string(100, 'v'));
+  store_state(r.data(), w::record_state(21, w::kRecordLive));
+  const size_t exact = record_bytes(3, 100);
+  std::vector<uint8_t> copy(r.begin(), r.begin() + exact);
+  uint64_t value_bytes = 0;
+  EXPECT_EQ(check_record_copy(copy.data(), copy.size(), "key", 21, &value_bytes), 32u + 3);
+  EXPECT_EQ(value_bytes, 100u);
+  copy.assign(r.begin(), r.begin() + exact);
+  EXPECT_EQ(check_record_copy(copy.data(), copy.size(), "key", 22, &value_bytes), 0u);
+}
+
 TEST(KvRecordTest, AValueLeftForTheWriterIsZeroed) {
-  std::vector<uint8_t> r(record_bytes(3, 100), 0xEE);
+  std::vector<uint8_t> r(record_alloc_bytes(3, 100), 0xEE);
   write_record(r.data(), 5, "key", nullptr, 100);
   for (size_t i = 35; i < 135; ++i) ASSERT_EQ(r[i], 0) << i;
   seal(r.data(), 5, 3, 100);
