@@ -272,17 +272,22 @@ void OpAwaitable::post() {
 // ---------------------------------------------------------------------------------------------
 // Batch
 
-Batch::Batch(ThreadClient& client, uint64_t deadline_ns)
-    : client_(&client), deadline_ns_(deadline_ns) {
-  completion_.notify = &Batch::on_complete;
-  completion_.owner = this;
+Batch::OffDirect::OffDirect() = default;
+Batch::OffDirect::~OffDirect() = default;
+
+Batch::OffDirect& Batch::off_direct() {
+  if (off_ == nullptr) off_ = std::make_unique<OffDirect>();
+  return *off_;
 }
 
-Batch::~Batch() {
+void Batch::settle() {
   // Deferred reads of a batch nobody waited for are dropped: their results are never seen.
   // Never leave UCX holding a pointer into a dead batch.
   if (!waited_) {
-    for (fabric::Endpoint* ep : written_) (void)ep->post_flush(&completion_, deadline_ns_);
+    client_->pace(ops_);  // its operations were posted all the same
+    if (off_ != nullptr) {
+      for (fabric::Endpoint* ep : off_->written) (void)ep->post_flush(&completion_, deadline_ns_);
+    }
   }
   while (completion_.remaining > 0) {
     client_->worker().progress();
@@ -303,8 +308,7 @@ Status Batch::admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating
   } else if (ops_ >= kMaxOps) {
     s = ResourceExhausted(fmt::format("a batch holds at most {} operations", kMaxOps));
   } else {
-    client_->pace();
-    s = client_->resolve(addr, bytes, atomic, mutating, ep, raddr);
+    s = client_->resolve(addr, bytes, atomic, mutating, ep, raddr);  // (paced when waited on)
   }
   if (!s.ok() && first_error_.ok()) first_error_ = s;
   if (s.ok()) ++ops_;
@@ -319,10 +323,11 @@ uint8_t* Batch::direct_target(fabric::Endpoint* ep, GlobalAddress addr) const {
 
 ServedOps* Batch::served_for(fabric::Endpoint* ep, uint16_t node) {
   if (!client_->served(node)) return nullptr;
-  for (auto& o : served_) {
+  auto& served = off_direct().served;
+  for (auto& o : served) {
     if (o->endpoint() == ep) return o.get();
   }
-  return served_.emplace_back(std::make_unique<ServedOps>(ep)).get();
+  return served.emplace_back(std::make_unique<ServedOps>(ep)).get();
 }
 
 void Batch::perform_deferred_reads() {
@@ -377,7 +382,8 @@ Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
     o->write(addr.offset(), src, bytes);
     return OkStatus();
   }
-  if (std::find(written_.begin(), written_.end(), ep) == written_.end()) written_.push_back(ep);
+  auto& written = off_direct().written;
+  if (std::find(written.begin(), written.end(), ep) == written.end()) written.push_back(ep);
   FARMEM_BATCH_POST(ep->post_put(src, raddr, bytes, &completion_, deadline_ns_));
 }
 
@@ -435,13 +441,17 @@ Status Batch::fence() {
 
 bool Batch::WaitAwaitable::await_ready() {
   b->waited_ = true;
-  for (auto& o : b->served_) {
-    Status s = o->post(&b->completion_, b->deadline_ns_);
-    if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
-  }
-  for (fabric::Endpoint* ep : b->written_) {
-    Status s = ep->post_flush(&b->completion_, b->deadline_ns_);
-    if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
+  // First: a failure it finds makes the posts below and the deferred reads see it.
+  b->client_->pace(b->ops_);
+  if (b->off_ != nullptr) {
+    for (auto& o : b->off_->served) {
+      Status s = o->post(&b->completion_, b->deadline_ns_);
+      if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
+    }
+    for (fabric::Endpoint* ep : b->off_->written) {
+      Status s = ep->post_flush(&b->completion_, b->deadline_ns_);
+      if (!s.ok() && b->first_error_.ok()) b->first_error_ = s;
+    }
   }
   if (b->completion_.remaining > 0) return false;  // deferred reads run when UCX completes
   if (b->deferred_count_ == 0) return true;
@@ -460,7 +470,9 @@ void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) {
 Status Batch::WaitAwaitable::await_resume() {
   b->handle_ = nullptr;
   b->perform_deferred_reads();
-  for (auto& o : b->served_) o->finish();
+  if (b->off_ != nullptr) {
+    for (auto& o : b->off_->served) o->finish();
+  }
   if (!b->first_error_.ok()) return b->first_error_;
   return b->completion_.status;
 }

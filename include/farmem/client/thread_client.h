@@ -135,10 +135,18 @@ class Batch {
   static constexpr size_t kMaxOps = 64;
   // deadline_ns: absolute (now_ns() clock) for every operation of the batch; 0 = the client's
   // op_timeout_ms from when each is posted.
-  explicit Batch(ThreadClient& client, uint64_t deadline_ns = 0);
+  explicit Batch(ThreadClient& client, uint64_t deadline_ns = 0)
+      : client_(&client), deadline_ns_(deadline_ns) {
+    completion_.notify = &Batch::on_complete;
+    completion_.owner = this;
+  }
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
-  ~Batch();
+  // (Inline, with the rare work out of line: a Batch is built for every round trip, and a
+  // direct one that was waited on has nothing to release.)
+  ~Batch() {
+    if (!waited_ || completion_.remaining > 0) settle();
+  }
 
   // Each posts at once. A posting error is returned and also reported by wait().
   Status read(GlobalAddress addr, void* dst, size_t bytes);
@@ -173,6 +181,9 @@ class Batch {
   // The served operations of ep's node in this batch (created on first use), or null when the
   // node does not use served operations.
   ServedOps* served_for(fabric::Endpoint* ep, uint16_t node);
+  // The destructor's work for a batch not waited on or still in flight: counts its operations
+  // (ThreadClient::pace), flushes its UCX writes and waits for UCX to let go of it.
+  void settle();
 
   struct DeferredRead {
     void* dst;
@@ -185,11 +196,18 @@ class Batch {
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
   Status first_error_;
-  // Per served node, in first-use order. A vector of pointers: empty costs no allocation (a
-  // Batch is built for every round trip), and a ServedOps never moves.
-  std::vector<std::unique_ptr<ServedOps>> served_;
+  // What only operations off the direct path need, created on first use: a direct batch
+  // allocates nothing and releases nothing.
+  struct OffDirect {
+    OffDirect();
+    ~OffDirect();  // out of line: a ServedOps is large
+    // Per served node, in first-use order (a ServedOps never moves).
+    std::vector<std::unique_ptr<ServedOps>> served;
+    std::vector<fabric::Endpoint*> written;  // endpoints needing a flush
+  };
+  OffDirect& off_direct();
+  std::unique_ptr<OffDirect> off_;
   size_t ops_ = 0;
-  std::vector<fabric::Endpoint*> written_;  // endpoints needing a flush
   // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
   // array is left uninitialised (a Batch is built for every round trip).
   std::array<uint64_t, kMaxOps> operands_;
@@ -336,15 +354,22 @@ class ThreadClient {
   uint8_t* direct_base(fabric::Endpoint* ep) const {
     return direct_access_ ? ep->direct_base() : nullptr;
   }
-  // Called before each operation is posted: every kOpsPerProgress operations it progresses the
-  // worker and checks the node sessions. Operations that complete when posted (direct access,
-  // and UCX's shared-memory transports with direct access off) never suspend, so a coroutine
-  // issuing only those would otherwise keep the scheduler from noticing that a node died.
-  void pace() {
-    if (++posted_ops_ % kOpsPerProgress == 0) progress_and_check();
+  // Counts n operations: every kOpsPerProgress operations it progresses the worker and checks
+  // the node sessions. Operations that complete when posted (direct access, and UCX's
+  // shared-memory transports with direct access off) never suspend, so a coroutine issuing only
+  // those would otherwise keep the scheduler from noticing that a node died. An OpAwaitable
+  // calls it before it posts; a Batch once for all of its operations, when it is waited on (or
+  // dropped), before its deferred reads are performed.
+  void pace(uint64_t n = 1) {
+    const uint64_t before = posted_ops_;
+    posted_ops_ += n;
+    // A multiple of kOpsPerProgress was reached: the bits above its power of two changed.
+    if ((before ^ posted_ops_) >= kOpsPerProgress) [[unlikely]]
+      progress_and_check();
   }
   void progress_and_check();
-  static constexpr uint64_t kOpsPerProgress = 1024;
+  static constexpr uint64_t kOpsPerProgress = 1024;  // a power of two (pace)
+  static_assert((kOpsPerProgress & (kOpsPerProgress - 1)) == 0);
 
   Cluster* cluster_;
   uint32_t index_;
@@ -362,7 +387,7 @@ class ThreadClient {
   runtime::Throttle throttle_;
   bool throttle_on_;
   bool direct_access_;       // ClientOptions::direct_access
-  uint64_t posted_ops_ = 0;  // pace() calls, for the periodic progress
+  uint64_t posted_ops_ = 0;  // operations counted by pace(), for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
   size_t liveness_ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;

@@ -1,6 +1,9 @@
 #include "farmem/ds/hash/hash_table.h"
 
 #include <fmt/format.h>
+// XXH3 compiled into this file (xxhash's header-only mode): every operation hashes its key,
+// a few bytes, where the call into the shared library costs about as much as the hashing.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -385,33 +388,44 @@ bool HashTable::buckets_fresh(const KeyHash& kh, const Buckets& b) const {
   return true;
 }
 
+void HashTable::add_block_reads(const Shard& s, const std::vector<Match>& cands, int round,
+                                std::vector<std::string>* bufs, Batch* batch) {
+  for (size_t i = 0; i < cands.size(); ++i) {
+    std::string& buf = (*bufs)[i];
+    const uint32_t units = slot_len_units(cands[i].word);
+    if (round == 0) {
+      buf.resize(units ? units * kBlockUnit : kBlockUnit);
+    } else {
+      // Only a large block (its slot gives no length) can be longer than round 0 read; the
+      // slot test comes first, so no other block is checksummed here.
+      if (units != 0) continue;
+      KvBlockView v;
+      size_t need = 0;
+      if (check_kv_block(buf.data(), buf.size(), kMaxKeyBytes, kMaxValueBytes, &v, &need) !=
+          BlockCheck::kShort) {
+        continue;
+      }
+      buf.resize(need);
+    }
+    (void)batch->read(GlobalAddress(s.node, slot_offset(cands[i].word)), buf.data(), buf.size());
+  }
+}
+
+Task<Status> HashTable::read_block_round(const Shard& s, const std::vector<Match>& cands, int round,
+                                         std::vector<std::string>* bufs, uint32_t* rtt) {
+  Batch batch(*client_);
+  add_block_reads(s, cands, round, bufs, &batch);
+  if (batch.size() == 0) co_return OkStatus();
+  Status st = co_await batch.wait();
+  if (rtt != nullptr) ++*rtt;
+  co_return st;
+}
+
 Task<Status> HashTable::read_blocks(const Shard& s, const std::vector<Match>& cands,
                                     std::vector<std::string>* bufs, uint32_t* rtt) {
   bufs->assign(cands.size(), std::string());
   for (int round = 0; round < 2; ++round) {
-    // Round 0 reads what the slot says (64 bytes for large blocks); round 1 the rest of blocks
-    // whose header announced more.
-    Batch batch(*client_);
-    for (size_t i = 0; i < cands.size(); ++i) {
-      std::string& buf = (*bufs)[i];
-      if (round == 0) {
-        const uint32_t units = slot_len_units(cands[i].word);
-        buf.resize(units ? units * kBlockUnit : kBlockUnit);
-      } else {
-        KvBlockView v;
-        size_t need = 0;
-        if (check_kv_block(buf.data(), buf.size(), kMaxKeyBytes, kMaxValueBytes, &v, &need) !=
-                BlockCheck::kShort ||
-            slot_len_units(cands[i].word) != 0) {
-          continue;
-        }
-        buf.resize(need);
-      }
-      (void)batch.read(GlobalAddress(s.node, slot_offset(cands[i].word)), buf.data(), buf.size());
-    }
-    if (batch.size() == 0) break;
-    Status st = co_await batch.wait();
-    if (rtt != nullptr) ++*rtt;
+    Status st = co_await read_block_round(s, cands, round, bufs, rtt);
     if (!st.ok()) co_return st;
   }
   co_return OkStatus();
@@ -437,11 +451,26 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
     }
   }
   if (cands.empty()) co_return Scan::kOk;
-  std::vector<std::string> bufs;
-  Status st = co_await read_blocks(s, cands, &bufs, rtt);
-  if (!st.ok()) co_return st;
+  // read_blocks, with its first round here: a lookup reads blocks on every miss of the
+  // speculative cache and every update, and a coroutine call costs more than the reads.
+  std::vector<std::string> bufs(cands.size());
+  {
+    Batch batch(*client_);
+    add_block_reads(s, cands, 0, &bufs, &batch);
+    Status st = co_await batch.wait();
+    if (rtt != nullptr) ++*rtt;
+    if (!st.ok()) co_return st;
+  }
+  for (const Match& c : cands) {
+    if (slot_len_units(c.word) == 0) {  // a large block: its header may announce more
+      Status st = co_await read_block_round(s, cands, 1, &bufs, rtt);
+      if (!st.ok()) co_return st;
+      break;
+    }
+  }
   bool torn = false;
-  size_t first = 0;
+  uint64_t first_addr = 0;
+  std::string_view first_value;  // the value of the lowest matching slot (in bufs)
   for (size_t i = 0; i < cands.size(); ++i) {
     KvBlockView v;
     size_t need = 0;
@@ -450,24 +479,24 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
       torn = true;
       continue;
     }
-    if (v.key != key) continue;
+    if (!kv_block_key_is(v, key)) continue;
     Match m = cands[i];
     m.block_bytes = v.bytes;
     m.owner = v.owner;
-    if (out->empty() || slot_addr(b, m).pack() < slot_addr(b, (*out)[0]).pack()) first = i;
+    const uint64_t addr = slot_addr(b, m).pack();
+    if (out->empty() || addr < first_addr) {
+      first_addr = addr;
+      first_value = v.value;
+    }
     out->push_back(m);
   }
   if (out->empty()) co_return torn ? Scan::kTorn : Scan::kOk;
-  std::sort(out->begin(), out->end(), [&b](const Match& x, const Match& y) {
-    return slot_addr(b, x).pack() < slot_addr(b, y).pack();
-  });
-  if (value != nullptr) {
-    KvBlockView v;
-    size_t need = 0;
-    (void)check_kv_block(bufs[first].data(), bufs[first].size(), kMaxKeyBytes, kMaxValueBytes, &v,
-                         &need);
-    value->assign(v.value);
+  if (out->size() > 1) {
+    std::sort(out->begin(), out->end(), [&b](const Match& x, const Match& y) {
+      return slot_addr(b, x).pack() < slot_addr(b, y).pack();
+    });
   }
+  if (value != nullptr) value->assign(first_value);
   co_return Scan::kOk;
 }
 
@@ -534,7 +563,7 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
   size_t need = 0;
   if (word != e.slot_word ||
       check_kv_block(buf, bytes, kMaxKeyBytes, kMaxValueBytes, &v, &need) != BlockCheck::kOk ||
-      v.key != key) {
+      !kv_block_key_is(v, key)) {
     SpecEntry& live = spec_.at(kh.h1);
     if (live.slot_addr == e.slot_addr && live.slot_word == e.slot_word) live.slot_addr = 0;
     ++stats_.spec_misses;

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -63,7 +64,31 @@ enum class BlockCheck {
   kTorn,   // checksum or sizes do not hold: read again later
 };
 // Validates `have` bytes read from a block's start. Sizes beyond the given limits are torn.
-BlockCheck check_kv_block(const char* data, size_t have, uint32_t max_key_bytes,
-                          uint32_t max_value_bytes, KvBlockView* view, size_t* need);
+// (Inline: every one-sided read of a record runs it, and the limits are usually constants.)
+inline BlockCheck check_kv_block(const char* data, size_t have, uint32_t max_key_bytes,
+                                 uint32_t max_value_bytes, KvBlockView* view, size_t* need) {
+  if (have < sizeof(KvBlockHeader)) return BlockCheck::kTorn;
+  KvBlockHeader h;
+  std::memcpy(&h, data, sizeof(h));
+  if (h.key_bytes == 0 || h.key_bytes > max_key_bytes || h.value_bytes > max_value_bytes) {
+    return BlockCheck::kTorn;
+  }
+  const uint64_t used = sizeof(h) + uint64_t{h.key_bytes} + h.value_bytes;
+  if (used > have) {
+    *need = kv_block_bytes(h.key_bytes, h.value_bytes);
+    return BlockCheck::kShort;
+  }
+  if (kv_block_checksum(data + 8, used - 8) != h.checksum) return BlockCheck::kTorn;
+  view->key = std::string_view(data + sizeof(h), h.key_bytes);
+  view->value = std::string_view(data + sizeof(h) + h.key_bytes, h.value_bytes);
+  view->owner = h.owner;
+  view->bytes = kv_block_bytes(h.key_bytes, h.value_bytes);
+  return BlockCheck::kOk;
+}
+
+// Whether a checked block holds `key` (a length check, then one memcmp).
+inline bool kv_block_key_is(const KvBlockView& view, std::string_view key) {
+  return view.key.size() == key.size() && std::memcmp(view.key.data(), key.data(), key.size()) == 0;
+}
 
 }  // namespace farmem::ds

@@ -255,6 +255,13 @@ class HashTable {
   // says).
   runtime::Task<Status> read_blocks(const Shard& s, const std::vector<Match>& cands,
                                     std::vector<std::string>* bufs, uint32_t* rtt);
+  // One round of read_blocks (bufs sized to cands): round 0 sizes every buffer as its slot says
+  // (64 bytes for a large block, whose slot gives no length) and reads it; round 1 reads the
+  // whole of each large block whose header announced more.
+  runtime::Task<Status> read_block_round(const Shard& s, const std::vector<Match>& cands, int round,
+                                         std::vector<std::string>* bufs, uint32_t* rtt);
+  void add_block_reads(const Shard& s, const std::vector<Match>& cands, int round,
+                       std::vector<std::string>* bufs, client::Batch* batch);
   // The lowest committed slot holding `key` (bucket < 0: absent); `all`, when given, receives
   // every committed slot holding it.
   runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh, Buckets* b,
