@@ -13,7 +13,7 @@ uint64_t page_checksum(const char* image) {
   const size_t n = sizeof(PageHeader) - kChecksumFrom + h.used;
 #if defined(__x86_64__)
   // The same value as XXH3_64bits (every XXH3 implementation agrees), computed with the widest
-  // vector unit the CPU has: libxxhash's XXH3_64bits is its SSE2 build.
+  // vector unit the CPU has (libxxhash's XXH3_64bits itself is its SSE2 build).
   return XXH3_64bits_dispatch(image + kChecksumFrom, n);
 #else
   return XXH3_64bits(image + kChecksumFrom, n);
@@ -110,10 +110,13 @@ uint64_t PageView::child(uint32_t i) const {
 }
 
 uint32_t PageView::lower_bound(std::string_view key) const {
+  const uint64_t kp = key_prefix(key);
   uint32_t lo = 0, hi = h_.count;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (compare_keys(this->key(mid), key) < 0) {
+    const std::string_view k = this->key(mid);
+    const uint64_t p = key_prefix(k);
+    if (p != kp ? p < kp : k < key) {
       lo = mid + 1;
     } else {
       hi = mid;

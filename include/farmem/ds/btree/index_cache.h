@@ -1,14 +1,17 @@
 // IndexCache: a handle's cache of the tree's level-1 pages (the parents of leaves), Sherman's
 // index cache.
 //
-// Entries are copies of whole page images keyed by their key range [low, high); a lookup finds
-// the cached page whose range covers a key and returns the child (leaf) address for it, so a
-// warm lookup reads one page. Entries are hints: the reader checks the leaf's fences and goes
-// back to the root (and drops the entry) when they do not cover the key. Bounded by a byte
-// budget (page bytes per entry plus bookkeeping); over it, the least recently used of a few
+// Entries are the routing part of level-1 page images, keyed by their key range [low, high); a
+// lookup finds the cached page whose range covers a key and returns the child (leaf) address for
+// it, so a warm lookup reads one page. Entries are hints: the reader checks the leaf's fences
+// and goes back to the root (and drops the entry) when they do not cover the key. Bounded by a
+// byte budget (page bytes per entry plus bookkeeping: an entry's arrays are never larger than
+// the page they were built from plus 128 bytes); over it, the least recently used of a few
 // sampled entries is evicted (Sherman samples two). Inserting a page drops the cached pages its
-// range overlaps (older copies). The ranges are kept in a sorted array searched by the keys'
-// first 8 bytes, then byte by byte.
+// range overlaps (older copies).
+// A lookup touches two flat arrays of 8-byte key prefixes (the first 8 bytes, big-endian, as
+// key_prefix): the entries' low fences, then the chosen entry's separators, beside which its
+// children are stored; whole keys are compared only where prefixes are equal.
 // Thread safety: one handle, one thread.
 #pragma once
 
@@ -47,15 +50,22 @@ class IndexCache {
 
  private:
   struct Entry {
-    std::string image;
+    // prefix of separator i at [i], then the children: child0 at [count], the child of
+    // separator i at [count + 1 + i]. One allocation, so a lookup touches a few cache lines.
+    std::vector<uint64_t> words;
+    std::string keys;                // the separators, concatenated (for equal prefixes)
+    std::vector<uint16_t> key_ends;  // end of separator i in keys
+    uint32_t count = 0;
     std::string low;  // "" = -inf
     std::string high;
     bool high_infinite = false;
     uint64_t used = 0;  // tick of the last hit or insert
-  };
-  struct Slot {
-    uint64_t prefix;  // key_prefix(low)
-    uint32_t entry;   // index into entries_
+    std::string_view key(uint32_t i) const {
+      const uint32_t from = i == 0 ? 0 : key_ends[i - 1];
+      return std::string_view(keys).substr(from, key_ends[i] - from);
+    }
+    // The child covering key: that of the last separator <= key, else child0.
+    uint64_t child_for(std::string_view key, uint64_t prefix) const;
   };
   // The position in order_ of the entry whose range covers key, or order_.size().
   size_t covering(std::string_view key) const;
@@ -68,8 +78,9 @@ class IndexCache {
   uint32_t page_bytes_;
   uint64_t tree_id_;
   uint64_t budget_;
-  std::vector<Slot> order_;     // sorted by low fence
-  std::vector<Entry> entries_;  // slots, reused through free_
+  std::vector<uint64_t> low_prefixes_;  // key_prefix(low fence), sorted by low fence
+  std::vector<uint32_t> order_;         // the entries, in the same order
+  std::vector<Entry> entries_;          // slots, reused through free_
   std::vector<uint32_t> free_;
   uint64_t tick_ = 0;
   uint64_t rng_ = 0x9E3779B97F4A7C15ull;
