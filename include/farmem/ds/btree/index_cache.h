@@ -9,9 +9,11 @@
 // the page they were built from plus 128 bytes); over it, the least recently used of a few
 // sampled entries is evicted (Sherman samples two). Inserting a page drops the cached pages its
 // range overlaps (older copies).
-// A lookup touches two flat arrays of 8-byte key prefixes (the first 8 bytes, big-endian, as
-// key_prefix): the entries' low fences, then the chosen entry's separators, beside which its
-// children are stored; whole keys are compared only where prefixes are equal.
+// A lookup touches flat arrays of 8-byte key prefixes (the first 8 bytes, big-endian, as
+// key_prefix): the entries' low fences (binary search) with a 32-byte route per entry beside
+// them, then the chosen entry's separators (a linear count, whose loads do not wait for each
+// other, up to 64 of them) and the child found; whole keys are compared only where prefixes
+// are equal.
 // Thread safety: one handle, one thread.
 #pragma once
 
@@ -44,8 +46,8 @@ class IndexCache {
   // Drops the cached page covering key (it led to a stale leaf).
   void invalidate(std::string_view key);
   void clear();
-  uint64_t bytes() const { return order_.size() * entry_bytes(); }
-  size_t entries() const { return order_.size(); }
+  uint64_t bytes() const { return routes_.size() * entry_bytes(); }
+  size_t entries() const { return routes_.size(); }
   const IndexCacheStats& stats() const { return stats_; }
 
  private:
@@ -55,22 +57,30 @@ class IndexCache {
     std::vector<uint64_t> words;
     std::string keys;                // the separators, concatenated (for equal prefixes)
     std::vector<uint16_t> key_ends;  // end of separator i in keys
-    uint32_t count = 0;
-    std::string low;  // "" = -inf
+    std::string low;                 // "" = -inf
     std::string high;
-    bool high_infinite = false;
-    uint64_t used = 0;  // tick of the last hit or insert
     std::string_view key(uint32_t i) const {
       const uint32_t from = i == 0 ? 0 : key_ends[i - 1];
       return std::string_view(keys).substr(from, key_ends[i] - from);
     }
-    // The child covering key: that of the last separator <= key, else child0.
-    uint64_t child_for(std::string_view key, uint64_t prefix) const;
   };
-  // The position in order_ of the entry whose range covers key, or order_.size().
-  size_t covering(std::string_view key) const;
+  // What a lookup reads of an entry, kept in a flat array beside the low fences' prefixes so
+  // that a lookup touches the entry's own memory only for its words (and for equal prefixes).
+  struct alignas(32) Route {
+    const uint64_t* words;  // entries_[entry].words.data()
+    uint64_t high_prefix;   // key_prefix(high fence)
+    uint64_t used;          // tick of the last hit or insert
+    uint32_t entry;         // index into entries_
+    uint16_t count;         // separators
+    bool high_infinite;
+  };
+  static_assert(sizeof(Route) == 32);
+  // The position in routes_ of the entry whose range covers key, or routes_.size().
+  size_t covering(std::string_view key, uint64_t prefix) const;
   // The first position whose low fence is > key.
-  size_t upper(std::string_view key) const;
+  size_t upper(std::string_view key, uint64_t prefix) const;
+  // The child covering key in the entry at r: that of the last separator <= key, else child0.
+  uint64_t child_for(const Route& r, std::string_view key, uint64_t prefix) const;
   void erase_at(size_t pos);
   void evict_one();
   uint64_t entry_bytes() const { return page_bytes_ + 128; }
@@ -79,7 +89,7 @@ class IndexCache {
   uint64_t tree_id_;
   uint64_t budget_;
   std::vector<uint64_t> low_prefixes_;  // key_prefix(low fence), sorted by low fence
-  std::vector<uint32_t> order_;         // the entries, in the same order
+  std::vector<Route> routes_;           // the entries, in the same order
   std::vector<Entry> entries_;          // slots, reused through free_
   std::vector<uint32_t> free_;
   uint64_t tick_ = 0;
