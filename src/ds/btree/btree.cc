@@ -353,14 +353,42 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
   for (uint32_t attempt = 0;; ++attempt) {
     GlobalAddress a;
     PageView v;
-    Status st = co_await locate(key, 0, buf.get(), &a, &v, &reads);
-    if (!st.ok()) {
-      result = st;
-      break;
+    Status st;
+    // The common case without the coroutines of locate and fetch: the index cache names the
+    // leaf, and its image is whole and covers key. Anything else (no hint, a torn, moved or
+    // dead page) goes through locate, which reads the page again and handles every case.
+    bool located = false;
+    if (attempt == 0) {
+      a = cache_.leaf_for(key);
+      if (!a.is_null()) {
+        ++reads;
+        ++stats_.page_reads;
+        st = co_await client_->read(a, buf.get(), page_bytes_);
+        if (!st.ok()) {
+          result = st;
+          break;
+        }
+        const PageView::Check c = v.parse(buf.get(), page_bytes_, tree_id_);
+        if (c == PageView::Check::kTorn) ++stats_.torn_reads;
+        located = c == PageView::Check::kWhole && !v.dead() && v.leaf() && !v.below(key) &&
+                  !v.beyond(key);
+      }
+    }
+    if (!located) {
+      st = co_await locate(key, 0, buf.get(), &a, &v, &reads);
+      if (!st.ok()) {
+        result = st;
+        break;
+      }
     }
     const uint32_t i = v.lower_bound(key);
     if (i == v.count() || v.key(i) != key) {
       result = false;
+      break;
+    }
+    if (!v.out_of_place(i)) {  // inline: no coroutine for read_value
+      value->assign(v.inline_value(i));
+      result = true;
       break;
     }
     st = co_await read_value(v, i, value, &reads);

@@ -96,10 +96,11 @@ inline uint64_t key_prefix(std::string_view k) {
   uint64_t v = 0;
   if (k.size() >= 8) {
     std::memcpy(&v, k.data(), 8);
-  } else if (!k.empty()) {
-    std::memcpy(&v, k.data(), k.size());
+    return __builtin_bswap64(v);
   }
-  return __builtin_bswap64(v);
+  // Short keys (truncated separators): byte by byte, no call to a variable-length memcpy.
+  for (size_t i = 0; i < k.size(); ++i) v |= uint64_t{static_cast<uint8_t>(k[i])} << (56 - 8 * i);
+  return v;
 }
 // Lexicographic comparison of unsigned bytes (<0, 0, >0), fast for keys that differ early.
 inline int compare_keys(std::string_view a, std::string_view b) {
