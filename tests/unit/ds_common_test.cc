@@ -76,5 +76,21 @@ TEST(RetryLoopTest, SucceedsWithinTheBoundAfterBackingOff) {
   EXPECT_EQ(policy.successes(), 1u);
 }
 
+TEST(RetryLoopTest, OnlyAContendedSuccessReachesThePolicy) {
+  VirtualClock clock(VirtualClock::Mode::kAutoAdvance);
+  ScopedVirtualClock guard(clock);
+  runtime::Scheduler scheduler;
+  scheduler.install();
+  runtime::BackoffPolicy policy;
+  RetryLoop uncontended(policy, scheduler, "cas", 10);
+  EXPECT_TRUE(scheduler.block_on(contended(&uncontended, 0)).ok());
+  EXPECT_EQ(policy.successes(), 0u);
+  EXPECT_EQ(policy.retries(), 0u);
+  RetryLoop retried(policy, scheduler, "cas", 10);
+  EXPECT_TRUE(scheduler.block_on(contended(&retried, 2)).ok());
+  EXPECT_EQ(policy.successes(), 1u);
+  EXPECT_EQ(policy.retries(), 2u);
+}
+
 }  // namespace
 }  // namespace farmem::ds
