@@ -20,8 +20,8 @@
 
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
-#include "farmem/kv/service.h"
 #include "farmem/far/service.h"
+#include "farmem/kv/service.h"
 #include "farmem/memnode/server.h"
 
 namespace {

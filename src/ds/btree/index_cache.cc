@@ -36,8 +36,7 @@ uint64_t IndexCache::child_for(const Route& r, std::string_view key, uint64_t pr
   const uint64_t* w = r.words;
   size_t n = r.count <= kLinearCount ? count_at_most_linear(w, r.count, prefix)
                                      : count_at_most(w, r.count, prefix);
-  while (n > 0 && w[n - 1] == prefix &&
-         entries_[r.entry].key(static_cast<uint32_t>(n - 1)) > key) {
+  while (n > 0 && w[n - 1] == prefix && entries_[r.entry].key(static_cast<uint32_t>(n - 1)) > key) {
     --n;
   }
   return w[r.count + n];

@@ -36,8 +36,8 @@ struct Script {
     std::vector<std::string> keys;
   };
   std::mutex mu;
-  std::vector<Message> messages;  // (mu) in arrival order
-  std::vector<Responder> held;    // (mu) replies held back while `hold`
+  std::vector<Message> messages;          // (mu) in arrival order
+  std::vector<Responder> held;            // (mu) replies held back while `hold`
   std::vector<std::string> held_replies;  // (mu) what they get
   std::atomic<bool> hold{false};
 
