@@ -247,7 +247,7 @@ Result<ConfigureView> parse_configure(const Payload& p) {
 }
 
 Result<uint64_t> parse_pool_ref(const Payload& p, const char* what) {
-  w::KvPoolRef r;
+  w::KvPoolRef r{};
   FARMEM_RETURN_IF_ERROR(read_fixed(p, &r, what));
   FARMEM_RETURN_IF_ERROR(exact_tail(p, sizeof(r), 0, what).status());
   return r.pool;
