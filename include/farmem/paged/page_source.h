@@ -32,6 +32,10 @@
 #include "farmem/common/status.h"
 #include "farmem/runtime/task.h"
 
+namespace farmem::client {
+class ThreadClient;
+}
+
 namespace farmem::paged {
 
 // Where a region's pages live on the memory nodes.
@@ -87,8 +91,7 @@ class PageSource {
   virtual runtime::Task<Status> fetch(const RemoteLayout& layout, std::span<const PageIo> pages,
                                       uint64_t deadline_ns) = 0;
   virtual runtime::Task<Status> write_back(const RemoteLayout& layout,
-                                           std::span<const PageIo> pages,
-                                           uint64_t deadline_ns) = 0;
+                                           std::span<const PageIo> pages, uint64_t deadline_ns) = 0;
   // Hints (default: nothing to do). A region was created / is about to be released; a range
   // of pages was advised.
   virtual runtime::Task<Status> region_opened(const RemoteLayout& layout);
@@ -98,6 +101,10 @@ class PageSource {
   // Appends this source's counters (one entry per path it uses).
   virtual void traffic(std::vector<PathTraffic>* out) const = 0;
 };
+
+// The pager thread's ThreadClient when called on a Manager's pager thread, else null (for
+// sources: the direct source uses it; others may use their own clusters).
+client::ThreadClient* pager_client();
 
 // The direct source: one-sided reads and writes from the pager thread's ThreadClient, one
 // Batch per memory node per call (path "host->memnode").

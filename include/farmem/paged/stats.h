@@ -11,10 +11,10 @@
 namespace farmem::paged {
 
 struct RegionStats {
-  uint64_t faults = 0;          // missing-page faults served (a fetch or a zero page)
-  uint64_t wp_faults = 0;       // first writes to clean pages (write-protect faults)
-  uint64_t zero_fills = 0;      // faults on never-written pages of an anonymous region (no fetch)
-  uint64_t bytes_fetched = 0;   // pages read from far memory (faults and prefetches)
+  uint64_t faults = 0;         // missing-page faults served (a fetch or a zero page)
+  uint64_t wp_faults = 0;      // first writes to clean pages (write-protect faults)
+  uint64_t zero_fills = 0;     // faults on never-written pages of an anonymous region (no fetch)
+  uint64_t bytes_fetched = 0;  // pages read from far memory (faults and prefetches)
   uint64_t bytes_written_back = 0;
   uint64_t evictions = 0;       // pages dropped from the local buffer
   uint64_t prefetched = 0;      // pages fetched ahead of a fault (prefetch(), sequential advice)
