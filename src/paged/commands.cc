@@ -16,8 +16,7 @@ namespace {
 bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 Status check_options(const RegionOptions& o) {
-  if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes ||
-      o.page_bytes > kMaxPageBytes) {
+  if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes) {
     return InvalidArgument("paged: page_bytes must be a power of two in [4 KiB, 4 MiB]");
   }
   if (o.readahead_pages > PageSource::kMaxPagesPerCall) {
@@ -153,9 +152,14 @@ Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_
   return OkStatus();
 }
 
-// Fetches the missing pages of [first, end) in groups, as prefetches within the budget.
+// Fetches the missing pages of [first, end) in groups, evicting others for room; at most the
+// budget's unpinned part (a larger range would evict its own beginning).
 runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first,
                                      uint64_t end) {
+  const uint64_t room =
+      (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
+      r->region->page_bytes();
+  end = std::min(end, first + room);
   Status result;
   uint64_t p = first;
   while (p < end && result.ok() && !r->closing) {
@@ -169,9 +173,8 @@ runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t 
     }
     if (group.empty()) break;
     ++r->inflight;
-    result = co_await fetch_group(m, r, std::move(group), false, false);
+    result = co_await fetch_group(m, r, std::move(group), false, false, true);
     --r->inflight;
-    if (m->resident_bytes.load() >= m->budget_bytes.load()) break;  // the budget is full
   }
   co_return result;
 }
@@ -223,7 +226,8 @@ runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
   if (!r.ok()) co_return r.status();
   cmd->result = *r;
   if (cmd->options.advice != Advice::kStatic) co_return OkStatus();
-  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count, Advice::kStatic);
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
 }
 
 runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
@@ -240,7 +244,8 @@ runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
   if (!r.ok()) co_return r.status();
   cmd->result = *r;
   if (options.advice != Advice::kStatic) co_return OkStatus();
-  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count, Advice::kStatic);
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
 }
 
 runtime::Task<Status> stop(Manager::Impl* m) {

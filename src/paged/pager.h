@@ -168,7 +168,7 @@ struct Manager::Impl {
 // Coroutines of the pager thread (free functions: no capturing lambda coroutines).
 runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes);
 runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
-                                  bool fault, bool write_fault);
+                                  bool fault, bool write_fault, bool evict_for_room);
 runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                bool fault, bool write_fault);
 runtime::Task<void> evict(Manager::Impl* m, RegionState* r, uint64_t page);
