@@ -576,21 +576,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
     PageMeta& meta = r->pages[p];
     const bool writable = fault && write_fault && p == pages[0];
     if (st.ok()) {
-      uffdio_copy copy{};
-      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
-      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
-      copy.len = pb;
-      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
-      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
-        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
-      }
-      meta.state = PageState::kResident;
-      meta.dirty = writable;
-      meta.referenced = true;
-      if (!meta.in_clock) {
-        meta.in_clock = true;
-        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
-      }
+      // Counted before the install: the install wakes the faulting thread, which may read them.
       r->counters.resident_pages.fetch_add(1, std::memory_order_relaxed);
       if (meta.remote_valid) {
         r->counters.bytes_fetched.fetch_add(pb, std::memory_order_relaxed);
@@ -601,6 +587,21 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
         r->counters.faults.fetch_add(1, std::memory_order_relaxed);
       } else {
         r->counters.prefetched.fetch_add(1, std::memory_order_relaxed);
+      }
+      meta.state = PageState::kResident;
+      meta.dirty = writable;
+      meta.referenced = true;
+      if (!meta.in_clock) {
+        meta.in_clock = true;
+        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
+      }
+      uffdio_copy copy{};
+      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
+      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
+      copy.len = pb;
+      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
+      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
+        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
       }
     } else {
       meta.state = PageState::kMissing;

@@ -21,8 +21,8 @@ Result<int> open_preload_file(const std::string& dir, std::string_view name);
 
 // One request (for tests without a server): `opcode` in the paged range, the reply payload in
 // *out.
-Status handle_paged_request(const std::string& preload_dir, uint8_t* region,
-                            uint64_t region_bytes, uint16_t opcode, const uint8_t* payload,
-                            size_t bytes, std::string* out);
+Status handle_paged_request(const std::string& preload_dir, uint8_t* region, uint64_t region_bytes,
+                            uint16_t opcode, const uint8_t* payload, size_t bytes,
+                            std::string* out);
 
 }  // namespace farmem::paged

@@ -1,6 +1,4 @@
 // The paged service: file preload into the node's region (docs/formats/paged.md).
-#include "farmem/paged/service.h"
-
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -11,6 +9,7 @@
 #include <cstring>
 
 #include "farmem/fabric/wire.h"
+#include "farmem/paged/service.h"
 #include "farmem/paged/wire.h"
 
 namespace farmem::paged {
@@ -70,11 +69,10 @@ Status stat_file(const std::string& dir, std::string_view name, std::string* out
   return OkStatus();
 }
 
-Status load(const std::string& dir, uint8_t* region, uint64_t region_bytes,
-            const w::LoadRequest& q, std::string_view name, std::string* out) {
+Status load(const std::string& dir, uint8_t* region, uint64_t region_bytes, const w::LoadRequest& q,
+            std::string_view name, std::string* out) {
   if (q.page_stride == 0 || q.page_count == 0 || !power_of_two(q.page_bytes) ||
-      q.page_bytes < w::kMinPageBytes ||
-      uint64_t{q.page_count} * q.page_bytes > w::kMaxLoadBytes) {
+      q.page_bytes < w::kMinPageBytes || uint64_t{q.page_count} * q.page_bytes > w::kMaxLoadBytes) {
     return InvalidArgument("preload: bad page geometry");
   }
   const uint64_t bytes = uint64_t{q.page_count} * q.page_bytes;
@@ -117,9 +115,8 @@ class PagedWorker : public memnode::ServiceWorker {
   explicit PagedWorker(const memnode::WorkerContext& c) : node_(*c.node) {}
   void handle(memnode::Request& r, memnode::Responder responder) override {
     std::string out;
-    Status s = handle_paged_request(node_.config.preload_dir, node_.region_base,
-                                    node_.region_bytes, r.header.opcode, r.payload.data(),
-                                    r.payload.size(), &out);
+    Status s = handle_paged_request(node_.config.preload_dir, node_.region_base, node_.region_bytes,
+                                    r.header.opcode, r.payload.data(), r.payload.size(), &out);
     responder.finish(s, out);
   }
 
@@ -162,9 +159,9 @@ Result<int> open_preload_file(const std::string& dir, std::string_view name) {
   return static_cast<int>(fd);
 }
 
-Status handle_paged_request(const std::string& preload_dir, uint8_t* region,
-                            uint64_t region_bytes, uint16_t opcode, const uint8_t* payload,
-                            size_t bytes, std::string* out) {
+Status handle_paged_request(const std::string& preload_dir, uint8_t* region, uint64_t region_bytes,
+                            uint16_t opcode, const uint8_t* payload, size_t bytes,
+                            std::string* out) {
   switch (static_cast<w::Op>(opcode)) {
     case w::Op::kStat: {
       w::StatRequest q;
@@ -173,10 +170,9 @@ Status handle_paged_request(const std::string& preload_dir, uint8_t* region,
       if (q.reserved != 0 || q.name_bytes != bytes - sizeof q) {
         return InvalidArgument("preload: malformed stat request");
       }
-      return stat_file(preload_dir,
-                       std::string_view(reinterpret_cast<const char*>(payload + sizeof q),
-                                        q.name_bytes),
-                       out);
+      return stat_file(
+          preload_dir,
+          std::string_view(reinterpret_cast<const char*>(payload + sizeof q), q.name_bytes), out);
     }
     case w::Op::kLoad: {
       w::LoadRequest q;
@@ -184,8 +180,7 @@ Status handle_paged_request(const std::string& preload_dir, uint8_t* region,
       std::memcpy(&q, payload, sizeof q);
       if (q.name_bytes != bytes - sizeof q) return InvalidArgument("preload: malformed load");
       return load(preload_dir, region, region_bytes, q,
-                  std::string_view(reinterpret_cast<const char*>(payload + sizeof q),
-                                   q.name_bytes),
+                  std::string_view(reinterpret_cast<const char*>(payload + sizeof q), q.name_bytes),
                   out);
     }
   }

@@ -43,9 +43,9 @@ class PagedServiceTest : public ::testing::Test {
     std::memcpy(req.data(), &q, sizeof q);
     req.append(name);
     std::string out;
-    Status st = handle_paged_request(dir, region_.data(), region_.size(),
-                                     static_cast<uint16_t>(wire::Op::kStat),
-                                     reinterpret_cast<const uint8_t*>(req.data()), req.size(), &out);
+    Status st = handle_paged_request(
+        dir, region_.data(), region_.size(), static_cast<uint16_t>(wire::Op::kStat),
+        reinterpret_cast<const uint8_t*>(req.data()), req.size(), &out);
     if (st.ok()) {
       EXPECT_EQ(out.size(), sizeof *reply);
       std::memcpy(reply, out.data(), sizeof *reply);
@@ -141,8 +141,7 @@ TEST_F(PagedServiceTest, RejectsBadGeometryBoundsAndChangedFiles) {
   std::string out;
   const uint8_t junk[4] = {1, 2, 3, 4};
   EXPECT_FALSE(handle_paged_request(dir_, region_.data(), region_.size(),
-                                    static_cast<uint16_t>(wire::Op::kLoad), junk, sizeof junk,
-                                    &out)
+                                    static_cast<uint16_t>(wire::Op::kLoad), junk, sizeof junk, &out)
                    .ok());
   EXPECT_FALSE(handle_paged_request(dir_, region_.data(), region_.size(), wire::kLastOpcode, junk,
                                     sizeof junk, &out)
