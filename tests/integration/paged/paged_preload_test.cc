@@ -97,8 +97,7 @@ TEST_P(PagedPreloadTest, RefusedPreloadPaths) {
   EXPECT_EQ(manager_->allocate_from_file(abs).status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(manager_->allocate_from_file("../secret.bin").status().code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(manager_->allocate_from_file("escape").status().code(),
-            StatusCode::kPermissionDenied);
+  EXPECT_EQ(manager_->allocate_from_file("escape").status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(manager_->allocate_from_file("nothing.bin").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(manager_->stats().regions.size(), 0u);
 }
