@@ -167,8 +167,10 @@ CLI::App* add_bench_paged(CLI::App* bench, BenchPagedFlags* f) {
 
 int run_bench_paged(const BenchPagedFlags& flags) {
   BenchPagedFlags f = flags;
+  // The node's buddy allocator needs twice a block's size free for a large one.
   const uint64_t need = f.mode == "scan" ? f.bytes : 5 * uint64_t{f.samples} * f.page_bytes;
-  f.cluster.local_capacity_bytes = std::max<uint64_t>(f.cluster.local_capacity_bytes, need + (64ull << 20));
+  f.cluster.local_capacity_bytes =
+      std::max<uint64_t>(f.cluster.local_capacity_bytes, 2 * need + (64ull << 20));
   std::unique_ptr<LocalNode> local;
   auto config = resolve_cluster(f.cluster, &local);
   if (!config.ok()) return fail(config.status().to_string());
