@@ -269,7 +269,10 @@ void Manager::Impl::run(std::promise<Status>* started) {
       (void)::poll(fds, 2, 10);
     }
   }
-  // Stopped: every region is freed (kStop did it); release the thread's client here.
+  // Stopped: every region is freed (kStop did it); sources and this thread release their
+  // clients here, while the scheduler lives.
+  for (auto& src : sources_used) src->pager_exiting();
+  sources_used.clear();
   t_pager_client = nullptr;
   cluster->release_thread_client();
   scheduler = nullptr;
@@ -708,6 +711,7 @@ runtime::Task<void> cleaner(Manager::Impl* m) {
     }
     if (victims.empty()) break;
     co_await evict_batch(m, std::move(victims));
+    co_await m->scheduler->yield();  // faults that arrived meanwhile go first
   }
   m->cleaner_running = false;
 }

@@ -99,6 +99,7 @@ struct Manager::Impl {
   std::thread::id pager_id;
   bool stopping = false;
   std::shared_ptr<PageSource> direct;
+  std::vector<std::shared_ptr<PageSource>> sources_used;  // (pager thread) for pager_exiting()
 
   // Commands from application threads (mu).
   std::mutex mu;
@@ -122,7 +123,7 @@ struct Manager::Impl {
   };
   std::deque<ClockEntry> clock;
   static constexpr size_t kFaultEvictBatch = 8;  // victims a fault evicts when the buffer is full
-  static constexpr size_t kCleanerBatch = 32;    // victims per cleaner round
+  static constexpr size_t kCleanerBatch = 16;    // victims per cleaner round
   bool cleaner_running = false;
 
   // Missing faults waiting for a fetch slot (bounded by the faulting threads).
