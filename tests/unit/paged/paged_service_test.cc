@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "farmem/fabric/wire.h"
+#include "farmem/memnode/config.h"
 #include "farmem/paged/service.h"
 #include "farmem/paged/wire.h"
 
@@ -151,6 +152,25 @@ TEST_F(PagedServiceTest, RejectsBadGeometryBoundsAndChangedFiles) {
                                     static_cast<uint16_t>(wire::Op::kStat),
                                     reinterpret_cast<const uint8_t*>(&sq), sizeof sq, &out)
                    .ok());
+}
+
+}  // namespace
+}  // namespace farmem::paged
+
+namespace farmem::paged {
+namespace {
+
+TEST(PreloadConfigTest, PreloadDirIsAnAbsolutePathOrUnset) {
+  auto none = memnode::ServerConfig::from_toml_string("[memnode]\nnode_id = 1\n");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->preload_dir, "");
+  auto good = memnode::ServerConfig::from_toml_string(
+      "[memnode]\nnode_id = 1\npreload_dir = \"/srv/preload\"\n");
+  ASSERT_TRUE(good.ok()) << good.status().to_string();
+  EXPECT_EQ(good->preload_dir, "/srv/preload");
+  auto relative = memnode::ServerConfig::from_toml_string(
+      "[memnode]\nnode_id = 1\npreload_dir = \"srv/preload\"\n");
+  EXPECT_FALSE(relative.ok() && relative->validate().ok());
 }
 
 }  // namespace
