@@ -245,11 +245,14 @@ RegionStats Region::stats() const { return state_->counters.snapshot(); }
 void Manager::Impl::run(std::promise<Status>* started) {
   pager_id = std::this_thread::get_id();
   runtime::SchedulerOptions so;
-  so.idle_sleep_after_ns = 50'000;
-  so.max_sleep_ns = 200'000;  // a fault arriving while replies are awaited waits at most this
+  so.idle_sleep_after_ns = 20'000;
+  so.max_sleep_ns = 5'000'000;
   runtime::Scheduler sched(so);
   sched.install();
   scheduler = &sched;
+  // While replies are awaited the scheduler may sleep; a fault or a command ends the sleep.
+  (void)sched.add_wake_fd(uffd);
+  (void)sched.add_wake_fd(event_fd);
   auto c = cluster->thread_client();
   if (!c.ok()) {
     started->set_value(c.status());

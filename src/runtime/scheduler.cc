@@ -157,12 +157,25 @@ void Scheduler::maybe_sleep(uint64_t now) {
     until = std::min(until, w->next_deadline_ns());
     fds[n++] = pollfd{w->event_fd(), POLLIN, 0};
   }
+  for (int fd : wake_fds_) {
+    if (n == kMaxFds) return;
+    fds[n++] = pollfd{fd, POLLIN, 0};
+  }
   if (until <= now) return;
   const uint64_t ns = until - now;
   const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   ++idle_sleeps_;
   ::ppoll(fds, n, &ts, nullptr);
 }
+
+Status Scheduler::add_wake_fd(int fd) {
+  if (fd < 0) return InvalidArgument("scheduler: bad wake fd");
+  if (wake_fds_.size() >= kMaxWakeFds) return ResourceExhausted("scheduler: too many wake fds");
+  wake_fds_.push_back(fd);
+  return OkStatus();
+}
+
+void Scheduler::remove_wake_fd(int fd) { std::erase(wake_fds_, fd); }
 
 void Scheduler::abort_nested_block_on() {
   std::fputs(

@@ -69,6 +69,11 @@ class Scheduler {
   // Starts a detached coroutine. kResourceExhausted when max_coroutines are alive.
   Status spawn(Task<void> task);
   size_t live_coroutines() const { return live_; }
+  // An idle sleep also ends when `fd` becomes readable (a file descriptor the thread's own loop
+  // serves between rounds, e.g. a userfaultfd); at most kMaxWakeFds.
+  static constexpr size_t kMaxWakeFds = 4;
+  Status add_wake_fd(int fd);
+  void remove_wake_fd(int fd);
   // Idle sleeps taken so far (SchedulerOptions::idle_sleep_after_ns).
   uint64_t idle_sleeps() const { return idle_sleeps_; }
 
@@ -140,6 +145,7 @@ class Scheduler {
   std::vector<std::coroutine_handle<>> running_;
   size_t run_pos_ = 0;  // index in running_ of the coroutine being resumed
   std::vector<fabric::Worker*> workers_;
+  std::vector<int> wake_fds_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   std::vector<std::function<void(uint64_t)>> tickers_;
   struct RoundEnd {
