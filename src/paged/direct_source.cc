@@ -39,6 +39,19 @@ class DirectSource final : public PageSource {
                                    uint64_t deadline_ns) override {
     return transfer(&layout, pages, deadline_ns, true);
   }
+  // A page on a node this thread reaches by direct access (shared memory) is read in place.
+  const void* page_in_place(const RemoteLayout& layout, uint64_t page) override {
+    client::ThreadClient* c = pager_client();
+    if (c == nullptr) return nullptr;
+    const GlobalAddress a = layout.page_address(page);
+    if (!c->direct(a.node()) || !c->node_status(a.node()).ok()) return nullptr;
+    fabric::Endpoint* ep = nullptr;
+    uint64_t raddr = 0;
+    if (!c->resolve(a, layout.page_bytes, false, false, &ep, &raddr).ok()) return nullptr;
+    bytes_.fetch_add(layout.page_bytes, std::memory_order_relaxed);
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    return ep->direct_base() + a.offset();
+  }
   void traffic(std::vector<PathTraffic>* out) const override {
     out->push_back(PathTraffic{"host->memnode", bytes_.load(std::memory_order_relaxed),
                                messages_.load(std::memory_order_relaxed)});

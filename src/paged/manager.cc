@@ -572,13 +572,19 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
   }
   std::vector<PageIo> ios;
   std::vector<PageIo> remote;
+  std::vector<bool> staged;  // parallel to ios: the buffer is a staging buffer
+  const RemoteLayout& layout = r->region->layout();
   for (uint64_t p : kept) {
-    if (r->pages[p].remote_valid) {
+    const void* in_place = nullptr;
+    if (!r->pages[p].remote_valid) {
+      ios.push_back(PageIo{p, m->zero_page(pb)});
+    } else if ((in_place = r->source->page_in_place(layout, p)) != nullptr) {
+      ios.push_back(PageIo{p, const_cast<void*>(in_place)});  // only read (UFFDIO_COPY source)
+    } else {
       ios.push_back(PageIo{p, m->get_staging(pb)});
       remote.push_back(ios.back());
-    } else {
-      ios.push_back(PageIo{p, m->zero_page(pb)});
     }
+    staged.push_back(!remote.empty() && remote.back().page == p);
   }
   Status st;
   if (!remote.empty()) {
@@ -623,7 +629,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
       m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
       m->wake(r, p);
     }
-    if (meta.remote_valid) m->put_staging(static_cast<uint8_t*>(ios[i].buf), pb);
+    if (staged[i]) m->put_staging(static_cast<uint8_t*>(ios[i].buf), pb);
   }
   co_return st;
 }

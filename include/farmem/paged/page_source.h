@@ -98,6 +98,11 @@ class PageSource {
   virtual runtime::Task<Status> region_closed(const RemoteLayout& layout);
   virtual runtime::Task<Status> advise(const RemoteLayout& layout, uint64_t first_page,
                                        uint64_t page_count, Advice advice);
+  // Optional zero-copy: a pointer through which `page` can be read in place now (for example a
+  // memory node's region mapped into this process), or null to have it fetched. The pager
+  // installs the page straight from it (UFFDIO_COPY) before it runs anything else. Counted as
+  // traffic by the source.
+  virtual const void* page_in_place(const RemoteLayout& layout, uint64_t page) { return nullptr; }
   // Called on the pager thread when it ends (after every region is freed), once per source
   // the Manager used: a source that made ThreadClients on the pager thread (for example of
   // its own cluster) releases them here, while the pager's scheduler still exists.
