@@ -333,7 +333,14 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
   PageMeta& m = r->pages[page];
   switch (m.state) {
     case PageState::kFetching:
-      if (m.prefetched) r->counters.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+      if (m.prefetched) {
+        r->counters.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+        // The thread caught up with the read-ahead: start the next window now.
+        if (m.advice == Advice::kSequential && r->seq_next > page &&
+            r->seq_next - page <= r->window) {
+          read_ahead(r, r->seq_next);
+        }
+      }
       return;  // the install wakes the thread
     case PageState::kResident:
     case PageState::kCleaning:
@@ -356,23 +363,39 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
   ++inflight_fetches;
   Status st = scheduler->spawn(fault_task(this, r, {page}, true, write));
   if (!st.ok()) fatal(r, page, "cannot start a fetch", st);
-  if (m.advice != Advice::kSequential || inflight_fetches >= options.max_inflight) return;
-  // Read-ahead: the next missing pages, as one more fetch in flight beside the fault's.
-  std::vector<uint64_t> ahead;
-  const uint64_t end =
-      std::min<uint64_t>(r->pages.size(), page + 1 + std::max<uint32_t>(r->readahead, 1));
-  for (uint64_t p = page + 1; p < end && ahead.size() < PageSource::kMaxPagesPerCall; ++p) {
-    PageMeta& pm = r->pages[p];
-    if (pm.state != PageState::kMissing || pm.advice != Advice::kSequential) continue;
-    pm.state = PageState::kFetching;
-    pm.prefetched = true;
-    ahead.push_back(p);
+  if (m.advice != Advice::kSequential) return;
+  // A fault right after the previous window means a stream: the window doubles (up to 64
+  // pages); any other fault starts over at readahead_pages.
+  const uint32_t base = std::max<uint32_t>(r->readahead, 1);
+  r->window = page + 1 == r->seq_next || page == r->seq_next
+                  ? std::min<uint32_t>(2 * r->window, PageSource::kMaxPagesPerCall)
+                  : base;
+  r->window = std::max(r->window, base);
+  read_ahead(r, page + 1);
+}
+
+// Fetches the missing pages of [from, from + window) ahead of the faults, in groups of
+// kReadAheadGroup (so the first ones are installed early), while fetch slots are free.
+void Manager::Impl::read_ahead(RegionState* r, uint64_t from) {
+  const uint64_t end = std::min<uint64_t>(r->pages.size(), from + r->window);
+  r->seq_next = end;
+  uint64_t p = from;
+  while (p < end && inflight_fetches < options.max_inflight) {
+    std::vector<uint64_t> group;
+    for (; p < end && group.size() < kReadAheadGroup; ++p) {
+      PageMeta& pm = r->pages[p];
+      if (pm.state != PageState::kMissing || pm.advice != Advice::kSequential) continue;
+      pm.state = PageState::kFetching;
+      pm.prefetched = true;
+      group.push_back(p);
+    }
+    if (group.empty()) continue;
+    ++r->inflight;
+    ++inflight_fetches;
+    const uint64_t first = group[0];
+    Status st = scheduler->spawn(fault_task(this, r, std::move(group), false, false));
+    if (!st.ok()) fatal(r, first, "cannot start a read-ahead", st);
   }
-  if (ahead.empty()) return;
-  ++r->inflight;
-  ++inflight_fetches;
-  st = scheduler->spawn(fault_task(this, r, std::move(ahead), false, false));
-  if (!st.ok()) fatal(r, page, "cannot start a read-ahead", st);
 }
 
 void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {

@@ -55,6 +55,8 @@ struct RegionState {
   std::vector<PageMeta> pages;
   std::shared_ptr<PageSource> source;
   uint32_t readahead = 8;
+  uint32_t window = 8;    // the read-ahead window now (sequential advice)
+  uint64_t seq_next = 0;  // the page after the last read-ahead window
   uint32_t inflight = 0;  // tasks using this region now
   bool closing = false;
   RegionCounters counters;
@@ -151,6 +153,8 @@ struct Manager::Impl {
   void on_fault(uintptr_t addr, uint64_t flags);
   void on_missing(RegionState* r, uint64_t page, bool write);
   void on_write_protect(RegionState* r, uint64_t page);
+  void read_ahead(RegionState* r, uint64_t from);
+  static constexpr size_t kReadAheadGroup = 16;  // pages per read-ahead fetch
   void start_pending();
   void maybe_start_cleaner();
   void recompute_budget();
