@@ -94,6 +94,17 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
   impl->op_timeout_ns = uint64_t{timeout_ms} * 1'000'000;
   impl->direct = make_direct_source();
   impl->uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+  if (impl->uffd < 0 && errno == EPERM) {
+    // Unprivileged (vm.unprivileged_userfaultfd = 0): user-mode faults only. The kernel's own
+    // accesses to a missing page (a read(2) into a region) then fail with EFAULT.
+    impl->uffd =
+        static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    if (impl->uffd >= 0) {
+      log::warn(
+          "paged: userfaultfd limited to user-mode faults (no privilege): system calls must not "
+          "read or write region pages that are not resident");
+    }
+  }
   if (impl->uffd < 0) return Unavailable(errno_text("paged: userfaultfd"));
   uffdio_api api{};
   api.api = UFFD_API;
@@ -538,13 +549,18 @@ uint64_t Manager::Impl::deadline() const { return now_ns() + op_timeout_ns; }
 void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
                           const Status& cause) const {
   const Region& reg = *r->region;
-  std::fprintf(stderr,
-               "farmem paged: fatal: %s: region %s offset %llu (page %llu) node %u: %s; "
-               "exiting with status %d\n",
-               what, reg.name().c_str(), static_cast<unsigned long long>(page * reg.page_bytes()),
-               static_cast<unsigned long long>(page), reg.layout().page_node(page),
-               cause.to_string().c_str(), kFaultExitStatus);
-  std::fflush(stderr);
+  // One write(2), no stdio: a faulting thread may hold stderr's lock.
+  char line[1024];
+  const int n = std::snprintf(
+      line, sizeof line,
+      "farmem paged: fatal: %s: region %s offset %llu (page %llu) node %u: %s; exiting with "
+      "status %d\n",
+      what, reg.name().c_str(), static_cast<unsigned long long>(page * reg.page_bytes()),
+      static_cast<unsigned long long>(page), reg.layout().page_node(page),
+      cause.to_string().c_str(), kFaultExitStatus);
+  if (n > 0) {
+    (void)!::write(STDERR_FILENO, line, std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
+  }
   _exit(kFaultExitStatus);
 }
 
