@@ -511,6 +511,24 @@ bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
   return false;
 }
 
+// UFFDIO_COPY, resumed after a partial copy while the address space was changing (EAGAIN).
+void Manager::Impl::install(RegionState* r, uint64_t page, const void* src, bool writable) {
+  const uint64_t pb = r->region->page_bytes();
+  uint64_t done = 0;
+  for (int attempt = 0; done < pb; ++attempt) {
+    uffdio_copy copy{};
+    copy.dst = reinterpret_cast<uint64_t>(page_addr(r, page)) + done;
+    copy.src = reinterpret_cast<uint64_t>(src) + done;
+    copy.len = pb - done;
+    copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
+    if (ioctl(uffd, UFFDIO_COPY, &copy) == 0) return;
+    if (errno != EAGAIN || attempt == 1000) {
+      fatal(r, page, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
+    }
+    if (copy.copy > 0) done += static_cast<uint64_t>(copy.copy);
+  }
+}
+
 uint8_t* Manager::Impl::get_staging(uint64_t bytes) {
   auto& list = staging_free[bytes];
   if (!list.empty()) {
@@ -654,14 +672,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
         meta.in_clock = true;
         m->clock.push_back(Manager::Impl::ClockEntry{r, p});
       }
-      uffdio_copy copy{};
-      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
-      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
-      copy.len = pb;
-      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
-      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
-        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
-      }
+      m->install(r, p, ios[i].buf, writable);
     } else {
       meta.state = PageState::kMissing;
       meta.prefetched = false;

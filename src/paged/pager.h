@@ -163,6 +163,7 @@ struct Manager::Impl {
   uint8_t* page_addr(const RegionState* r, uint64_t page) const;
   void wake(RegionState* r, uint64_t page);
   void protect(RegionState* r, uint64_t page, bool on);
+  void install(RegionState* r, uint64_t page, const void* src, bool writable);
   bool pick_victim(RegionState** r, uint64_t* page);
   uint8_t* get_staging(uint64_t bytes);
   void put_staging(uint8_t* buf, uint64_t bytes);
