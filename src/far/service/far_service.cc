@@ -271,7 +271,7 @@ Status gather(uint8_t* region, uint64_t region_bytes, Reader r) {
   std::vector<w::Range> src, dst;
   uint64_t src_total = 0, dst_total = 0;
   FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_src, q.elem_bytes, region_bytes, &src, &src_total));
-  const uint8_t* idx_bytes;
+  const uint8_t* idx_bytes = nullptr;
   FARMEM_RETURN_IF_ERROR(r.take_bytes(size_t{q.n_idx} * 4, &idx_bytes, "gather indices"));
   FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_dst, q.elem_bytes, region_bytes, &dst, &dst_total));
   FARMEM_RETURN_IF_ERROR(r.done());
@@ -306,7 +306,7 @@ Status hash_lookup(const uint8_t* region, uint64_t region_bytes, Reader r, std::
       q.n_buckets > w::kMaxHashBuckets) {
     return InvalidArgument("hash lookup sizes out of range");
   }
-  const uint8_t* key;
+  const uint8_t* key = nullptr;
   FARMEM_RETURN_IF_ERROR(r.take_bytes(q.key_bytes, &key, "hash key"));
   const uint64_t slot = uint64_t{q.key_bytes} + q.value_bytes;
   const uint64_t bucket_bytes = sizeof(w::BucketHeader) + slot * q.slots;
