@@ -146,13 +146,14 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
   const uint16_t port = (*server)->port();
-  std::printf("farmem-agent: listening on %s:%u for %zu memory node(s); aggregation %s, "
-              "write-back %s, static cache %s, dynamic cache %s (entry %llu bytes, budget %llu)\n",
-              f.listen.c_str(), port, nodes->memnodes.size(), options.aggregation ? "on" : "off",
-              options.async_writeback ? "async" : "sync", options.static_cache ? "on" : "off",
-              options.dynamic_cache ? (options.adaptive ? "adaptive" : "on") : "off",
-              static_cast<unsigned long long>(options.entry_bytes),
-              static_cast<unsigned long long>(options.cache_bytes));
+  std::printf(
+      "farmem-agent: listening on %s:%u for %zu memory node(s); aggregation %s, "
+      "write-back %s, static cache %s, dynamic cache %s (entry %llu bytes, budget %llu)\n",
+      f.listen.c_str(), port, nodes->memnodes.size(), options.aggregation ? "on" : "off",
+      options.async_writeback ? "async" : "sync", options.static_cache ? "on" : "off",
+      options.dynamic_cache ? (options.adaptive ? "adaptive" : "on") : "off",
+      static_cast<unsigned long long>(options.entry_bytes),
+      static_cast<unsigned long long>(options.cache_bytes));
   std::fflush(stdout);
   if (!f.port_file.empty()) {
     if (auto s = write_port_file(f.port_file, port); !s.ok()) return fail(s.to_string());

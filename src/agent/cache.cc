@@ -197,11 +197,11 @@ void AgentCache::decide_locked() {
   if (enable != counters_.dynamic_enabled) {
     counters_.dynamic_enabled = enable;
     ++counters_.switches;
-    log::info("farmem-agent: dynamic caching {} ({} lookups: {} bytes {}hit, {} bytes {}staged, "
-              "cost weight {:.2f})",
-              enable ? "ON" : "OFF", window_lookups_, window_hit_bytes_,
-              enable ? "would have " : "", window_staged_bytes_, enable ? "would have " : "",
-              weight);
+    log::info(
+        "farmem-agent: dynamic caching {} ({} lookups: {} bytes {}hit, {} bytes {}staged, "
+        "cost weight {:.2f})",
+        enable ? "ON" : "OFF", window_lookups_, window_hit_bytes_, enable ? "would have " : "",
+        window_staged_bytes_, enable ? "would have " : "", weight);
   }
   window_lookups_ = window_hit_bytes_ = window_staged_bytes_ = 0;
 }

@@ -27,8 +27,8 @@ Result<std::unique_ptr<AgentClient>> AgentClient::create(client::Cluster& agent)
 
 runtime::Task<Status> AgentClient::call(wire::Op op, std::vector<uint8_t> request, void* reply,
                                         uint32_t capacity, uint32_t* reply_bytes) {
-  const uint64_t deadline = client::ThreadClient::deadline_in_ms(
-      tc_->cluster().config().options.op_timeout_ms);
+  const uint64_t deadline =
+      client::ThreadClient::deadline_in_ms(tc_->cluster().config().options.op_timeout_ms);
   uint64_t wait_ns = 20'000;
   for (;;) {
     ++traffic_.messages;
@@ -57,8 +57,7 @@ runtime::Task<Status> AgentClient::read(GlobalAddress addr, void* dst, uint32_t 
   co_return s;
 }
 
-runtime::Task<Status> AgentClient::write(GlobalAddress addr, const void* src,
-                                         uint64_t bytes) {
+runtime::Task<Status> AgentClient::write(GlobalAddress addr, const void* src, uint64_t bytes) {
   std::vector<runtime::Task<Status>> parts;
   const auto* p = static_cast<const uint8_t*>(src);
   for (uint64_t off = 0; off < bytes; off += wire::kMaxWriteBytes) {
@@ -95,8 +94,7 @@ runtime::Task<Result<wire::StatsResponse>> AgentClient::stats() {
 }
 
 runtime::Task<std::vector<Status>> AgentClient::read_many(std::vector<GlobalAddress> addrs,
-                                                          std::vector<void*> dsts,
-                                                          uint32_t bytes) {
+                                                          std::vector<void*> dsts, uint32_t bytes) {
   std::vector<runtime::Task<Status>> parts;
   for (size_t i = 0; i < addrs.size() && i < dsts.size(); ++i) {
     parts.push_back(read(addrs[i], dsts[i], bytes));

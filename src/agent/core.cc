@@ -195,8 +195,8 @@ void AgentCore::round(std::vector<Job>& jobs) {
       pending_write_bytes_ -= j.bytes;
       done[write_jobs[k]].status = writes[k].status;
       if (!writes[k].status.ok() && j.acked) {
-        log::error("farmem-agent: write-back of {} bytes at node {} offset {} failed: {}",
-                   j.bytes, j.addr.node(), j.addr.offset(), writes[k].status.to_string());
+        log::error("farmem-agent: write-back of {} bytes at node {} offset {} failed: {}", j.bytes,
+                   j.addr.node(), j.addr.offset(), writes[k].status.to_string());
         if (write_error_.ok()) write_error_ = writes[k].status;
       }
     }
@@ -342,8 +342,9 @@ void AgentCore::stage_loop() {
     }
     std::vector<uint8_t> data;
     Status s = read_entry(base, &data);
-    if (!s.ok()) log::warn("farmem-agent: staging node {} offset {}: {}", base.node(),
-                           base.offset(), s.to_string());
+    if (!s.ok())
+      log::warn("farmem-agent: staging node {} offset {}: {}", base.node(), base.offset(),
+                s.to_string());
     cache_.finish_stage(base, std::move(data), s.ok());
     --staging_;
   }
@@ -356,7 +357,8 @@ void AgentCore::update_bandwidths(uint64_t now) {
   const uint64_t total = host_.bytes_in.load() + host_.bytes_out.load();
   const uint64_t bytes = total - bw_window_host_bytes_;
   if (bytes > 0) {
-    const double bw = static_cast<double>(bytes) * 1e9 / static_cast<double>(now - bw_window_start_ns_);
+    const double bw =
+        static_cast<double>(bytes) * 1e9 / static_cast<double>(now - bw_window_start_ns_);
     const uint64_t old = host_bw_.load();
     host_bw_ = old == 0 ? static_cast<uint64_t>(bw) : static_cast<uint64_t>(0.8 * old + 0.2 * bw);
   }

@@ -96,10 +96,10 @@ class AgentCore {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;        // (mu_) jobs for the forwarding thread
+  std::deque<Job> queue_;                  // (mu_) jobs for the forwarding thread
   std::deque<GlobalAddress> stage_queue_;  // (mu_) entries to stage
   std::condition_variable stage_cv_;
-  bool stopping_ = false;        // (mu_)
+  bool stopping_ = false;  // (mu_)
   std::atomic<uint64_t> pending_write_bytes_{0};
   std::atomic<uint32_t> staging_{0};  // stage jobs queued or in progress
 
@@ -115,8 +115,8 @@ class AgentCore {
   Status write_error_;        // first write-back error since the last flush
 
   // Counters (atomics: read by stats()).
-  std::atomic<uint64_t> node_reads_{0}, node_read_bytes_{0}, node_writes_{0},
-      node_write_bytes_{0}, node_batches_{0}, rounds_{0}, host_reads_{0}, aggregated_{0};
+  std::atomic<uint64_t> node_reads_{0}, node_read_bytes_{0}, node_writes_{0}, node_write_bytes_{0},
+      node_batches_{0}, rounds_{0}, host_reads_{0}, aggregated_{0};
   std::atomic<uint64_t> host_bw_{0}, node_bw_{0};
   uint64_t bw_window_start_ns_ = 0, bw_window_host_bytes_ = 0;
 };

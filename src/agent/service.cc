@@ -64,8 +64,7 @@ class AgentWorker : public memnode::ServiceWorker {
       memnode::Responder responder = std::move(it->second);
       pending_.erase(it);
       if (d.hit) {
-        answer(std::move(responder), d.status, d.hit->entry->data.data() + d.hit->offset,
-               d.bytes);
+        answer(std::move(responder), d.status, d.hit->entry->data.data() + d.hit->offset, d.bytes);
       } else {
         answer(std::move(responder), d.status, d.data.data(), d.data.size());
       }
@@ -163,9 +162,7 @@ Agent::~Agent() {
   if (core_) core_->stop();
 }
 
-std::shared_ptr<memnode::Service> Agent::service() {
-  return std::make_shared<AgentService>(core_);
-}
+std::shared_ptr<memnode::Service> Agent::service() { return std::make_shared<AgentService>(core_); }
 
 wire::StatsResponse Agent::stats() const { return core_->stats(); }
 

@@ -27,10 +27,10 @@
 namespace farmem::agent {
 
 struct CacheEntry {
-  GlobalAddress base;  // entry-aligned
-  std::vector<uint8_t> data;   // entry_bytes once ready
-  bool ready = false;          // false: a placeholder being staged
-  bool stale = false;          // a write overlapped the placeholder
+  GlobalAddress base;         // entry-aligned
+  std::vector<uint8_t> data;  // entry_bytes once ready
+  bool ready = false;         // false: a placeholder being staged
+  bool stale = false;         // a write overlapped the placeholder
   bool is_static = false;
   std::list<uint64_t>::iterator lru;  // dynamic entries only
 };
@@ -96,8 +96,8 @@ class AgentCache {
   const AgentOptions options_;
   const uint64_t entry_bytes_;
   mutable std::mutex mu_;
-  Table table_;                     // (mu_) static and dynamic entries
-  std::list<uint64_t> lru_;         // (mu_) dynamic entry keys, most recent at the front
+  Table table_;                       // (mu_) static and dynamic entries
+  std::list<uint64_t> lru_;           // (mu_) dynamic entry keys, most recent at the front
   std::array<uint64_t, 128> ring_{};  // (mu_) the last 128 page ids (packed page addresses)
   uint32_t ring_next_ = 0;
   uint32_t ring_size_ = 0;

@@ -54,29 +54,29 @@ static_assert(sizeof(PinRequest) == 16);
 // Counters since the agent started. "host" = between host processes and the agent; "node" =
 // between the agent and memory nodes.
 struct StatsResponse {
-  uint64_t host_messages_in;    // requests received
-  uint64_t host_bytes_in;       // their payload bytes
-  uint64_t host_messages_out;   // replies sent
-  uint64_t host_bytes_out;      // their payload bytes
-  uint64_t node_reads;          // one-sided reads posted to memory nodes
+  uint64_t host_messages_in;   // requests received
+  uint64_t host_bytes_in;      // their payload bytes
+  uint64_t host_messages_out;  // replies sent
+  uint64_t host_bytes_out;     // their payload bytes
+  uint64_t node_reads;         // one-sided reads posted to memory nodes
   uint64_t node_read_bytes;
-  uint64_t node_writes;         // one-sided writes posted to memory nodes
+  uint64_t node_writes;  // one-sided writes posted to memory nodes
   uint64_t node_write_bytes;
-  uint64_t node_batches;        // Batches waited for (one per node per round, <= 64 ops each)
-  uint64_t rounds;              // forwarding rounds that had work
-  uint64_t host_reads;          // read requests served
-  uint64_t aggregated_reads;    // read misses that shared a Batch with another read
-  uint64_t static_hits;         // reads served from the static cache
-  uint64_t dynamic_hits;        // reads served from the dynamic cache
-  uint64_t dynamic_misses;      // reads looked up in the dynamic cache and missed
-  uint64_t staged_entries;      // entries the prefetch workers loaded
+  uint64_t node_batches;      // Batches waited for (one per node per round, <= 64 ops each)
+  uint64_t rounds;            // forwarding rounds that had work
+  uint64_t host_reads;        // read requests served
+  uint64_t aggregated_reads;  // read misses that shared a Batch with another read
+  uint64_t static_hits;       // reads served from the static cache
+  uint64_t dynamic_hits;      // reads served from the dynamic cache
+  uint64_t dynamic_misses;    // reads looked up in the dynamic cache and missed
+  uint64_t staged_entries;    // entries the prefetch workers loaded
   uint64_t staged_bytes;
-  uint64_t evictions;           // dynamic entries evicted for budget
-  uint64_t cache_bytes;         // bytes held by dynamic entries now
-  uint64_t static_bytes;        // bytes held by the static cache now
-  uint64_t dynamic_enabled;     // 1 while dynamic caching is on
-  uint64_t dynamic_switches;    // times the adaptive model switched it
-  uint64_t writes_pending;      // writes acked but not yet at their node
+  uint64_t evictions;            // dynamic entries evicted for budget
+  uint64_t cache_bytes;          // bytes held by dynamic entries now
+  uint64_t static_bytes;         // bytes held by the static cache now
+  uint64_t dynamic_enabled;      // 1 while dynamic caching is on
+  uint64_t dynamic_switches;     // times the adaptive model switched it
+  uint64_t writes_pending;       // writes acked but not yet at their node
   uint64_t host_bw_bytes_per_s;  // measured host<->agent throughput (EWMA)
   uint64_t node_bw_bytes_per_s;  // measured agent<->node bandwidth while busy (EWMA)
   uint64_t reserved[7];

@@ -1,2 +1,347 @@
+// The offload agent (farmem-agent) between real host and memory-node processes, over shared
+// memory and TCP: the data it forwards, task aggregation, the static and dynamic caches, the
+// adaptive switch, several host processes sharing it, and a killed agent.
 #include <gtest/gtest.h>
-TEST(AgentPlaceholder, Builds) {}
+#include <signal.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "farmem/agent/client.h"
+#include "farmem/client/cluster.h"
+#include "harness.h"
+#include "test_seed.h"
+
+namespace farmem::testing {
+namespace {
+
+constexpr uint32_t kPage = 64 * 1024;
+
+// A farmem-agent child process in front of the given memory nodes.
+class AgentProcess {
+ public:
+  static std::unique_ptr<AgentProcess> start(const std::vector<const ServerProcess*>& nodes,
+                                             const std::string& tls,
+                                             const std::vector<std::string>& extra = {}) {
+    std::string list;
+    for (const ServerProcess* n : nodes) {
+      if (!list.empty()) list.push_back(',');
+      list.append(n->address());
+    }
+    std::vector<std::string> args = {FARMEM_AGENT_BIN, "--servers", list, "--tls", tls};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto a = std::make_unique<AgentProcess>();
+    a->child_ = ChildProcess::start(args, {"UCX_TLS=" + tls});
+    if (a->child_ == nullptr) return nullptr;
+    const std::string line = a->child_->wait_for_line("farmem-agent: listening on ", 20000);
+    if (line.empty()) {
+      ADD_FAILURE() << "agent did not start: " << a->child_->output();
+      return nullptr;
+    }
+    const size_t colon = line.find(':', std::strlen("farmem-agent: listening on "));
+    a->port_ = static_cast<uint16_t>(std::stoul(line.substr(colon + 1)));
+    return a;
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  ChildProcess& child() { return *child_; }
+
+ private:
+  std::unique_ptr<ChildProcess> child_;
+  uint16_t port_ = 0;
+};
+
+class AgentTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    tls_ = GetParam().tls;
+    ServerOptions o;
+    o.tls = tls_;
+    o.capacity_bytes = 128ull << 20;
+    node_ = ServerProcess::start(o);
+    ASSERT_NE(node_, nullptr);
+    auto direct = client::Cluster::connect(config_for({node_.get()}, tls_));
+    ASSERT_TRUE(direct.ok()) << direct.status().to_string();
+    direct_ = std::move(*direct);
+    auto tc = direct_->thread_client();
+    ASSERT_TRUE(tc.ok());
+    tc_ = *tc;
+  }
+  void TearDown() override {
+    host_.reset();
+    agent_cluster_.reset();
+    agent_.reset();
+    direct_.reset();
+    node_.reset();
+  }
+
+  // Allocates `bytes` (entry-aligned) on the memory node and fills them with a seeded pattern.
+  GlobalAddress fill(uint64_t bytes, uint64_t seed, std::vector<uint8_t>* model) {
+    auto a = tc_->run(tc_->allocate_on(0, bytes + (1ull << 20), 4096));
+    EXPECT_TRUE(a.ok()) << a.status().to_string();
+    // Round up to a multiple of 1 MiB (the default entry size) inside the allocation.
+    const uint64_t off = (a->offset() + (1ull << 20) - 1) & ~((1ull << 20) - 1);
+    const GlobalAddress base(0, off);
+    model->resize(bytes);
+    std::mt19937_64 rng(seed);
+    for (auto& b : *model) b = static_cast<uint8_t>(rng());
+    for (uint64_t o = 0; o < bytes; o += kPage) {
+      EXPECT_TRUE(tc_->write_sync(base + o, model->data() + o, kPage).ok());
+    }
+    return base;
+  }
+
+  void start_agent(const std::vector<std::string>& extra = {}, uint32_t op_timeout_ms = 5000) {
+    agent_ = AgentProcess::start({node_.get()}, tls_, extra);
+    ASSERT_NE(agent_, nullptr);
+    auto cfg = client::ClusterConfig::from_server_list(agent_->address());
+    ASSERT_TRUE(cfg.ok());
+    cfg->options.tls = tls_;
+    cfg->options.op_timeout_ms = op_timeout_ms;
+    auto c = client::Cluster::connect(*cfg);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    agent_cluster_ = std::move(*c);
+    auto h = agent::AgentClient::create(*agent_cluster_);
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
+    host_ = std::move(*h);
+  }
+
+  agent::wire::StatsResponse stats() {
+    auto s = run(host_->stats());
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? *s : agent::wire::StatsResponse{};
+  }
+  template <typename T>
+  T run(runtime::Task<T> t) {
+    return host_->thread_client().run(std::move(t));
+  }
+  // Reads pages [first, first + n) of `base` through the agent, one at a time, checking them.
+  void read_pages(GlobalAddress base, const std::vector<uint8_t>& model, uint64_t first,
+                  uint64_t n) {
+    std::vector<uint8_t> buf(kPage);
+    for (uint64_t p = first; p < first + n; ++p) {
+      ASSERT_TRUE(run(host_->read(base + p * kPage, buf.data(), kPage)).ok());
+      ASSERT_EQ(0, std::memcmp(buf.data(), model.data() + p * kPage, kPage)) << "page " << p;
+    }
+  }
+
+  std::string tls_;
+  std::unique_ptr<ServerProcess> node_;
+  std::unique_ptr<client::Cluster> direct_;
+  client::ThreadClient* tc_ = nullptr;
+  std::unique_ptr<AgentProcess> agent_;
+  std::unique_ptr<client::Cluster> agent_cluster_;
+  std::unique_ptr<agent::AgentClient> host_;
+};
+
+// Reads return the node's bytes; writes through the agent are seen by later reads through the
+// agent at once and, after a flush, by direct reads at the node.
+TEST_P(AgentTest, ReadsAndWritesThroughTheAgent) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(4ull << 20, test_seed(), &model);
+  start_agent();
+  read_pages(base, model, 0, 8);
+  std::vector<uint8_t> page(kPage);
+  std::mt19937_64 rng(test_seed() + 1);
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t p = rng() % 64;
+    const uint64_t at = rng() % (kPage - 100);
+    for (int k = 0; k < 100; ++k) model[p * kPage + at + k] = static_cast<uint8_t>(rng());
+    ASSERT_TRUE(run(host_->write(base + p * kPage + at, model.data() + p * kPage + at, 100)).ok());
+    ASSERT_TRUE(run(host_->read(base + p * kPage, page.data(), kPage)).ok());
+    ASSERT_EQ(0, std::memcmp(page.data(), model.data() + p * kPage, kPage)) << "page " << p;
+  }
+  // A whole page written in two pieces.
+  for (auto& b : page) b = static_cast<uint8_t>(rng());
+  std::memcpy(model.data() + 3 * kPage, page.data(), kPage);
+  ASSERT_TRUE(run(host_->write(base + 3 * kPage, page.data(), kPage)).ok());
+  ASSERT_TRUE(run(host_->flush()).ok());
+  std::vector<uint8_t> all(model.size());
+  for (uint64_t o = 0; o < model.size(); o += kPage) {
+    ASSERT_TRUE(tc_->read_sync(base + o, all.data() + o, kPage).ok());
+  }
+  EXPECT_EQ(all, model);
+  read_pages(base, model, 0, 64);
+  const auto st = stats();
+  EXPECT_EQ(st.writes_pending, 0u);
+  EXPECT_GE(st.node_writes, 21u);
+  EXPECT_GE(st.host_messages_in, st.host_reads);
+}
+
+// Many concurrent requests of two hosts, held while the agent is stopped, reach the memory node
+// in fewer Batches than requests (task aggregation); with aggregation off, one Batch each.
+TEST_P(AgentTest, AggregatesConcurrentRequests) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(4ull << 20, test_seed(), &model);
+  for (bool aggregate : {true, false}) {
+    SCOPED_TRACE(aggregate ? "aggregation on" : "aggregation off");
+    host_.reset();
+    agent_cluster_.reset();
+    agent_.reset();
+    std::vector<std::string> flags = {"--no-dynamic"};
+    if (!aggregate) flags.push_back("--no-aggregation");
+    start_agent(flags);
+    constexpr uint32_t kReads = 48;
+    std::vector<std::vector<uint8_t>> bufs(kReads, std::vector<uint8_t>(4096));
+    std::vector<GlobalAddress> addrs;
+    std::vector<void*> dsts;
+    for (uint32_t i = 0; i < kReads; ++i) {
+      addrs.push_back(base + i * kPage);
+      dsts.push_back(bufs[i].data());
+    }
+    agent_->child().signal(SIGSTOP);
+    std::thread cont([this] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      agent_->child().signal(SIGCONT);
+    });
+    std::vector<Status> r = run(host_->read_many(addrs, dsts, 4096));
+    cont.join();
+    for (uint32_t i = 0; i < kReads; ++i) {
+      ASSERT_TRUE(r[i].ok()) << r[i].to_string();
+      ASSERT_EQ(0, std::memcmp(bufs[i].data(), model.data() + i * kPage, 4096));
+    }
+    const auto st = stats();
+    EXPECT_EQ(st.host_reads, kReads);
+    EXPECT_EQ(st.node_reads, kReads);
+    if (aggregate) {
+      EXPECT_LT(st.node_batches, kReads);
+      EXPECT_GT(st.aggregated_reads, 0u);
+    } else {
+      EXPECT_EQ(st.node_batches, kReads);
+      EXPECT_EQ(st.aggregated_reads, 0u);
+    }
+    std::printf("aggregation %s: %llu reads in %llu batches over %llu rounds\n",
+                aggregate ? "on" : "off", static_cast<unsigned long long>(st.node_reads),
+                static_cast<unsigned long long>(st.node_batches),
+                static_cast<unsigned long long>(st.rounds));
+  }
+}
+
+// A pinned range is held whole: every read of it hits and none reaches the memory node.
+TEST_P(AgentTest, StaticCacheServesEveryRead) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(2ull << 20, test_seed(), &model);
+  start_agent({"--no-dynamic"});
+  ASSERT_TRUE(run(host_->pin_static(base, 2ull << 20)).ok());
+  const auto before = stats();
+  EXPECT_EQ(before.static_bytes, 2ull << 20);
+  read_pages(base, model, 0, 32);
+  const auto after = stats();
+  EXPECT_EQ(after.static_hits - before.static_hits, 32u);
+  EXPECT_EQ(after.node_reads, before.node_reads);
+  // A write updates the pinned copy and the node.
+  std::vector<uint8_t> page(kPage, 0x5a);
+  std::memcpy(model.data() + 5 * kPage, page.data(), kPage);
+  ASSERT_TRUE(run(host_->write(base + 5 * kPage, page.data(), kPage)).ok());
+  read_pages(base, model, 5, 1);
+  ASSERT_TRUE(run(host_->flush()).ok());
+  std::vector<uint8_t> got(kPage);
+  ASSERT_TRUE(tc_->read_sync(base + 5 * kPage, got.data(), kPage).ok());
+  EXPECT_EQ(got, page);
+  // A pin not aligned to the entry size is refused.
+  EXPECT_EQ(run(host_->pin_static(base + kPage, kPage)).code(), StatusCode::kInvalidArgument);
+}
+
+// Dynamic caching stages the entries a scan touches; once staged, the scan hits.
+TEST_P(AgentTest, DynamicCacheHitsAfterStaging) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(4ull << 20, test_seed(), &model);
+  start_agent({"--no-adaptive", "--cache-bytes", "16MiB"});
+  read_pages(base, model, 0, 64);
+  ASSERT_TRUE(run(host_->flush()).ok());  // waits for the staging workers
+  const auto before = stats();
+  EXPECT_GE(before.staged_entries, 4u);  // and the next entry, prefetched on the ascending scan
+  read_pages(base, model, 0, 64);
+  const auto after = stats();
+  EXPECT_EQ(after.dynamic_hits - before.dynamic_hits, 64u);
+  EXPECT_EQ(after.node_reads, before.node_reads);
+  std::printf("dynamic cache: %llu hits, %llu misses, %llu entries staged\n",
+              static_cast<unsigned long long>(after.dynamic_hits),
+              static_cast<unsigned long long>(after.dynamic_misses),
+              static_cast<unsigned long long>(after.staged_entries));
+  // Writes reach cached entries (copy-on-write) and the node.
+  std::vector<uint8_t> page(kPage, 0x33);
+  std::memcpy(model.data() + 17 * kPage, page.data(), kPage);
+  ASSERT_TRUE(run(host_->write(base + 17 * kPage, page.data(), kPage)).ok());
+  read_pages(base, model, 16, 2);
+}
+
+// Random reads over a range much larger than the cache make staging cost more than it saves:
+// the model turns dynamic caching off; a sequential scan afterwards turns it back on.
+TEST_P(AgentTest, AdaptiveSwitchFollowsTheWorkload) {
+  std::vector<uint8_t> model;
+  const uint64_t bytes = 48ull << 20;
+  const GlobalAddress base = fill(bytes, test_seed(), &model);
+  start_agent({"--cache-bytes", "4MiB", "--model-window", "32"});
+  std::mt19937_64 rng(test_seed());
+  std::vector<uint8_t> buf(kPage);
+  for (int i = 0; i < 96; ++i) {
+    const uint64_t p = rng() % (bytes / kPage);
+    ASSERT_TRUE(run(host_->read(base + p * kPage, buf.data(), kPage)).ok());
+    ASSERT_EQ(0, std::memcmp(buf.data(), model.data() + p * kPage, kPage));
+  }
+  const auto random = stats();
+  EXPECT_EQ(random.dynamic_enabled, 0u);
+  EXPECT_GE(random.dynamic_switches, 1u);
+  read_pages(base, model, 0, 96);
+  const auto seq = stats();
+  EXPECT_EQ(seq.dynamic_enabled, 1u);
+  EXPECT_GE(seq.dynamic_switches, 2u);
+}
+
+// Two host processes read the same remote range through one agent at once and both get the
+// right bytes; the entries their reads staged then serve a third pass without the node.
+TEST_P(AgentTest, TwoHostProcessesShareTheAgent) {
+  std::vector<uint8_t> model;
+  const uint64_t bytes = 4ull << 20;
+  const GlobalAddress base = fill(bytes, test_seed(), &model);
+  start_agent({"--no-adaptive"});
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : model) h = (h ^ b) * 0x100000001b3ull;
+  const std::vector<std::string> args = {FARMEM_AGENT_HOST_BIN,
+                                         "--agent",
+                                         agent_->address(),
+                                         "--address",
+                                         std::to_string(base.pack()),
+                                         "--bytes",
+                                         std::to_string(bytes),
+                                         "--tls",
+                                         tls_};
+  auto a = ChildProcess::start(args, {"UCX_TLS=" + tls_});
+  auto b = ChildProcess::start(args, {"UCX_TLS=" + tls_});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->wait_for_line("checksum", 60000), "checksum " + std::to_string(h)) << a->output();
+  EXPECT_EQ(b->wait_for_line("checksum", 60000), "checksum " + std::to_string(h)) << b->output();
+  ASSERT_TRUE(run(host_->flush()).ok());
+  const auto before = stats();
+  EXPECT_EQ(before.host_reads, 2 * bytes / kPage);
+  auto c = ChildProcess::start(args, {"UCX_TLS=" + tls_});
+  EXPECT_EQ(c->wait_for_line("checksum", 60000), "checksum " + std::to_string(h)) << c->output();
+  const auto after = stats();
+  EXPECT_EQ(after.dynamic_hits - before.dynamic_hits, bytes / kPage);
+  EXPECT_EQ(after.node_reads, before.node_reads);
+}
+
+// kill -9 of the agent: the host's next request fails with a clear error (no hang, no data).
+TEST_P(AgentTest, KilledAgentGivesAnError) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(1ull << 20, test_seed(), &model);
+  start_agent({}, 1000);
+  read_pages(base, model, 0, 2);
+  agent_->child().signal(SIGKILL);
+  std::vector<uint8_t> buf(kPage);
+  Status s = OkStatus();
+  for (int i = 0; i < 3 && s.ok(); ++i) s = run(host_->read(base, buf.data(), kPage));
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kTimedOut ||
+              s.code() == StatusCode::kUnavailable)
+      << s.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, AgentTest, ::testing::ValuesIn(all_transports()),
+                         transport_name);
+
+}  // namespace
+}  // namespace farmem::testing

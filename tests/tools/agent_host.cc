@@ -1,0 +1,63 @@
+// farmem_agent_host: one host process of the agent tests. Reads [address, address + bytes)
+// page by page through the agent, `passes` times, and prints "checksum N" (FNV-1a of the bytes
+// of the last pass) and "done", or "error <status>" and exits 1.
+//
+//   farmem_agent_host --agent 127.0.0.1:PORT --address PACKED --bytes N [--page 65536]
+//                     [--passes 1] [--tls sm,tcp]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <vector>
+
+#include "farmem/agent/client.h"
+#include "farmem/client/cluster.h"
+
+namespace {
+
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+int fail(const farmem::Status& s) {
+  std::printf("error %s\n", s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"agent test host"};
+  std::string agent, tls;
+  uint64_t address = 0, bytes = 0;
+  uint32_t page = 65536, passes = 1;
+  app.add_option("--agent", agent)->required();
+  app.add_option("--address", address)->required();
+  app.add_option("--bytes", bytes)->required();
+  app.add_option("--page", page);
+  app.add_option("--passes", passes);
+  app.add_option("--tls", tls);
+  CLI11_PARSE(app, argc, argv);
+  auto config = farmem::client::ClusterConfig::from_server_list(agent);
+  if (!config.ok()) return fail(config.status());
+  config->options.tls = tls;
+  auto cluster = farmem::client::Cluster::connect(*config);
+  if (!cluster.ok()) return fail(cluster.status());
+  auto client = farmem::agent::AgentClient::create(**cluster);
+  if (!client.ok()) return fail(client.status());
+  std::vector<uint8_t> buf(page);
+  uint64_t h = 0;
+  const auto base = farmem::GlobalAddress::unpack(address);
+  for (uint32_t pass = 0; pass < passes; ++pass) {
+    h = 0xcbf29ce484222325ull;
+    for (uint64_t off = 0; off < bytes; off += page) {
+      farmem::Status s = (*client)->thread_client().run((*client)->read(base + off, buf.data(), page));
+      if (!s.ok()) return fail(s);
+      h = fnv1a(buf.data(), page, h);
+    }
+  }
+  std::printf("checksum %llu\ndone\n", static_cast<unsigned long long>(h));
+  std::fflush(stdout);
+  client->reset();
+  cluster->reset();
+  return 0;
+}
