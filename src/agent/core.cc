@@ -157,7 +157,7 @@ void AgentCore::forward_loop() {
     if (!jobs.empty()) round(jobs);
     answer_flushes();
     tc_->check_liveness(now_ns());
-    tc_->scheduler().poll_once();
+    tc_->worker().progress();  // (a scheduler round could sleep up to 1 ms when idle)
     update_bandwidths(now_ns());
   }
   cluster_->release_thread_client();
@@ -302,16 +302,17 @@ Status AgentCore::read_entry(GlobalAddress base, std::vector<uint8_t>* data) {
 
 Status AgentCore::load_static(GlobalAddress addr, uint64_t bytes) {
   if (!options_.static_cache) return PermissionDenied("agent: static caching is off");
-  if (addr.offset() % options_.entry_bytes != 0) {
-    return InvalidArgument("agent: a pinned range must start at a multiple of the entry size");
-  }
   if (bytes == 0 || bytes > options_.static_bytes) {
-    return InvalidArgument("agent: pinned range larger than the static budget");
+    return InvalidArgument("agent: pinned range empty or larger than the static budget");
   }
-  for (uint64_t off = 0; off < bytes; off += options_.entry_bytes) {
+  // The entries covering [addr, addr + bytes).
+  const uint64_t e = options_.entry_bytes;
+  const uint64_t first = addr.offset() / e * e;
+  const uint64_t end = (addr.offset() + bytes + e - 1) / e * e;
+  for (uint64_t off = first; off < end; off += e) {
     std::vector<uint8_t> data;
-    FARMEM_RETURN_IF_ERROR(read_entry(addr + off, &data));
-    FARMEM_RETURN_IF_ERROR(cache_.put_static(addr + off, std::move(data)));
+    FARMEM_RETURN_IF_ERROR(read_entry(GlobalAddress(addr.node(), off), &data));
+    FARMEM_RETURN_IF_ERROR(cache_.put_static(GlobalAddress(addr.node(), off), std::move(data)));
   }
   return OkStatus();
 }

@@ -16,8 +16,7 @@ namespace {
 bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 Status check_options(const RegionOptions& o) {
-  if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes ||
-      o.page_bytes > kMaxPageBytes) {
+  if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes) {
     return InvalidArgument("paged: page_bytes must be a power of two in [4 KiB, 4 MiB]");
   }
   if (o.readahead_pages > PageSource::kMaxPagesPerCall) {
@@ -223,7 +222,8 @@ runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
   if (!r.ok()) co_return r.status();
   cmd->result = *r;
   if (cmd->options.advice != Advice::kStatic) co_return OkStatus();
-  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count, Advice::kStatic);
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
 }
 
 runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
@@ -240,7 +240,8 @@ runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
   if (!r.ok()) co_return r.status();
   cmd->result = *r;
   if (options.advice != Advice::kStatic) co_return OkStatus();
-  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count, Advice::kStatic);
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
 }
 
 runtime::Task<Status> stop(Manager::Impl* m) {

@@ -155,8 +155,7 @@ Result<Region*> Manager::allocate(uint64_t bytes, const RegionOptions& options) 
   return cmd.result;
 }
 
-Result<Region*> Manager::allocate_from_file(const std::string& name,
-                                            const RegionOptions& options) {
+Result<Region*> Manager::allocate_from_file(const std::string& name, const RegionOptions& options) {
   Command cmd;
   cmd.kind = Command::Kind::kAllocateFile;
   cmd.file = name;
@@ -301,8 +300,7 @@ bool Manager::Impl::read_events() {
     const size_t count = static_cast<size_t>(n) / sizeof(uffd_msg);
     for (size_t i = 0; i < count; ++i) {
       if (msgs[i].event != UFFD_EVENT_PAGEFAULT) continue;
-      on_fault(static_cast<uintptr_t>(msgs[i].arg.pagefault.address),
-               msgs[i].arg.pagefault.flags);
+      on_fault(static_cast<uintptr_t>(msgs[i].arg.pagefault.address), msgs[i].arg.pagefault.flags);
     }
     if (count < std::size(msgs)) break;
   }
@@ -416,8 +414,8 @@ void Manager::Impl::recompute_budget() {
   for (const auto& r : regions) largest_page = std::max(largest_page, r->region->page_bytes());
   uint64_t b = options.local_bytes;
   if (b == 0) {
-    b = static_cast<uint64_t>(static_cast<double>(footprint_bytes.load()) *
-                              options.local_percent / 100.0);
+    b = static_cast<uint64_t>(static_cast<double>(footprint_bytes.load()) * options.local_percent /
+                              100.0);
   }
   budget_bytes.store(std::max(b, 4 * largest_page));
 }
@@ -511,8 +509,7 @@ void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
   std::fprintf(stderr,
                "farmem paged: fatal: %s: region %s offset %llu (page %llu) node %u: %s; "
                "exiting with status %d\n",
-               what, reg.name().c_str(),
-               static_cast<unsigned long long>(page * reg.page_bytes()),
+               what, reg.name().c_str(), static_cast<unsigned long long>(page * reg.page_bytes()),
                static_cast<unsigned long long>(page), reg.layout().page_node(page),
                cause.to_string().c_str(), kFaultExitStatus);
   std::fflush(stderr);

@@ -1,15 +1,21 @@
 // farmem_agent_host: one host process of the agent tests. Reads [address, address + bytes)
 // page by page through the agent, `passes` times, and prints "checksum N" (FNV-1a of the bytes
 // of the last pass) and "done", or "error <status>" and exits 1.
+// With --servers it instead runs a paged region of `bytes` in agent mode (4-page budget) and
+// writes every page over and over, printing "pass N" after each pass (at most `passes`), so a
+// test can kill the agent under it and check the exit status (paged::kFaultExitStatus).
 //
 //   farmem_agent_host --agent 127.0.0.1:PORT --address PACKED --bytes N [--page 65536]
 //                     [--passes 1] [--tls sm,tcp]
+//   farmem_agent_host --agent 127.0.0.1:PORT --servers 127.0.0.1:PORT --bytes N --passes P
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <vector>
 
 #include "farmem/agent/client.h"
+#include "farmem/agent/page_source.h"
 #include "farmem/client/cluster.h"
+#include "farmem/paged/manager.h"
 
 namespace {
 
@@ -23,25 +29,58 @@ int fail(const farmem::Status& s) {
   return 1;
 }
 
+int run_paged(const std::string& servers, farmem::client::Cluster& agent, uint64_t bytes,
+              uint32_t passes, const std::string& tls) {
+  auto config = farmem::client::ClusterConfig::from_server_list(servers);
+  if (!config.ok()) return fail(config.status());
+  config->options.tls = tls;
+  config->options.op_timeout_ms = agent.config().options.op_timeout_ms;
+  auto nodes = farmem::client::Cluster::connect(*config);
+  if (!nodes.ok()) return fail(nodes.status());
+  farmem::paged::ManagerOptions mo;
+  mo.local_bytes = 4 * farmem::paged::kDefaultPageBytes;
+  auto manager = farmem::paged::Manager::create(**nodes, mo);
+  if (!manager.ok()) return fail(manager.status());
+  farmem::paged::RegionOptions ro;
+  ro.source = farmem::agent::make_agent_source(agent);
+  auto region = (*manager)->allocate(bytes, ro);
+  if (!region.ok()) return fail(region.status());
+  auto* p = static_cast<volatile uint8_t*>((*region)->data());
+  for (uint32_t pass = 1; pass <= passes; ++pass) {
+    for (uint64_t off = 0; off < bytes; off += farmem::paged::kDefaultPageBytes) {
+      p[off] = static_cast<uint8_t>(p[off] + 1);
+    }
+    std::printf("pass %u\n", pass);
+    std::fflush(stdout);
+  }
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"agent test host"};
-  std::string agent, tls;
+  std::string agent, tls, servers;
   uint64_t address = 0, bytes = 0;
   uint32_t page = 65536, passes = 1;
   app.add_option("--agent", agent)->required();
-  app.add_option("--address", address)->required();
+  app.add_option("--address", address);
+  app.add_option("--servers", servers);
   app.add_option("--bytes", bytes)->required();
   app.add_option("--page", page);
   app.add_option("--passes", passes);
   app.add_option("--tls", tls);
+  uint32_t op_timeout_ms = 5000;
+  app.add_option("--op-timeout-ms", op_timeout_ms);
   CLI11_PARSE(app, argc, argv);
   auto config = farmem::client::ClusterConfig::from_server_list(agent);
   if (!config.ok()) return fail(config.status());
   config->options.tls = tls;
+  config->options.op_timeout_ms = op_timeout_ms;
   auto cluster = farmem::client::Cluster::connect(*config);
   if (!cluster.ok()) return fail(cluster.status());
+  if (!servers.empty()) return run_paged(servers, **cluster, bytes, passes, tls);
   auto client = farmem::agent::AgentClient::create(**cluster);
   if (!client.ok()) return fail(client.status());
   std::vector<uint8_t> buf(page);
@@ -50,7 +89,8 @@ int main(int argc, char** argv) {
   for (uint32_t pass = 0; pass < passes; ++pass) {
     h = 0xcbf29ce484222325ull;
     for (uint64_t off = 0; off < bytes; off += page) {
-      farmem::Status s = (*client)->thread_client().run((*client)->read(base + off, buf.data(), page));
+      farmem::Status s =
+          (*client)->thread_client().run((*client)->read(base + off, buf.data(), page));
       if (!s.ok()) return fail(s);
       h = fnv1a(buf.data(), page, h);
     }
