@@ -190,10 +190,11 @@ void AgentCache::decide_locked() {
   // Staging costs memory-node bandwidth in the background; when the host link is the slower
   // one, the node link has spare capacity and the cost weighs proportionally less.
   double weight = options_.cost_weight;
-  if (host_bw_ > 0 && node_bw_ > 0) weight *= std::min(1.0, host_bw_ / node_bw_);
+  if (host_bw_ > 0 && node_bw_ > 0) weight *= std::clamp(host_bw_ / node_bw_, 0.25, 1.0);
   const double benefit = static_cast<double>(window_hit_bytes_);
   const double cost = static_cast<double>(window_staged_bytes_) * weight;
-  const bool enable = benefit >= cost;
+  // A window with neither hits nor staging says nothing: keep the state.
+  const bool enable = benefit + cost > 0 ? benefit >= cost : counters_.dynamic_enabled;
   if (enable != counters_.dynamic_enabled) {
     counters_.dynamic_enabled = enable;
     ++counters_.switches;

@@ -14,8 +14,8 @@ class AgentPageSource : public paged::PageSource {
   explicit AgentPageSource(client::Cluster& agent) : agent_(agent) {}
   std::string_view name() const override { return "agent"; }
 
-  runtime::Task<Status> fetch(const paged::RemoteLayout& layout, std::span<const paged::PageIo> pages,
-                              uint64_t deadline_ns) override {
+  runtime::Task<Status> fetch(const paged::RemoteLayout& layout,
+                              std::span<const paged::PageIo> pages, uint64_t deadline_ns) override {
     AgentClient* c = nullptr;
     FARMEM_CO_RETURN_IF_ERROR(client(&c));
     std::vector<runtime::Task<Status>> parts;
