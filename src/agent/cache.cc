@@ -60,10 +60,10 @@ std::optional<CacheHit> AgentCache::lookup(GlobalAddress addr, uint32_t bytes,
     return CacheHit{it->second, off, true};
   }
   if (!options_.dynamic_cache) return std::nullopt;
-  const bool seen = ring_has_entry(base.pack());
   const bool ascending = record_access(addr);
   if (!counters_.dynamic_enabled) {
-    account_locked(false, seen, bytes, seen ? 0 : entry_bytes_);
+    const bool would_hit = ghost_hit_locked(base.pack());
+    account_locked(false, would_hit, bytes, would_hit ? 0 : entry_bytes_);
     return std::nullopt;
   }
   if (it != table_.end() && it->second->ready) {
@@ -179,6 +179,22 @@ void AgentCache::set_bandwidths(double host_bw, double node_bw) {
   node_bw_ = node_bw;
 }
 
+bool AgentCache::ghost_hit_locked(uint64_t entry) {
+  auto it = ghost_index_.find(entry);
+  if (it != ghost_index_.end()) {
+    ghost_.splice(ghost_.begin(), ghost_, it->second);
+    return true;
+  }
+  ghost_.push_front(entry);
+  ghost_index_[entry] = ghost_.begin();
+  const uint64_t capacity = std::max<uint64_t>(1, options_.cache_bytes / entry_bytes_);
+  while (ghost_.size() > capacity) {
+    ghost_index_.erase(ghost_.back());
+    ghost_.pop_back();
+  }
+  return false;
+}
+
 void AgentCache::account_locked(bool hit, bool shadow_hit, uint64_t bytes, uint64_t staged) {
   if (!options_.adaptive) return;
   if (hit || shadow_hit) window_hit_bytes_ += bytes;
@@ -198,6 +214,8 @@ void AgentCache::decide_locked() {
   if (enable != counters_.dynamic_enabled) {
     counters_.dynamic_enabled = enable;
     ++counters_.switches;
+    ghost_.clear();  // the ghost starts empty, as the cache did
+    ghost_index_.clear();
     log::info(
         "farmem-agent: dynamic caching {} ({} lookups: {} bytes {}hit, {} bytes {}staged, "
         "cost weight {:.2f})",

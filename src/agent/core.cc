@@ -106,7 +106,25 @@ void AgentCore::stop() {
 }
 
 Status AgentCore::submit(Job* job) {
-  std::lock_guard lock(mu_);
+  Status s;
+  {
+    std::lock_guard lock(mu_);
+    s = submit_locked(job);
+  }
+  if (s.ok()) cv_.notify_one();
+  return s;
+}
+
+void AgentCore::submit_all(std::vector<Job>* jobs, std::vector<Status>* status) {
+  status->clear();
+  {
+    std::lock_guard lock(mu_);
+    for (Job& j : *jobs) status->push_back(submit_locked(&j));
+  }
+  cv_.notify_one();
+}
+
+Status AgentCore::submit_locked(Job* job) {
   if (stopping_) return Unavailable("agent: stopping");
   if (queue_.size() >= options_.max_queued) {
     return ResourceExhausted("agent: request queue full, retry");
@@ -116,8 +134,11 @@ Status AgentCore::submit(Job* job) {
     job->acked = true;
   }
   if (job->op == wire::Op::kWrite) pending_write_bytes_ += job->bytes;
+  const bool acked = job->acked;
+  const uint64_t token = job->token;
   queue_.push_back(std::move(*job));
-  cv_.notify_one();
+  job->acked = acked;  // (the moved-from job still tells the caller)
+  job->token = token;
   return OkStatus();
 }
 

@@ -71,6 +71,10 @@ class AgentCore {
   // marked acked (and must be answered by the caller at once) when async write-back is on and
   // the pending bytes allow it.
   Status submit(Job* job);
+  // submit() for each job, under one lock with one wake-up, so that the requests a worker took
+  // in one loop round reach the forwarding thread together (one forwarding round). (*status)[i]
+  // is job i's outcome; jobs[i].acked as for submit().
+  void submit_all(std::vector<Job>* jobs, std::vector<Status>* status);
   Outbox& outbox(uint32_t worker) { return *outboxes_[worker]; }
   wire::StatsResponse stats() const;
   const AgentOptions& options() const { return options_; }
@@ -85,6 +89,7 @@ class AgentCore {
   Status load_static(GlobalAddress addr, uint64_t bytes);
   Status read_entry(GlobalAddress base, std::vector<uint8_t>* data);
   void deliver(uint32_t worker, Done done);
+  Status submit_locked(Job* job);  // requires mu_
   void answer_flushes();
   void update_bandwidths(uint64_t now_ns);
 

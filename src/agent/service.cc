@@ -45,12 +45,15 @@ class AgentWorker : public memnode::ServiceWorker {
     }
     job.worker = context_.worker_index;
     job.token = next_token_++;
-    s = core_->submit(&job);
-    if (!s.ok() || job.acked) return answer(std::move(responder), s, nullptr, 0);
     pending_.emplace(job.token, std::move(responder));
+    incoming_.push_back(std::move(job));  // submitted together at the end of the loop round
   }
 
+  // Requests taken but not yet submitted make the worker come back at once.
+  uint64_t wake_at_ns() const override { return incoming_.empty() ? 0 : 1; }
+
   void poll(uint64_t now_ns) override {
+    if (!incoming_.empty()) submit_incoming();
     uint64_t n;
     if (read(outbox_.event_fd, &n, sizeof(n)) != sizeof(n)) return;
     std::deque<Done> done;
@@ -72,6 +75,18 @@ class AgentWorker : public memnode::ServiceWorker {
   }
 
  private:
+  void submit_incoming() {
+    core_->submit_all(&incoming_, &status_);
+    for (size_t i = 0; i < incoming_.size(); ++i) {
+      if (status_[i].ok() && !incoming_[i].acked) continue;  // answered from the outbox
+      auto it = pending_.find(incoming_[i].token);
+      memnode::Responder responder = std::move(it->second);
+      pending_.erase(it);
+      answer(std::move(responder), status_[i], nullptr, 0);
+    }
+    incoming_.clear();
+  }
+
   void answer(memnode::Responder responder, const Status& s, const void* data, size_t bytes) {
     core_->host().messages_out++;
     if (s.ok()) {
@@ -128,6 +143,8 @@ class AgentWorker : public memnode::ServiceWorker {
   std::shared_ptr<AgentCore> core_;
   Outbox& outbox_;
   std::unordered_map<uint64_t, memnode::Responder> pending_;
+  std::vector<Job> incoming_;  // taken this loop round, not yet submitted
+  std::vector<Status> status_;
   uint64_t next_token_ = 1;
 };
 

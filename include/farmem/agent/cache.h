@@ -89,6 +89,9 @@ class AgentCache {
   // Inserts a placeholder for `base` if absent and the budget allows (evicting LRU entries no
   // one references). Requires mu_.
   bool add_placeholder_locked(GlobalAddress base);
+  // While dynamic caching is off: whether a cache of the same budget would hold `entry` (a
+  // ghost LRU of entry keys), recording the access. Requires mu_.
+  bool ghost_hit_locked(uint64_t entry);
   // One lookup's outcome for the adaptive model. Requires mu_.
   void account_locked(bool hit, bool shadow_hit, uint64_t bytes, uint64_t staged);
   void decide_locked();
@@ -102,6 +105,8 @@ class AgentCache {
   uint32_t ring_next_ = 0;
   uint32_t ring_size_ = 0;
   CacheCounters counters_;  // (mu_)
+  std::list<uint64_t> ghost_;  // (mu_) entry keys a cache of this budget would hold, MRU first
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> ghost_index_;  // (mu_)
   // The current model window (mu_).
   uint64_t window_lookups_ = 0, window_hit_bytes_ = 0, window_staged_bytes_ = 0;
   double host_bw_ = 0, node_bw_ = 0;
