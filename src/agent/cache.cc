@@ -173,6 +173,26 @@ Status AgentCache::put_static(GlobalAddress base, std::vector<uint8_t> data) {
   return OkStatus();
 }
 
+void AgentCache::invalidate(GlobalAddress addr, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  const uint64_t first = addr.offset() / entry_bytes_ * entry_bytes_;
+  for (uint64_t off = first; off < addr.offset() + bytes; off += entry_bytes_) {
+    auto it = table_.find(Key{GlobalAddress(addr.node(), off).pack()});
+    if (it == table_.end()) continue;
+    if (!it->second->ready) {
+      it->second->stale = true;
+      continue;
+    }
+    if (it->second->is_static) {
+      counters_.static_bytes -= entry_bytes_;
+    } else {
+      lru_.erase(it->second->lru);
+      counters_.cache_bytes -= entry_bytes_;
+    }
+    table_.erase(it);
+  }
+}
+
 void AgentCache::set_bandwidths(double host_bw, double node_bw) {
   std::lock_guard lock(mu_);
   host_bw_ = host_bw;

@@ -84,6 +84,11 @@ runtime::Task<Status> AgentClient::pin_static(GlobalAddress addr, uint64_t bytes
   co_return co_await call(wire::Op::kPinStatic, bytes_of(q), nullptr, 0, nullptr);
 }
 
+runtime::Task<Status> AgentClient::invalidate(GlobalAddress addr, uint64_t bytes) {
+  wire::PinRequest q{addr.pack(), bytes};
+  co_return co_await call(wire::Op::kInvalidate, bytes_of(q), nullptr, 0, nullptr);
+}
+
 runtime::Task<Result<wire::StatsResponse>> AgentClient::stats() {
   wire::StatsResponse r{};
   uint32_t got = 0;

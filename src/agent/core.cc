@@ -244,6 +244,8 @@ void AgentCore::round(std::vector<Job>& jobs) {
     Job& j = jobs[i];
     if (j.op == wire::Op::kPinStatic) {
       done[i].status = load_static(j.addr, j.bytes);
+    } else if (j.op == wire::Op::kInvalidate) {
+      cache_.invalidate(j.addr, j.bytes);
     } else if (j.op == wire::Op::kFlush) {
       flushes_.push_back(std::move(j));
       continue;

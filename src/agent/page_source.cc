@@ -47,6 +47,15 @@ class AgentPageSource : public paged::PageSource {
     co_return s;
   }
 
+  // A region's remote memory is fresh when opened and reused by others once closed: the agent
+  // must not keep copies of it from before or after.
+  runtime::Task<Status> region_opened(const paged::RemoteLayout& layout) override {
+    co_return co_await invalidate(layout);
+  }
+  runtime::Task<Status> region_closed(const paged::RemoteLayout& layout) override {
+    co_return co_await invalidate(layout);
+  }
+
   runtime::Task<Status> advise(const paged::RemoteLayout& layout, uint64_t first_page,
                                uint64_t page_count, paged::Advice advice) override {
     if (advice != paged::Advice::kStatic || page_count == 0) co_return OkStatus();
@@ -60,6 +69,22 @@ class AgentPageSource : public paged::PageSource {
       const uint64_t hi = last - ((last - lo) % n);
       const uint64_t bytes = ((hi - lo) / n + 1) * layout.page_bytes;
       Status st = co_await c->pin_static(layout.page_address(lo), bytes);
+      if (!st.ok()) {
+        publish(*c);
+        co_return st;
+      }
+    }
+    publish(*c);
+    co_return OkStatus();
+  }
+
+  runtime::Task<Status> invalidate(const paged::RemoteLayout& layout) {
+    AgentClient* c = nullptr;
+    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    for (size_t s = 0; s < layout.stripes.size(); ++s) {
+      const uint64_t bytes = layout.stripe_bytes(s);
+      if (bytes == 0) continue;
+      Status st = co_await c->invalidate(layout.stripes[s], bytes);
       if (!st.ok()) {
         publish(*c);
         co_return st;

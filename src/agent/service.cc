@@ -124,7 +124,8 @@ class AgentWorker : public memnode::ServiceWorker {
         job->data.assign(r.payload.begin() + sizeof(q), r.payload.end());
         return OkStatus();
       }
-      case wire::Op::kPinStatic: {
+      case wire::Op::kPinStatic:
+      case wire::Op::kInvalidate: {
         wire::PinRequest q;
         FARMEM_RETURN_IF_ERROR(parse(r, &q, true));
         job->addr = GlobalAddress::unpack(q.address);

@@ -69,6 +69,10 @@ class AgentCache {
   void finish_stage(GlobalAddress base, std::vector<uint8_t> data, bool ok);
   // Installs one static entry (entry-aligned base). kResourceExhausted past the static budget.
   Status put_static(GlobalAddress base, std::vector<uint8_t> data);
+  // Drops every entry (static or dynamic) overlapping [addr, addr + bytes) that no reader holds
+  // a reference to (held ones leave the table and die with their last reference); placeholders
+  // are marked stale. For memory changed behind the agent's back (freed, rewritten directly).
+  void invalidate(GlobalAddress addr, uint64_t bytes);
   // Bandwidth figures for the model (bytes per second, 0 = unknown).
   void set_bandwidths(double host_bw, double node_bw);
   CacheCounters counters() const;
@@ -104,7 +108,7 @@ class AgentCache {
   std::array<uint64_t, 128> ring_{};  // (mu_) the last 128 page ids (packed page addresses)
   uint32_t ring_next_ = 0;
   uint32_t ring_size_ = 0;
-  CacheCounters counters_;  // (mu_)
+  CacheCounters counters_;     // (mu_)
   std::list<uint64_t> ghost_;  // (mu_) entry keys a cache of this budget would hold, MRU first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> ghost_index_;  // (mu_)
   // The current model window (mu_).

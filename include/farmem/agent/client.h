@@ -44,6 +44,9 @@ class AgentClient {
   runtime::Task<Status> write(GlobalAddress addr, const void* src, uint64_t bytes);
   runtime::Task<Status> flush();
   runtime::Task<Status> pin_static(GlobalAddress addr, uint64_t bytes);
+  // Drops the agent's cached copies of the range (static or dynamic), for memory that changed
+  // without passing through the agent (freed and reused, written directly).
+  runtime::Task<Status> invalidate(GlobalAddress addr, uint64_t bytes);
   runtime::Task<Result<wire::StatsResponse>> stats();
   // Reads several ranges concurrently (each <= kMaxReadBytes); one status per range.
   runtime::Task<std::vector<Status>> read_many(std::vector<GlobalAddress> addrs,

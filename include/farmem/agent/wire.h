@@ -19,11 +19,12 @@ inline constexpr uint16_t kFirstOpcode = 448;
 inline constexpr uint16_t kLastOpcode = 479;
 
 enum class Op : uint16_t {
-  kRead = 448,       // ReadRequest -> `bytes` bytes of data
-  kWrite = 449,      // WriteRequest + data -> empty (acked once the agent holds the data)
-  kFlush = 450,      // empty -> empty, once every earlier write is at its memory node
-  kStats = 451,      // empty -> StatsResponse
-  kPinStatic = 452,  // PinRequest -> empty, once the range is held whole in the agent
+  kRead = 448,        // ReadRequest -> `bytes` bytes of data
+  kWrite = 449,       // WriteRequest + data -> empty (acked once the agent holds the data)
+  kFlush = 450,       // empty -> empty, once every earlier write is at its memory node
+  kStats = 451,       // empty -> StatsResponse
+  kPinStatic = 452,   // PinRequest -> empty, once the range is held whole in the agent
+  kInvalidate = 453,  // PinRequest -> empty: cached entries overlapping the range dropped
 };
 
 // Largest read (the reply carries the data) and largest write data per message.

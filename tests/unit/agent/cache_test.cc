@@ -148,3 +148,29 @@ TEST(AgentCache, ModelSwitchesOffOnRandomAndBackOnOnSequential) {
 
 }  // namespace
 }  // namespace farmem::agent
+
+namespace farmem::agent {
+namespace {
+
+TEST(AgentCache, InvalidateDropsStaticAndDynamicEntries) {
+  AgentOptions o;
+  o.entry_bytes = 1 << 20;
+  AgentCache c(o);
+  ASSERT_TRUE(c.put_static(GlobalAddress(0, 0), std::vector<uint8_t>(1 << 20, 1)).ok());
+  std::vector<GlobalAddress> stage;
+  c.lookup(GlobalAddress(0, 3 << 20), 4096, &stage);
+  c.finish_stage(GlobalAddress(0, 3 << 20), std::vector<uint8_t>(1 << 20, 2), true);
+  c.lookup(GlobalAddress(0, 5 << 20), 4096, &stage);  // a placeholder
+  ASSERT_TRUE(c.lookup(GlobalAddress(0, 3 << 20), 4096, &stage));
+  c.invalidate(GlobalAddress(0, 100), 6 << 20);
+  c.finish_stage(GlobalAddress(0, 5 << 20), std::vector<uint8_t>(1 << 20, 3), true);
+  EXPECT_EQ(c.counters().static_bytes, 0u);
+  EXPECT_EQ(c.counters().cache_bytes, 0u);
+  stage.clear();
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, 0), 4096, &stage));
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, 3 << 20), 4096, &stage));
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, 5 << 20), 4096, &stage));
+}
+
+}  // namespace
+}  // namespace farmem::agent
