@@ -43,7 +43,7 @@ struct Flags {
   std::string cache_bytes, entry_bytes, static_bytes, page_bytes;
   bool no_aggregation = false, sync_writeback = false, no_static = false, no_dynamic = false,
        no_adaptive = false;
-  std::optional<uint32_t> prefetch_workers, op_timeout_ms, model_window;
+  std::optional<uint32_t> prefetch_workers, op_timeout_ms, model_window, idle_spin_us;
   std::optional<double> cost_weight;
 };
 
@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
   app.add_option("--workers", f.workers, "progress threads serving hosts (1..16)")
       ->check(CLI::Range(1, 16));
   app.add_option("--tls", f.tls, "UCX transports (overrides UCX_TLS)");
+  app.add_option("--idle-spin-us", f.idle_spin_us, "host-facing workers' busy-poll before sleeping")
+      ->check(CLI::Range(0, 10'000'000));
   app.add_option("--cache-bytes", f.cache_bytes, "dynamic cache budget (default 256MiB)");
   app.add_option("--entry-bytes", f.entry_bytes, "cache entry size (default 1MiB)");
   app.add_option("--static-bytes", f.static_bytes, "static cache budget (default 1GiB)");
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
   config.port = static_cast<uint16_t>(f.port);
   config.listen = f.listen;
   config.workers = f.workers;
+  if (f.idle_spin_us) config.idle_spin_us = *f.idle_spin_us;
   config.capacity_bytes = 4ull << 20;  // hosts use RPCs only; the region is a formality
   if (!f.tls.empty()) config.tls = f.tls;
   config.cluster_key = nodes->options.cluster_key;

@@ -117,17 +117,18 @@ struct Phase {
 
 void print_phase(const Phase& p, const BenchAgentFlags& f, double base_seconds) {
   const double mb = static_cast<double>(f.ops * f.page_bytes) / 1e6;
-  std::printf("%-22s %8.3f s %9.1f MB/s  x%-6.2f host->memnode %llu B/%llu msg, host->agent %llu "
-              "B/%llu msg, agent->memnode %llu B/%llu ops/%llu batches, hits %llu\n",
-              p.name.c_str(), p.seconds, mb / p.seconds, p.seconds / base_seconds,
-              static_cast<unsigned long long>(p.host_node_bytes),
-              static_cast<unsigned long long>(p.host_node_messages),
-              static_cast<unsigned long long>(p.host_agent_bytes),
-              static_cast<unsigned long long>(p.host_agent_messages),
-              static_cast<unsigned long long>(p.agent_node_bytes),
-              static_cast<unsigned long long>(p.agent_node_messages),
-              static_cast<unsigned long long>(p.agent_node_batches),
-              static_cast<unsigned long long>(p.cache_hits));
+  std::printf(
+      "%-22s %8.3f s %9.1f MB/s  x%-6.2f host->memnode %llu B/%llu msg, host->agent %llu "
+      "B/%llu msg, agent->memnode %llu B/%llu ops/%llu batches, hits %llu\n",
+      p.name.c_str(), p.seconds, mb / p.seconds, p.seconds / base_seconds,
+      static_cast<unsigned long long>(p.host_node_bytes),
+      static_cast<unsigned long long>(p.host_node_messages),
+      static_cast<unsigned long long>(p.host_agent_bytes),
+      static_cast<unsigned long long>(p.host_agent_messages),
+      static_cast<unsigned long long>(p.agent_node_bytes),
+      static_cast<unsigned long long>(p.agent_node_messages),
+      static_cast<unsigned long long>(p.agent_node_batches),
+      static_cast<unsigned long long>(p.cache_hits));
 }
 
 }  // namespace
@@ -140,8 +141,7 @@ CLI::App* add_bench_agent(CLI::App* bench, BenchAgentFlags* f) {
   sub->add_option("--page", f->page_bytes, "bytes per read (<= 64KiB)")->transform(bytes_unit());
   sub->add_option("--ops", f->ops, "reads per phase")->check(CLI::Range(1, 1 << 24));
   sub->add_option("--depth", f->depth, "reads in flight")->check(CLI::Range(1, 64));
-  sub->add_option("--pattern", f->pattern, "random | seq")
-      ->check(CLI::IsMember({"random", "seq"}));
+  sub->add_option("--pattern", f->pattern, "random | seq")->check(CLI::IsMember({"random", "seq"}));
   sub->add_flag("--pin", f->pin, "add a phase with the range pinned in the agent");
   return sub;
 }
@@ -210,8 +210,8 @@ int run_bench_agent(const BenchAgentFlags& f) {
     p.agent_node_bytes = after->node_read_bytes - before->node_read_bytes;
     p.agent_node_messages = after->node_reads - before->node_reads;
     p.agent_node_batches = after->node_batches - before->node_batches;
-    p.cache_hits = (after->static_hits + after->dynamic_hits) -
-                   (before->static_hits + before->dynamic_hits);
+    p.cache_hits =
+        (after->static_hits + after->dynamic_hits) - (before->static_hits + before->dynamic_hits);
     phases.push_back(p);
     return OkStatus();
   };
@@ -236,13 +236,13 @@ int run_bench_agent(const BenchAgentFlags& f) {
       j["depth"] = f.depth;
       j["seconds"] = p.seconds;
       j["ratio_to_direct"] = p.seconds / phases[0].seconds;
-      j["traffic"] = {{"host->memnode", {{"bytes", p.host_node_bytes},
-                                         {"messages", p.host_node_messages}}},
-                      {"host->agent", {{"bytes", p.host_agent_bytes},
-                                       {"messages", p.host_agent_messages}}},
-                      {"agent->memnode", {{"bytes", p.agent_node_bytes},
-                                          {"messages", p.agent_node_messages},
-                                          {"batches", p.agent_node_batches}}}};
+      j["traffic"] = {
+          {"host->memnode", {{"bytes", p.host_node_bytes}, {"messages", p.host_node_messages}}},
+          {"host->agent", {{"bytes", p.host_agent_bytes}, {"messages", p.host_agent_messages}}},
+          {"agent->memnode",
+           {{"bytes", p.agent_node_bytes},
+            {"messages", p.agent_node_messages},
+            {"batches", p.agent_node_batches}}}};
       j["cache_hits"] = p.cache_hits;
       if (Status s = append_report(f.bench.out, j); !s.ok()) return fail("--out", s);
     }

@@ -16,13 +16,13 @@ namespace farmem::apps {
 
 struct BenchAgentFlags {
   BenchFlags bench = bench_flags_lasting(0);
-  std::string agent;                 // host:port of farmem-agent
+  std::string agent;                   // host:port of farmem-agent
   uint64_t range_bytes = 64ull << 20;  // the remote range read
   uint64_t page_bytes = 64ull << 10;
-  uint64_t ops = 4096;     // page reads per phase
-  uint32_t depth = 16;     // reads in flight
+  uint64_t ops = 4096;             // page reads per phase
+  uint32_t depth = 16;             // reads in flight
   std::string pattern = "random";  // random | seq
-  bool pin = false;        // also a phase with the range pinned in the agent's static cache
+  bool pin = false;                // also a phase with the range pinned in the agent's static cache
 };
 CLI::App* add_bench_agent(CLI::App* bench, BenchAgentFlags* flags);
 int run_bench_agent(const BenchAgentFlags& flags);
