@@ -38,7 +38,7 @@ int fail(const std::string& msg) {
 }
 
 struct Flags {
-  std::string servers, cluster_config, listen = "127.0.0.1", port_file, tls;
+  std::string servers, cluster_config, listen = "127.0.0.1", port_file, tls, node_net_devices;
   uint32_t port = 0, node_id = 60000, workers = 1;
   std::string cache_bytes, entry_bytes, static_bytes, page_bytes;
   bool no_aggregation = false, sync_writeback = false, no_static = false, no_dynamic = false,
@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
   app.add_option("--workers", f.workers, "progress threads serving hosts (1..16)")
       ->check(CLI::Range(1, 16));
   app.add_option("--tls", f.tls, "UCX transports (overrides UCX_TLS)");
+  app.add_option("--node-net-devices", f.node_net_devices,
+                 "UCX network devices towards the memory nodes (the hosts' side follows --listen)");
   app.add_option("--idle-spin-us", f.idle_spin_us, "host-facing workers' busy-poll before sleeping")
       ->check(CLI::Range(0, 10'000'000));
   app.add_option("--cache-bytes", f.cache_bytes, "dynamic cache budget (default 256MiB)");
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
                                 : farmem::client::ClusterConfig::from_server_list(f.servers);
   if (!nodes.ok()) return fail("memory nodes: " + nodes.status().to_string());
   if (!f.tls.empty()) nodes->options.tls = f.tls;
+  if (!f.node_net_devices.empty()) nodes->options.net_devices = f.node_net_devices;
   nodes->options.op_timeout_ms = options.op_timeout_ms;
   if (auto s = nodes->load_cluster_key(); !s.ok()) return fail(s.to_string());
 
