@@ -46,7 +46,8 @@ TEST_F(AgentNetnsTest, StaticCacheKeepsReadsOffTheMemoryNodeLink) {
   const std::string line = agent->wait_for_line("farmem-agent: listening on ", 20000);
   ASSERT_FALSE(line.empty()) << agent->output();
   const size_t colon = line.find(':', std::strlen("farmem-agent: listening on "));
-  const std::string address = "127.0.0.1:" + line.substr(colon + 1, line.find(' ', colon) - colon - 1);
+  const std::string address =
+      "127.0.0.1:" + line.substr(colon + 1, line.find(' ', colon) - colon - 1);
   auto cfg = client::ClusterConfig::from_server_list(address);
   ASSERT_TRUE(cfg.ok()) << cfg.status().to_string();
   cfg->options.tls = "tcp";
@@ -72,11 +73,12 @@ TEST_F(AgentNetnsTest, StaticCacheKeepsReadsOffTheMemoryNodeLink) {
   read_all(3);
   const uint64_t rx3 = veth_counter(host_if_, "rx_bytes");
   const uint64_t host_bytes = (*host)->traffic().bytes_in - host_before;
-  std::printf("veth %s rx: %llu bytes for one uncached pass, %llu for the pin, %llu for three "
-              "pinned passes (host<-agent %llu bytes)\n",
-              host_if_.c_str(), static_cast<unsigned long long>(rx1 - rx0),
-              static_cast<unsigned long long>(rx2 - rx1), static_cast<unsigned long long>(rx3 - rx2),
-              static_cast<unsigned long long>(host_bytes));
+  std::printf(
+      "veth %s rx: %llu bytes for one uncached pass, %llu for the pin, %llu for three "
+      "pinned passes (host<-agent %llu bytes)\n",
+      host_if_.c_str(), static_cast<unsigned long long>(rx1 - rx0),
+      static_cast<unsigned long long>(rx2 - rx1), static_cast<unsigned long long>(rx3 - rx2),
+      static_cast<unsigned long long>(host_bytes));
   EXPECT_GE(rx1 - rx0, kBytes);
   EXPECT_GE(rx2 - rx1, kBytes);
   EXPECT_LT(rx3 - rx2, kBytes / 4);  // heartbeats only

@@ -98,6 +98,67 @@ TEST_P(AgentTest, AggregatesConcurrentRequests) {
   }
 }
 
+// Two memory nodes behind one agent: concurrent reads of both are grouped per node (at least
+// one Batch per node, fewer than one per read) and each returns its own node's bytes.
+TEST_P(AgentTest, AggregatesPerMemoryNode) {
+  ServerOptions o;
+  o.tls = tls_;
+  o.node_id = 1;
+  o.capacity_bytes = 64ull << 20;
+  auto second = ServerProcess::start(o);
+  ASSERT_NE(second, nullptr);
+  auto both = client::Cluster::connect(config_for({node_.get(), second.get()}, tls_));
+  ASSERT_TRUE(both.ok()) << both.status().to_string();
+  auto tc = (*both)->thread_client();
+  ASSERT_TRUE(tc.ok());
+  constexpr uint32_t kReads = 32;
+  std::vector<GlobalAddress> addrs;
+  std::vector<std::vector<uint8_t>> want(kReads, std::vector<uint8_t>(4096));
+  std::mt19937_64 rng(test_seed());
+  for (uint16_t node : {0, 1}) {
+    auto a = (*tc)->run((*tc)->allocate_on(node, kReads / 2 * 4096, 4096));
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    for (uint32_t i = 0; i < kReads / 2; ++i) {
+      auto& w = want[addrs.size()];
+      for (auto& b : w) b = static_cast<uint8_t>(rng());
+      addrs.push_back(*a + i * 4096);
+      ASSERT_TRUE((*tc)->write_sync(addrs.back(), w.data(), w.size()).ok());
+    }
+  }
+  agent_ = AgentProcess::start({node_.get(), second.get()}, tls_, {"--no-dynamic"});
+  ASSERT_NE(agent_, nullptr);
+  auto cfg = client::ClusterConfig::from_server_list(agent_->address());
+  ASSERT_TRUE(cfg.ok());
+  cfg->options.tls = tls_;
+  auto c = client::Cluster::connect(*cfg);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  agent_cluster_ = std::move(*c);
+  auto h = agent::AgentClient::create(*agent_cluster_);
+  ASSERT_TRUE(h.ok());
+  host_ = std::move(*h);
+  std::vector<std::vector<uint8_t>> got(kReads, std::vector<uint8_t>(4096));
+  std::vector<void*> dsts;
+  for (auto& g : got) dsts.push_back(g.data());
+  agent_->child().signal(SIGSTOP);
+  std::thread cont([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    agent_->child().signal(SIGCONT);
+  });
+  std::vector<Status> r = run(host_->read_many(addrs, dsts, 4096));
+  cont.join();
+  for (uint32_t i = 0; i < kReads; ++i) {
+    ASSERT_TRUE(r[i].ok()) << r[i].to_string();
+    EXPECT_EQ(got[i], want[i]) << "read " << i;
+  }
+  const auto st = stats();
+  EXPECT_EQ(st.node_reads, kReads);
+  EXPECT_GE(st.node_batches, 2u);
+  EXPECT_LT(st.node_batches, kReads);
+  host_.reset();
+  agent_cluster_.reset();
+  agent_.reset();
+}
+
 // A pinned range is held whole: every read of it hits and none reaches the memory node.
 TEST_P(AgentTest, StaticCacheServesEveryRead) {
   std::vector<uint8_t> model;
