@@ -268,6 +268,76 @@ TEST_P(AgentTest, TwoHostProcessesShareTheAgent) {
   EXPECT_EQ(after.node_reads, before.node_reads);
 }
 
+// Malformed requests get clear errors and the agent keeps serving.
+TEST_P(AgentTest, RefusesBadRequests) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(1ull << 20, test_seed(), &model);
+  start_agent();
+  client::ThreadClient& c = host_->thread_client();
+  const uint16_t agent_node = agent_cluster_->nodes()[0].node_id;
+  auto raw = [&](uint16_t op, std::vector<uint8_t> payload) {
+    std::vector<uint8_t> reply(agent::wire::kMaxReadBytes);
+    uint32_t got = 0;
+    return run(c.rpc(agent_node, op, payload.data(), payload.size(), reply.data(),
+                     static_cast<uint32_t>(reply.size()), &got))
+        .code();
+  };
+  auto bytes = [](const auto& v) {
+    std::vector<uint8_t> out(sizeof(v));
+    std::memcpy(out.data(), &v, sizeof(v));
+    return out;
+  };
+  using agent::wire::Op;
+  EXPECT_EQ(raw(static_cast<uint16_t>(Op::kRead), {1, 2, 3}), StatusCode::kProtocolError);
+  EXPECT_EQ(
+      raw(static_cast<uint16_t>(Op::kRead), bytes(agent::wire::ReadRequest{base.pack(), 64, 1})),
+      StatusCode::kProtocolError);
+  EXPECT_EQ(
+      raw(static_cast<uint16_t>(Op::kRead), bytes(agent::wire::ReadRequest{base.pack(), 0, 0})),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(raw(static_cast<uint16_t>(Op::kWrite),
+                bytes(agent::wire::WriteRequest{base.pack(), 100, 0})),  // no data
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(raw(static_cast<uint16_t>(Op::kFlush), {0}), StatusCode::kProtocolError);
+  EXPECT_EQ(raw(470, {}), StatusCode::kInvalidArgument);  // in the range, not an operation
+  // Addresses the memory nodes refuse: an unknown node, past the region's end.
+  std::vector<uint8_t> buf(4096);
+  EXPECT_FALSE(run(host_->read(GlobalAddress(77, 4096), buf.data(), 4096)).ok());
+  EXPECT_EQ(run(host_->read(GlobalAddress(0, 1ull << 40), buf.data(), 4096)).code(),
+            StatusCode::kOutOfRange);
+  read_pages(base, model, 0, 4);  // still serving
+}
+
+// A memory node killed under the agent: reads of it fail with the node's error (no hang), an
+// acked write that could not be written back is reported by the next flush, and the agent stays
+// up for its hosts.
+TEST_P(AgentTest, DeadMemoryNodeFailsRequestsNotTheAgent) {
+  std::vector<uint8_t> model;
+  const GlobalAddress base = fill(1ull << 20, test_seed(), &model);
+  start_agent({"--no-dynamic", "--op-timeout-ms", "1000"});
+  read_pages(base, model, 0, 2);
+  tc_ = nullptr;
+  direct_.reset();
+  node_->signal(SIGKILL);
+  std::vector<uint8_t> buf(kPage);
+  Status s = OkStatus();
+  // On shared memory the agent reads the node's mapping directly until its session notices
+  // the death (heartbeats, within op_timeout_ms): poll, with a hang guard of 100 tries.
+  for (int i = 0; i < 100 && s.ok(); ++i) {
+    s = run(host_->read(base, buf.data(), kPage));
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kTimedOut ||
+              s.code() == StatusCode::kUnavailable)
+      << s.to_string();
+  Status w = run(host_->write(base, buf.data(), 4096));  // acked: the agent holds it
+  Status f = run(host_->flush());
+  EXPECT_TRUE(!w.ok() || !f.ok()) << "a write to a dead node was neither refused nor reported";
+  auto st = run(host_->stats());  // the agent itself still answers
+  EXPECT_TRUE(st.ok()) << st.status().to_string();
+}
+
 // kill -9 of the agent: the host's next request fails with a clear error (no hang, no data).
 TEST_P(AgentTest, KilledAgentGivesAnError) {
   std::vector<uint8_t> model;
