@@ -8,6 +8,7 @@
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
+//   farmem bench paged fault|scan [--page-bytes N] [--bytes N] [--local-memory BYTES|PCT%]
 //
 // Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
@@ -22,6 +23,7 @@
 #include "bench_agent.h"
 #include "bench_far.h"
 #include "bench_harness.h"
+#include "bench_paged.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -191,6 +193,8 @@ int main(int argc, char** argv) {
   CLI::App* bench_agent = farmem::apps::add_bench_agent(bench, &agent_flags);
   farmem::apps::AgentStatsFlags agent_stats_flags;
   CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
+  farmem::apps::BenchPagedFlags paged_flags;
+  CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
   if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
   if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
   if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
+  if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

@@ -94,6 +94,13 @@ class AgentPageSource : public paged::PageSource {
     co_return OkStatus();
   }
 
+  // The pager thread ends: its AgentClient and the ThreadClient of the agent cluster go with it.
+  void pager_exiting() override {
+    if (client_ == nullptr) return;
+    client_.reset();
+    agent_.release_thread_client();
+  }
+
   void traffic(std::vector<paged::PathTraffic>* out) const override {
     out->push_back(paged::PathTraffic{"host->agent", bytes_.load(), messages_.load()});
   }

@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -86,6 +87,10 @@ runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layo
     p.advice = options.advice == Advice::kStatic ? Advice::kRandom : options.advice;
   }
   state->source = options.source ? options.source : m->direct;
+  if (std::find(m->sources_used.begin(), m->sources_used.end(), state->source) ==
+      m->sources_used.end()) {
+    m->sources_used.push_back(state->source);
+  }
   state->readahead = options.readahead_pages;
   m->by_addr[reinterpret_cast<uintptr_t>(base)] = state.get();
   {
@@ -152,9 +157,14 @@ Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_
   return OkStatus();
 }
 
-// Fetches the missing pages of [first, end) in groups, as prefetches within the budget.
+// Fetches the missing pages of [first, end) in groups, evicting others for room; at most the
+// budget's unpinned part (a larger range would evict its own beginning).
 runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first,
                                      uint64_t end) {
+  const uint64_t room =
+      (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
+      r->region->page_bytes();
+  end = std::min(end, first + room);
   Status result;
   uint64_t p = first;
   while (p < end && result.ok() && !r->closing) {
@@ -168,9 +178,8 @@ runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t 
     }
     if (group.empty()) break;
     ++r->inflight;
-    result = co_await fetch_group(m, r, std::move(group), false, false);
+    result = co_await fetch_group(m, r, std::move(group), false, false, true);
     --r->inflight;
-    if (m->resident_bytes.load() >= m->budget_bytes.load()) break;  // the budget is full
   }
   co_return result;
 }
