@@ -47,8 +47,9 @@ class AgentPageSource : public paged::PageSource {
     co_return s;
   }
 
-  // A region's remote memory is fresh when opened and reused by others once closed: the agent
-  // must not keep copies of it from before or after.
+  // A private region's remote memory is fresh when opened and reused by others once closed: the
+  // agent must not keep copies of it from before or after. A shared file copy stays (other
+  // processes read it through the same entries).
   runtime::Task<Status> region_opened(const paged::RemoteLayout& layout) override {
     co_return co_await invalidate(layout);
   }
@@ -79,6 +80,7 @@ class AgentPageSource : public paged::PageSource {
   }
 
   runtime::Task<Status> invalidate(const paged::RemoteLayout& layout) {
+    if (layout.shared) co_return OkStatus();
     AgentClient* c = nullptr;
     FARMEM_CO_RETURN_IF_ERROR(client(&c));
     for (size_t s = 0; s < layout.stripes.size(); ++s) {

@@ -7,7 +7,9 @@
 // returns once the agent holds it (asynchronous write-back): any process reading through the
 // same agent sees it at once; processes reading the memory node directly see it after the
 // agent flushes (flush_agent(), or the agent's own background write, within a round).
-// advise(kStatic) pins the advised pages in the agent's static cache.
+// advise(kStatic) pins the advised pages in the agent's static cache. Opening and closing a
+// private region invalidates the agent's copies of its memory; a shared file-preloaded copy
+// keeps them, so processes reading the same file share the agent's entries.
 // Deadlines: each request is bounded by the agent cluster's op_timeout_ms (give it the
 // Manager's). A dead agent fails the call (kPeerFailed / kTimedOut): a page fault then ends
 // the process with paged::kFaultExitStatus and one clear line (no fallback to direct).
