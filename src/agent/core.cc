@@ -247,7 +247,7 @@ void AgentCore::round(std::vector<Job>& jobs) {
     } else if (j.op == wire::Op::kInvalidate) {
       cache_.invalidate(j.addr, j.bytes);
     } else if (j.op == wire::Op::kFlush) {
-      flushes_.push_back(std::move(j));
+      flushes_.emplace_back(std::move(j), stage_queued_);
       continue;
     } else if (j.op == wire::Op::kWrite && j.acked) {
       continue;  // answered when queued
@@ -262,7 +262,7 @@ void AgentCore::round(std::vector<Job>& jobs) {
       std::lock_guard lock(mu_);
       if (stage_queue_.size() < kMaxStageQueue) {
         stage_queue_.push_back(base);
-        ++staging_;
+        ++stage_queued_;
         queued = true;
       }
     }
@@ -275,15 +275,26 @@ void AgentCore::round(std::vector<Job>& jobs) {
 }
 
 void AgentCore::answer_flushes() {
-  if (flushes_.empty() || staging_.load() != 0) return;
-  for (Job& j : flushes_) {
+  // A flush answers once the stage jobs queued before it are done (with one staging worker,
+  // exactly those; with several, as many), so later staging never holds it up. Its status is
+  // the first write-back error since the previous answered flush.
+  if (flushes_.empty()) return;
+  const uint64_t done = stage_done_.load();
+  std::vector<std::pair<Job, uint64_t>> waiting;
+  bool answered = false;
+  for (auto& [job, wait_for] : flushes_) {
+    if (done < wait_for) {
+      waiting.emplace_back(std::move(job), wait_for);
+      continue;
+    }
     Done d;
-    d.token = j.token;
+    d.token = job.token;
     d.status = write_error_;
-    deliver(j.worker, std::move(d));
+    deliver(job.worker, std::move(d));
+    answered = true;
   }
-  write_error_ = OkStatus();
-  flushes_.clear();
+  if (answered) write_error_ = OkStatus();
+  flushes_ = std::move(waiting);
 }
 
 void AgentCore::run_node_ops(std::vector<NodeOp>* ops, bool write, bool aggregate) {
@@ -370,7 +381,7 @@ void AgentCore::stage_loop() {
       log::warn("farmem-agent: staging node {} offset {}: {}", base.node(), base.offset(),
                 s.to_string());
     cache_.finish_stage(base, std::move(data), s.ok());
-    --staging_;
+    ++stage_done_;
   }
   cluster_->release_thread_client();
 }

@@ -106,7 +106,8 @@ class AgentCore {
   std::condition_variable stage_cv_;
   bool stopping_ = false;  // (mu_)
   std::atomic<uint64_t> pending_write_bytes_{0};
-  std::atomic<uint32_t> staging_{0};  // stage jobs queued or in progress
+  std::atomic<uint64_t> stage_done_{0};  // stage jobs finished (staging workers)
+  uint64_t stage_queued_ = 0;            // stage jobs queued so far (forwarding thread)
 
   std::vector<std::thread> threads_;
   std::mutex start_mu_;
@@ -116,8 +117,9 @@ class AgentCore {
 
   // Forwarding thread only.
   client::ThreadClient* tc_ = nullptr;
-  std::vector<Job> flushes_;  // waiting for the staging workers
-  Status write_error_;        // first write-back error since the last flush
+  // Flushes waiting for the stage jobs queued before them (the count they wait for).
+  std::vector<std::pair<Job, uint64_t>> flushes_;
+  Status write_error_;  // first write-back error since the last flush
 
   // Counters (atomics: read by stats()).
   std::atomic<uint64_t> node_reads_{0}, node_read_bytes_{0}, node_writes_{0}, node_write_bytes_{0},

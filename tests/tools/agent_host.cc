@@ -7,7 +7,13 @@
 //
 //   farmem_agent_host --agent 127.0.0.1:PORT --address PACKED --bytes N [--page 65536]
 //                     [--passes 1] [--tls sm,tcp]
+// With --servers and --file, it maps the memory nodes' preload file NAME as a shared paged
+// region in agent mode, reads it whole, prints "checksum N", and with --hold stays until killed.
+//
 //   farmem_agent_host --agent 127.0.0.1:PORT --servers 127.0.0.1:PORT --bytes N --passes P
+//   farmem_agent_host --agent 127.0.0.1:PORT --servers 127.0.0.1:PORT --file NAME [--hold]
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <vector>
@@ -29,8 +35,16 @@ int fail(const farmem::Status& s) {
   return 1;
 }
 
-int run_paged(const std::string& servers, farmem::client::Cluster& agent, uint64_t bytes,
-              uint32_t passes, const std::string& tls) {
+struct PagedArgs {
+  std::string servers, tls, file;
+  uint64_t bytes = 0;
+  uint32_t passes = 1;
+  bool hold = false;
+};
+
+int run_paged(const PagedArgs& a, farmem::client::Cluster& agent) {
+  const std::string& servers = a.servers;
+  const std::string& tls = a.tls;
   auto config = farmem::client::ClusterConfig::from_server_list(servers);
   if (!config.ok()) return fail(config.status());
   config->options.tls = tls;
@@ -43,10 +57,21 @@ int run_paged(const std::string& servers, farmem::client::Cluster& agent, uint64
   if (!manager.ok()) return fail(manager.status());
   farmem::paged::RegionOptions ro;
   ro.source = farmem::agent::make_agent_source(agent);
+  if (!a.file.empty()) {
+    auto region = (*manager)->allocate_from_file(a.file, ro);
+    if (!region.ok()) return fail(region.status());
+    const auto* p = static_cast<const uint8_t*>((*region)->data());
+    const uint64_t h = fnv1a(p, (*region)->size(), 0xcbf29ce484222325ull);
+    std::printf("checksum %llu\n", static_cast<unsigned long long>(h));
+    std::fflush(stdout);
+    while (a.hold) pause();
+    return 0;
+  }
+  const uint64_t bytes = a.bytes;
   auto region = (*manager)->allocate(bytes, ro);
   if (!region.ok()) return fail(region.status());
   auto* p = static_cast<volatile uint8_t*>((*region)->data());
-  for (uint32_t pass = 1; pass <= passes; ++pass) {
+  for (uint32_t pass = 1; pass <= a.passes; ++pass) {
     for (uint64_t off = 0; off < bytes; off += farmem::paged::kDefaultPageBytes) {
       p[off] = static_cast<uint8_t>(p[off] + 1);
     }
@@ -61,13 +86,16 @@ int run_paged(const std::string& servers, farmem::client::Cluster& agent, uint64
 
 int main(int argc, char** argv) {
   CLI::App app{"agent test host"};
-  std::string agent, tls, servers;
+  std::string agent, tls, servers, file;
+  bool hold = false;
   uint64_t address = 0, bytes = 0;
   uint32_t page = 65536, passes = 1;
   app.add_option("--agent", agent)->required();
   app.add_option("--address", address);
   app.add_option("--servers", servers);
-  app.add_option("--bytes", bytes)->required();
+  app.add_option("--file", file);
+  app.add_flag("--hold", hold);
+  app.add_option("--bytes", bytes);
   app.add_option("--page", page);
   app.add_option("--passes", passes);
   app.add_option("--tls", tls);
@@ -80,7 +108,9 @@ int main(int argc, char** argv) {
   config->options.op_timeout_ms = op_timeout_ms;
   auto cluster = farmem::client::Cluster::connect(*config);
   if (!cluster.ok()) return fail(cluster.status());
-  if (!servers.empty()) return run_paged(servers, **cluster, bytes, passes, tls);
+  if (!servers.empty()) {
+    return run_paged(PagedArgs{servers, tls, file, bytes, passes, hold}, **cluster);
+  }
   auto client = farmem::agent::AgentClient::create(**cluster);
   if (!client.ok()) return fail(client.status());
   std::vector<uint8_t> buf(page);

@@ -5,7 +5,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <vector>
 
@@ -85,6 +88,49 @@ TEST_P(AgentPagedTest, KilledAgentEndsTheFaultingProcess) {
   ASSERT_TRUE(WIFEXITED(status)) << host->output();
   EXPECT_EQ(WEXITSTATUS(status), paged::kFaultExitStatus) << host->output();
   EXPECT_NE(host->output().find("farmem paged: fatal"), std::string::npos) << host->output();
+}
+
+// Two processes map the same file-preloaded region (one shared remote copy) through one agent:
+// the second reads every page from the entries the first one's reads staged.
+TEST_P(AgentPagedTest, ProcessesSharingAFileShareTheAgentsEntries) {
+  char tmpl[] = "/tmp/farmem-agent-preload-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  constexpr uint64_t kBytes = 2ull << 20;
+  std::vector<uint8_t> content(kBytes);
+  std::mt19937_64 rng(test_seed());
+  for (auto& b : content) b = static_cast<uint8_t>(rng());
+  {
+    std::ofstream f(dir + "/input.bin", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(kBytes));
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : content) h = (h ^ b) * 0x100000001b3ull;
+  tc_ = nullptr;
+  direct_.reset();
+  ServerOptions o;
+  o.tls = tls_;
+  o.extra_args = {"--preload-dir", dir};
+  node_ = ServerProcess::start(o);
+  ASSERT_NE(node_, nullptr);
+  start_agent({"--no-adaptive"});
+  const std::vector<std::string> args = {
+      FARMEM_AGENT_HOST_BIN, "--agent", agent_->address(), "--servers", node_->address(), "--file",
+      "input.bin",           "--hold",  "--tls",           tls_};
+  auto a = ChildProcess::start(args, {"UCX_TLS=" + tls_});
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->wait_for_line("checksum", 60000), "checksum " + std::to_string(h)) << a->output();
+  ASSERT_TRUE(run(host_->flush()).ok());  // the entries a's reads staged are in
+  const auto before = stats();
+  auto b = ChildProcess::start(args, {"UCX_TLS=" + tls_});
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->wait_for_line("checksum", 60000), "checksum " + std::to_string(h)) << b->output();
+  const auto after = stats();
+  EXPECT_GE(after.dynamic_hits - before.dynamic_hits, kBytes / paged::kDefaultPageBytes);
+  EXPECT_EQ(after.node_reads, before.node_reads);
+  a.reset();
+  b.reset();
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, AgentPagedTest, ::testing::ValuesIn(all_transports()),
