@@ -14,7 +14,7 @@
 //  - Writes are acked as soon as they are queued (asynchronous write-back) while the bytes
 //    acked but not yet written stay under max_pending_write_bytes; beyond that a write is acked
 //    once written. A flush answers once every earlier write is at its node (or with the first
-//    write-back error since the last flush) and the staging workers are idle.
+//    write-back error since the last flush) and the staging queued before it is done.
 //  - Background staging workers (own threads and ThreadClients) load dynamic cache entries;
 //    AgentCache holds the table, the recent-access ring and the adaptive model.
 // Thread safety: create/stop on one thread; the service runs on the server's workers.
