@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 
+#include "bench_agent.h"
 #include "bench_far.h"
 #include "bench_harness.h"
 #include "bench_paged.h"
@@ -188,6 +189,10 @@ int main(int argc, char** argv) {
   farmem::apps::BenchFarFlags far_flags;
   CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
 
+  farmem::apps::BenchAgentFlags agent_flags;
+  CLI::App* bench_agent = farmem::apps::add_bench_agent(bench, &agent_flags);
+  farmem::apps::AgentStatsFlags agent_stats_flags;
+  CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
   farmem::apps::BenchPagedFlags paged_flags;
   CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
 
@@ -204,6 +209,8 @@ int main(int argc, char** argv) {
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
+  if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
+  if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
   if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
