@@ -325,8 +325,8 @@ Status brandes_forward(Context& ctx, uint32_t source, BrandesState& st) {
           const uint32_t u = st.order[i];
           for (const uint32_t* p = g.begin(u); p != g.end(u); ++p) {
             if (st.depth[*p] == level + 1) {
-              std::atomic_ref<double>(st.sigma[*p]).fetch_add(st.sigma[u],
-                                                              std::memory_order_relaxed);
+              std::atomic_ref<double>(st.sigma[*p])
+                  .fetch_add(st.sigma[u], std::memory_order_relaxed);
             }
           }
         }

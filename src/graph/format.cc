@@ -35,8 +35,8 @@ FmgHeader make_fmg_header(uint64_t vertices, uint64_t edges, uint32_t flags) {
 Status validate_fmg_header(const FmgHeader& h, uint64_t file_bytes) {
   if (h.magic != kFmgMagic) return InvalidArgument("not a .fmg file (bad magic)");
   if (h.version != kFmgVersion) {
-    return VersionMismatch(fmt::format(".fmg version {} (this build reads {})", h.version,
-                                       kFmgVersion));
+    return VersionMismatch(
+        fmt::format(".fmg version {} (this build reads {})", h.version, kFmgVersion));
   }
   if (h.flags & ~kFmgKnownFlags) {
     return InvalidArgument(fmt::format(".fmg flags {:#x} has unknown bits", h.flags));
@@ -45,8 +45,8 @@ Status validate_fmg_header(const FmgHeader& h, uint64_t file_bytes) {
     return InvalidArgument(".fmg header_bytes or section_align is not this version's");
   }
   if (h.vertices > kFmgMaxVertices || h.edges > (1ull << 40)) {
-    return InvalidArgument(fmt::format(".fmg counts out of range: {} vertices, {} edges",
-                                       h.vertices, h.edges));
+    return InvalidArgument(
+        fmt::format(".fmg counts out of range: {} vertices, {} edges", h.vertices, h.edges));
   }
   for (uint8_t b : h.reserved) {
     if (b != 0) return InvalidArgument(".fmg reserved header bytes are not zero");
@@ -55,10 +55,11 @@ Status validate_fmg_header(const FmgHeader& h, uint64_t file_bytes) {
   for (uint32_t s = 0; s < kFmgSections; ++s) {
     if (h.sections[s].offset != want.sections[s].offset ||
         h.sections[s].bytes != want.sections[s].bytes) {
-      return InvalidArgument(fmt::format(".fmg section {} at {} ({} bytes) does not match the "
-                                         "counts (expected {} at {})",
-                                         s, h.sections[s].offset, h.sections[s].bytes,
-                                         want.sections[s].bytes, want.sections[s].offset));
+      return InvalidArgument(
+          fmt::format(".fmg section {} at {} ({} bytes) does not match the "
+                      "counts (expected {} at {})",
+                      s, h.sections[s].offset, h.sections[s].bytes, want.sections[s].bytes,
+                      want.sections[s].offset));
     }
   }
   if (h.file_bytes != want.file_bytes || file_bytes < h.file_bytes) {

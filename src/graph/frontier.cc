@@ -118,9 +118,8 @@ Result<Frontier> Context::all_vertices() {
 void Context::release(std::unique_ptr<FrontierStore> store, bool dense, uint64_t size) {
   if (dense && size > 0 && !store->flags.empty()) {
     uint8_t* flags = store->flags.data();
-    pool_.parallel_for(vertices(), 1 << 16, [&](uint64_t, uint64_t b, uint64_t e) {
-      std::memset(flags + b, 0, e - b);
-    });
+    pool_.parallel_for(vertices(), 1 << 16,
+                       [&](uint64_t, uint64_t b, uint64_t e) { std::memset(flags + b, 0, e - b); });
   }
   if (free_.size() < kMaxFreeStores) free_.push_back(std::move(store));
 }

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 namespace farmem::graph {
@@ -34,8 +36,8 @@ Graph view_of(const FmgHeader& h, const uint8_t* base) {
   g.symmetric = (h.flags & kFmgSymmetric) != 0;
   g.offsets = reinterpret_cast<const uint64_t*>(at(FmgSection::kOffsets));
   g.neighbours = reinterpret_cast<const uint32_t*>(at(FmgSection::kNeighbours));
-  g.weights = (h.flags & kFmgWeighted) ? reinterpret_cast<const float*>(at(FmgSection::kWeights))
-                                       : nullptr;
+  g.weights =
+      (h.flags & kFmgWeighted) ? reinterpret_cast<const float*>(at(FmgSection::kWeights)) : nullptr;
   return g;
 }
 
@@ -53,8 +55,8 @@ Status check_sections(const Graph& g, const std::string& path) {
   }
   for (uint64_t i = 0; i < g.edges; ++i) {
     if (g.neighbours[i] >= g.vertices) {
-      return InvalidArgument(fmt::format("{}: neighbour {} at edge {} is not a vertex", path,
-                                         g.neighbours[i], i));
+      return InvalidArgument(
+          fmt::format("{}: neighbour {} at edge {} is not a vertex", path, g.neighbours[i], i));
     }
   }
   return OkStatus();
@@ -112,9 +114,7 @@ class LocalMemory : public GraphMemory {
   Graph graph_;
 };
 
-int advice_of(const std::string& advice) {
-  return advice == "random" ? MADV_RANDOM : MADV_NORMAL;
-}
+int advice_of(const std::string& advice) { return advice == "random" ? MADV_RANDOM : MADV_NORMAL; }
 
 class MappedBuffer : public Buffer {
  public:
@@ -134,13 +134,31 @@ class MappedBuffer : public Buffer {
   uint64_t bytes_;
 };
 
+// The process's major faults (getrusage) and storage bytes read and written (/proc/self/io:
+// page-fault reads count; write-back by the kernel's flusher threads does not).
+MemoryCounters process_paging_counters() {
+  MemoryCounters c;
+  struct rusage ru;
+  if (::getrusage(RUSAGE_SELF, &ru) == 0) c.faults = static_cast<uint64_t>(ru.ru_majflt);
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value;
+  while (io >> key >> value) {
+    if (key == "read_bytes:") c.bytes_fetched = value;
+    if (key == "write_bytes:") c.bytes_written_back = value;
+  }
+  return c;
+}
+
 class MmapMemory : public GraphMemory {
  public:
+  MemoryCounters counters() const override { return process_paging_counters(); }
   explicit MmapMemory(MmapOptions o) : o_(std::move(o)) {}
   ~MmapMemory() override {
     if (base_ != nullptr) ::munmap(base_, bytes_);
   }
   std::string_view backend() const override { return "mmap"; }
+  void drop_resident() override { ::madvise(base_, bytes_, MADV_DONTNEED); }
   const Graph& graph() const override { return graph_; }
 
   Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what) override {

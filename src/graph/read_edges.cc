@@ -15,7 +15,8 @@ namespace farmem::graph {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Splits a line into whitespace-separated fields.
@@ -153,7 +154,8 @@ Result<EdgeList> read_mtx(const std::string& path) {
       continue;
     }
     const size_t want = banner->weighted ? 3 : 2;
-    if (f.size() != want) return r.error(fmt::format("expected {} fields, found {}", want, f.size()));
+    if (f.size() != want)
+      return r.error(fmt::format("expected {} fields, found {}", want, f.size()));
     uint64_t i, j;
     if (!parse_number(f[0], &i) || !parse_number(f[1], &j) || i < 1 || j < 1 || i > rows ||
         j > cols) {
@@ -184,7 +186,8 @@ Result<EdgeList> read_edge_file(const std::string& path) {
   if (ends_with(path, ".wel")) return read_edge_list(path, true);
   if (ends_with(path, ".el")) return read_edge_list(path, false);
   if (ends_with(path, ".mtx")) return read_mtx(path);
-  return InvalidArgument(fmt::format("{}: unknown input format (expected .el, .wel or .mtx)", path));
+  return InvalidArgument(
+      fmt::format("{}: unknown input format (expected .el, .wel or .mtx)", path));
 }
 
 }  // namespace farmem::graph

@@ -23,7 +23,7 @@ struct Edge {
 };
 
 struct EdgeList {
-  uint64_t vertices = 0;       // ids are < vertices
+  uint64_t vertices = 0;  // ids are < vertices
   std::vector<Edge> edges;
   std::vector<float> weights;  // empty (unweighted) or one per edge
 };

@@ -37,14 +37,14 @@ static_assert(sizeof(FmgSectionEntry) == 16);
 static_assert(offsetof(FmgSectionEntry, bytes) == 8);
 
 struct FmgHeader {
-  uint64_t magic;            // kFmgMagic
-  uint32_t version;          // kFmgVersion
-  uint32_t flags;            // kFmgWeighted | kFmgSymmetric
-  uint64_t vertices;         // V
-  uint64_t edges;            // E (directed entries: a symmetric edge counts twice)
-  uint32_t header_bytes;     // kFmgHeaderBytes
-  uint32_t section_align;    // kFmgSectionAlign
-  uint64_t file_bytes;       // total length, a multiple of kFmgSectionAlign
+  uint64_t magic;                          // kFmgMagic
+  uint32_t version;                        // kFmgVersion
+  uint32_t flags;                          // kFmgWeighted | kFmgSymmetric
+  uint64_t vertices;                       // V
+  uint64_t edges;                          // E (directed entries: a symmetric edge counts twice)
+  uint32_t header_bytes;                   // kFmgHeaderBytes
+  uint32_t section_align;                  // kFmgSectionAlign
+  uint64_t file_bytes;                     // total length, a multiple of kFmgSectionAlign
   FmgSectionEntry sections[kFmgSections];  // indexed by FmgSection
   uint8_t reserved[4096 - 96];             // zero
 };

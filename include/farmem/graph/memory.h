@@ -9,7 +9,8 @@
 //  * mmap: the file is mapped read-only (MAP_SHARED); buffers are MAP_SHARED mappings of
 //    unlinked temporary files in MmapOptions::temp_dir, so that under a memory cgroup without
 //    swap the kernel can write them back and drop them like the graph's pages. `advice` is
-//    applied to every mapping (random: MADV_RANDOM, no readahead).
+//    applied to every mapping (random: MADV_RANDOM, no readahead). counters(): the process's
+//    major faults and /proc/self/io read_bytes / write_bytes (cumulative; callers subtract).
 //
 // Thread safety: graph() and the returned pointers are used by any thread; allocate() and
 // counters() by one thread at a time (the algorithm's driver).
@@ -34,7 +35,7 @@ class Buffer {
   virtual uint64_t bytes() const = 0;
 };
 
-// Counters of the paging a backend did (zeros where the backend has none to report).
+// Counters of the paging a backend did, cumulative (zeros where the backend has none).
 struct MemoryCounters {
   uint64_t faults = 0;
   uint64_t bytes_fetched = 0;
@@ -48,6 +49,9 @@ class GraphMemory {
   virtual const Graph& graph() const = 0;
   virtual Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what) = 0;
   virtual MemoryCounters counters() const { return {}; }
+  // Unmaps the graph's resident pages from this process where that is possible (mmap:
+  // MADV_DONTNEED), so that dropping the page cache then really empties it; a no-op elsewhere.
+  virtual void drop_resident() {}
   // Bytes of the graph's sections (payload, without padding).
   uint64_t graph_bytes() const;
   // Peak bytes of live buffers since the last reset_peak().

@@ -1,6 +1,8 @@
 // Every graph algorithm on every backend (local, mmap) over generated graphs (Kronecker and
 // uniform, seeded) and hand-made corner cases, checked against the plain references in
 // reference.h. The graphs go through a .fmg file, so the format is exercised too.
+#include "farmem/graph/algorithms.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "farmem/graph/algorithms.h"
 #include "farmem/graph/builder.h"
 #include "farmem/graph/input.h"
 #include "farmem/graph/memory.h"
@@ -54,15 +55,17 @@ std::vector<Case> cases() {
   out.push_back({"uniform10", generated(Generator::kUniform, 10, 4, seed + 1), sym_clean});
   out.push_back({"directed_uniform9", generated(Generator::kUniform, 9, 3, seed + 2), keep});
   // Two triangles, a path, isolated vertices 9 and 10, a self loop on 3, a duplicate edge.
-  out.push_back({"corners", edges_of(11, {{0, 1}, {1, 2}, {2, 0}, {3, 4}, {4, 5}, {5, 3}, {3, 3},
-                                          {6, 7}, {7, 8}, {6, 7}}),
-                 {true, false, false}});
+  out.push_back(
+      {"corners",
+       edges_of(11,
+                {{0, 1}, {1, 2}, {2, 0}, {3, 4}, {4, 5}, {5, 3}, {3, 3}, {6, 7}, {7, 8}, {6, 7}}),
+       {true, false, false}});
   out.push_back({"single_vertex", edges_of(1, {}), keep});
   out.push_back({"single_self_loop", edges_of(1, {{0, 0}}), {true, false, false}});
-  out.push_back({"weighted", edges_of(5, {{0, 1}, {1, 2}, {2, 3}, {0, 3}}, {0.5f, 2, 1, 7}),
+  out.push_back({"weighted",
+                 edges_of(5, {{0, 1}, {1, 2}, {2, 3}, {0, 3}}, {0.5f, 2, 1, 7}),
                  {true, true, true}});
-  out.push_back({"directed_dangling", edges_of(6, {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {4, 3}}),
-                 keep});
+  out.push_back({"directed_dangling", edges_of(6, {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {4, 3}}), keep});
   return out;
 }
 
