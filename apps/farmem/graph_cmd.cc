@@ -256,8 +256,8 @@ int run_run(const GraphFlags& f) {
     if (!g.ok()) return fail("mmap backend: " + g.status().to_string());
     cgroup = std::move(*g);
     if (Status s = cgroup->join(); !s.ok()) return fail("mmap backend: " + s.to_string());
-    fmt::print(stderr, "graph: joined memory cgroup {} ({}) limited to {} bytes\n",
-               cgroup->path(), cgroup->version(), *budget);
+    fmt::print(stderr, "graph: joined memory cgroup {} ({}) limited to {} bytes\n", cgroup->path(),
+               cgroup->version(), *budget);
   }
   if (f.backend == "mmap") {
     (*memory)->drop_resident();
@@ -286,12 +286,13 @@ int run_run(const GraphFlags& f) {
 
   const uint64_t footprint = (*memory)->graph_bytes() + (*memory)->peak_buffer_bytes();
   const double median = median_of(seconds);
-  fmt::print("graph {} backend={}{} vertices={} edges={} threads={} median_seconds={:.4f} {} "
-             "local_memory={} footprint={} faults={} bytes_fetched={} bytes_written_back={}\n",
-             f.algorithm, f.backend, f.backend == "mmap" ? "/" + f.advice : "", n, h.edges,
-             pool.threads(), median, last.summary, *budget, footprint,
-             after.faults - before.faults, after.bytes_fetched - before.bytes_fetched,
-             after.bytes_written_back - before.bytes_written_back);
+  fmt::print(
+      "graph {} backend={}{} vertices={} edges={} threads={} median_seconds={:.4f} {} "
+      "local_memory={} footprint={} faults={} bytes_fetched={} bytes_written_back={}\n",
+      f.algorithm, f.backend, f.backend == "mmap" ? "/" + f.advice : "", n, h.edges, pool.threads(),
+      median, last.summary, *budget, footprint, after.faults - before.faults,
+      after.bytes_fetched - before.bytes_fetched,
+      after.bytes_written_back - before.bytes_written_back);
   if (!f.output.empty()) {
     if (Status s = write_output(f.output, last, n); !s.ok()) return fail(s.to_string());
   }

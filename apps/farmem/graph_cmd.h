@@ -36,9 +36,9 @@ struct GraphFlags {
   std::string mmap_dir = "/tmp";
   uint32_t pr_iterations = 20;
   double pr_epsilon = 0;
-  std::string output;     // one line per vertex
-  std::string json_out;   // --out FILE.json
-  ClusterFlags cluster;   // far
+  std::string output;    // one line per vertex
+  std::string json_out;  // --out FILE.json
+  ClusterFlags cluster;  // far
 };
 
 struct GraphCommands {

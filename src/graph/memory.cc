@@ -26,9 +26,7 @@ void GraphMemory::note_allocated(uint64_t bytes) {
   peak_buffer_bytes_ = std::max(peak_buffer_bytes_, live_buffer_bytes_);
 }
 
-namespace {
-
-Graph view_of(const FmgHeader& h, const uint8_t* base) {
+Graph view_of_fmg(const FmgHeader& h, const uint8_t* base) {
   auto at = [&](FmgSection s) { return base + h.sections[static_cast<uint32_t>(s)].offset; };
   Graph g;
   g.vertices = h.vertices;
@@ -41,10 +39,7 @@ Graph view_of(const FmgHeader& h, const uint8_t* base) {
   return g;
 }
 
-// The offsets must start at 0, never decrease and end at E, or a neighbour walk leaves the
-// section: checked once at open (O(V)), neighbour ids are checked too (O(E)) so that no
-// algorithm indexes a vertex array out of bounds.
-Status check_sections(const Graph& g, const std::string& path) {
+Status check_fmg_sections(const Graph& g, const std::string& path) {
   if (g.offsets[0] != 0 || g.offsets[g.vertices] != g.edges) {
     return InvalidArgument(fmt::format("{}: offsets do not run from 0 to the edge count", path));
   }
@@ -61,6 +56,8 @@ Status check_sections(const Graph& g, const std::string& path) {
   }
   return OkStatus();
 }
+
+namespace {
 
 class DramBuffer : public Buffer {
  public:
@@ -105,8 +102,8 @@ class LocalMemory : public GraphMemory {
       done += n;
     }
     ::close(fd);
-    graph_ = view_of(*h, p);
-    return check_sections(graph_, path);
+    graph_ = view_of_fmg(*h, p);
+    return check_fmg_sections(graph_, path);
   }
 
  private:
@@ -197,8 +194,8 @@ class MmapMemory : public GraphMemory {
     base_ = p;
     bytes_ = h->file_bytes;
     ::madvise(p, bytes_, advice_of(o_.advice));
-    graph_ = view_of(*h, static_cast<const uint8_t*>(p));
-    return check_sections(graph_, path);
+    graph_ = view_of_fmg(*h, static_cast<const uint8_t*>(p));
+    return check_fmg_sections(graph_, path);
   }
 
  private:

@@ -93,6 +93,13 @@ Result<Array<T>> allocate_array(GraphMemory& memory, uint64_t count, std::string
   return Array<T>(std::move(*b));
 }
 
+// The graph view of a .fmg file whose bytes (header included) start at `base`.
+Graph view_of_fmg(const FmgHeader& h, const uint8_t* base);
+// The offsets must start at 0, never decrease and end at E, and neighbour ids must be < V, or
+// an algorithm would index out of bounds: O(V + E), kInvalidArgument naming the first fault.
+// local and mmap check at open; far on request (FarOptions::validate).
+Status check_fmg_sections(const Graph& g, const std::string& path);
+
 // The local backend: reads `path` into DRAM.
 Result<std::unique_ptr<GraphMemory>> open_local(const std::string& path);
 
