@@ -1,5 +1,7 @@
 // The .fmg layout (round trip, alignment, refusal of damaged files), the generators
 // (determinism, shape) and the edge-list / Matrix Market readers (each format, malformed files).
+#include "farmem/graph/format.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 #include <string>
 
 #include "farmem/graph/builder.h"
-#include "farmem/graph/format.h"
 #include "farmem/graph/input.h"
 #include "farmem/graph/memory.h"
 #include "test_seed.h"
@@ -140,7 +141,7 @@ TEST(Generators, SameEdgesForAnyThreadCountAndSeedMatters) {
     for (uint64_t v = 0; v < g.vertices; ++v) {
       max_degree = std::max(max_degree, g.offsets[v + 1] - g.offsets[v]);
       for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
-        ASSERT_NE(g.neighbours[i], v);                                    // no self loops
+        ASSERT_NE(g.neighbours[i], v);  // no self loops
         if (i > g.offsets[v]) {
           ASSERT_LT(g.neighbours[i - 1], g.neighbours[i]);  // no duplicates
         }
@@ -184,8 +185,8 @@ TEST(EdgeFiles, ReadsEachFormat) {
   EXPECT_EQ(sym->weights[2], 10.0f);
   ThreadPool pool(2);
   EXPECT_TRUE(build_csr(std::move(*sym), {}, pool).symmetric);
-  auto integer = read_text_as(
-      "i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 7\n");
+  auto integer =
+      read_text_as("i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 7\n");
   ASSERT_TRUE(integer.ok()) << integer.status().to_string();
   EXPECT_EQ(integer->weights[0], 7.0f);
 }
