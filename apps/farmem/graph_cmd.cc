@@ -376,6 +376,10 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
       ->check(CLI::IsMember({"off", "static", "dynamic"}));
   c.run->add_option("--advice", f->advice, "mmap: default (readahead) | random (MADV_RANDOM)")
       ->check(CLI::IsMember({"default", "random"}));
+  c.run
+      ->add_option("--far-advice", f->far_advice,
+                   "far: random | sequential (read-ahead) for the graph's sections (random)")
+      ->check(CLI::IsMember({"random", "sequential"}));
   c.run->add_option("--mmap-dir", f->mmap_dir,
                     "mmap: directory of the vertex arrays' files (a disk file system) (/tmp)");
   c.run->add_option("--iterations", f->pr_iterations, "pr: iterations at most (20)")

@@ -32,7 +32,8 @@ struct GraphFlags {
   uint64_t page_bytes = 64 * 1024;
   std::string agent = "none";
   std::string cache = "off";
-  std::string advice = "default";  // mmap: default | random
+  std::string advice = "default";     // mmap: default | random
+  std::string far_advice = "random";  // far: random | sequential (graph sections)
   std::string mmap_dir = "/tmp";
   uint32_t pr_iterations = 20;
   double pr_epsilon = 0;

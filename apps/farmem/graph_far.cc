@@ -50,6 +50,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   // A local node (no --servers/--config) must hold the graph and the vertex arrays.
   cf.local_capacity_bytes = std::max<uint64_t>(
       1ull << 30, 2 * header->file_bytes + 64 * header->vertices + (256ull << 20));
+  // The local node sleeps when idle: shared-memory reads need none of its CPU, and its
+  // yield-spinning would take a core from the algorithm's threads on a small machine.
+  if (cf.local_idle_spin_us < 0) cf.local_idle_spin_us = 0;
   auto config = resolve_cluster(cf, &s->local);
   if (!config.ok()) return config.status();
   auto cluster = client::Cluster::connect(*config);
@@ -63,6 +66,8 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   s->manager = std::move(*manager);
   graph::FarOptions fo;
   fo.page_bytes = f.page_bytes;
+  fo.graph_advice =
+      f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
   fo.preload_name = std::filesystem::path(f.graph).filename().string();
   graph::FarLoad load;
   auto memory = graph::open_far(*s->manager, f.graph, fo, &load);

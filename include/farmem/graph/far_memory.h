@@ -24,6 +24,9 @@ struct FarOptions {
   uint64_t page_bytes = paged::kDefaultPageBytes;
   std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
+  // Advice for the offsets and neighbours sections (sequential: the pager reads ahead of
+  // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
+  paged::Advice graph_advice = paged::Advice::kRandom;
 };
 
 // How the graph got into far memory: "preloaded" or "copied".

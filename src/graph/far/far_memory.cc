@@ -111,6 +111,12 @@ class FarMemory : public GraphMemory {
       return Status(s.code(), fmt::format("far copy of {}: {}", path, s.message()));
     }
     graph_ = view_of_fmg(remote, static_cast<const uint8_t*>(file_->data()));
+    if (o_.graph_advice != paged::Advice::kRandom) {
+      for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
+        const FmgSectionEntry& e = remote.sections[static_cast<uint32_t>(sec)];
+        if (Status s = file_->advise(e.offset, e.bytes, o_.graph_advice); !s.ok()) return s;
+      }
+    }
     return o_.validate ? check_fmg_sections(graph_, path) : OkStatus();
   }
 
