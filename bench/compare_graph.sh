@@ -9,7 +9,8 @@
 #   SCALE=16 ALGORITHMS="bfs pr" bench/compare_graph.sh # quick check
 #
 # Environment: SCALE (21), DEGREE (16), SEED (1), THREADS (2), TRIALS (3), BUDGET (25%: of the
-# footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB),
+# footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
+# (sequential: the far backend reads ahead in the graph's sections; or random),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far mmap-default mmap-random"),
 # GRAPH (WORK/kron-SCALE-DEGREE-SEED.fmg; generated when missing), WORK (/tmp/farmem-graph),
 # FARMEM (build/farmem), OUT (build/bench-compare-graph.json), RUN_TIMEOUT (1800 s per run).
@@ -26,6 +27,7 @@ THREADS=${THREADS:-2}
 TRIALS=${TRIALS:-3}
 BUDGET=${BUDGET:-25%}
 PAGE_BYTES=${PAGE_BYTES:-64KiB}
+FAR_ADVICE=${FAR_ADVICE:-sequential}
 ALGORITHMS=${ALGORITHMS:-"bfs pr cc radii bc"}
 BACKENDS=${BACKENDS:-"local far mmap-default mmap-random"}
 WORK=${WORK:-/tmp/farmem-graph}
@@ -68,7 +70,8 @@ for algorithm in $ALGORITHMS; do
           --seed "$SEED" --out "$RESULTS")
     case "$backend" in
       local) args+=(--backend local) ;;
-      far) args+=(--backend far --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES") ;;
+      far) args+=(--backend far --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES"
+                  --far-advice "$FAR_ADVICE") ;;
       mmap-default) args+=(--backend mmap --local-memory "$BUDGET" --advice default
                            --mmap-dir "$WORK") ;;
       mmap-random) args+=(--backend mmap --local-memory "$BUDGET" --advice random

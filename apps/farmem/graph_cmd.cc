@@ -259,7 +259,7 @@ int run_run(const GraphFlags& f) {
     fmt::print(stderr, "graph: joined memory cgroup {} ({}) limited to {} bytes\n", cgroup->path(),
                cgroup->version(), *budget);
   }
-  if (f.backend == "mmap") {
+  if (cgroup != nullptr) {
     (*memory)->drop_resident();
     if (Status s = drop_page_cache(); !s.ok()) return fail(s.to_string());
     fmt::print(stderr, "graph: dropped the page cache (echo 1 > /proc/sys/vm/drop_caches)\n");
