@@ -380,6 +380,11 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
       ->add_option("--far-advice", f->far_advice,
                    "far: random | sequential (read-ahead) for the graph's sections (random)")
       ->check(CLI::IsMember({"random", "sequential"}));
+  c.run
+      ->add_option("--far-pin", f->far_pin,
+                   "far: on | off: keep random-access vertex arrays resident (static advice, "
+                   "at most half the budget) (on)")
+      ->check(CLI::IsMember({"on", "off"}));
   c.run->add_option("--mmap-dir", f->mmap_dir,
                     "mmap: directory of the vertex arrays' files (a disk file system) (/tmp)");
   c.run->add_option("--iterations", f->pr_iterations, "pr: iterations at most (20)")

@@ -68,6 +68,7 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   fo.page_bytes = f.page_bytes;
   fo.graph_advice =
       f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
+  fo.random_array_advice = f.far_pin == "on" ? paged::Advice::kStatic : paged::Advice::kRandom;
   fo.preload_name = std::filesystem::path(f.graph).filename().string();
   graph::FarLoad load;
   auto memory = graph::open_far(*s->manager, f.graph, fo, &load);

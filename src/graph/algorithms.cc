@@ -115,9 +115,9 @@ void push_sums(Context& ctx, const double* contrib, double* sum) {
 
 Result<Array<double>> pagerank(Context& ctx, const PageRankOptions& o, uint32_t* iterations_run) {
   const uint64_t n = ctx.vertices();
-  auto rank = allocate_array<double>(ctx.memory(), n, "pagerank rank");
+  auto rank = allocate_array<double>(ctx.memory(), n, "pagerank rank", Access::kSequential);
   if (!rank.ok()) return rank;
-  auto next = allocate_array<double>(ctx.memory(), n, "pagerank next");
+  auto next = allocate_array<double>(ctx.memory(), n, "pagerank next", Access::kSequential);
   if (!next.ok()) return next;
   auto contrib = allocate_array<double>(ctx.memory(), n, "pagerank contributions");
   if (!contrib.ok()) return contrib.status();
@@ -372,7 +372,7 @@ Result<Array<double>> betweenness(Context& ctx, const std::vector<uint32_t>& sou
   if (!sigma.ok()) return sigma.status();
   auto delta = allocate_array<double>(ctx.memory(), n, "bc dependencies");
   if (!delta.ok()) return delta.status();
-  auto order = allocate_array<uint32_t>(ctx.memory(), n, "bc order");
+  auto order = allocate_array<uint32_t>(ctx.memory(), n, "bc order", Access::kSequential);
   if (!order.ok()) return order.status();
   BrandesState st{depth->data(), sigma->data(), delta->data(), order->data(), {}};
   for (uint32_t s : sources) {

@@ -79,7 +79,7 @@ class LocalMemory : public GraphMemory {
  public:
   std::string_view backend() const override { return "local"; }
   const Graph& graph() const override { return graph_; }
-  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view) override {
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view, Access) override {
     return std::unique_ptr<Buffer>(new DramBuffer(this, bytes));
   }
 
@@ -158,7 +158,7 @@ class MmapMemory : public GraphMemory {
   void drop_resident() override { ::madvise(base_, bytes_, MADV_DONTNEED); }
   const Graph& graph() const override { return graph_; }
 
-  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what) override {
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what, Access) override {
     std::string name = o_.temp_dir + "/farmem-graph-XXXXXX";
     const int fd = ::mkstemp(name.data());
     if (fd < 0) {

@@ -27,6 +27,10 @@ struct FarOptions {
   // Advice for the offsets and neighbours sections (sequential: the pager reads ahead of
   // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
   paged::Advice graph_advice = paged::Advice::kRandom;
+  // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
+  // layer's limit of half the budget; random: paged like the rest). kSequential arrays get
+  // sequential advice.
+  paged::Advice random_array_advice = paged::Advice::kStatic;
 };
 
 // How the graph got into far memory: "preloaded" or "copied".

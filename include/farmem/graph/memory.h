@@ -27,6 +27,13 @@
 
 namespace farmem::graph {
 
+// How an algorithm will touch a buffer (a hint: the far backend keeps kRandom arrays resident
+// first and reads ahead in kSequential ones; local and mmap ignore it).
+enum class Access : uint8_t {
+  kRandom,      // indexed by vertex id in edge order (depths, labels, contributions, flags)
+  kSequential,  // swept in order (PageRank's rank vectors, frontier id lists)
+};
+
 // A zero-filled buffer owned by a backend; freed when destroyed.
 class Buffer {
  public:
@@ -47,7 +54,8 @@ class GraphMemory {
   virtual ~GraphMemory() = default;
   virtual std::string_view backend() const = 0;
   virtual const Graph& graph() const = 0;
-  virtual Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what) = 0;
+  virtual Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what,
+                                                   Access access) = 0;
   virtual MemoryCounters counters() const { return {}; }
   // Unmaps the graph's resident pages from this process where that is possible (mmap:
   // MADV_DONTNEED), so that dropping the page cache then really empties it; a no-op elsewhere.
@@ -87,8 +95,9 @@ class Array {
 };
 
 template <typename T>
-Result<Array<T>> allocate_array(GraphMemory& memory, uint64_t count, std::string_view what) {
-  auto b = memory.allocate(count * sizeof(T) > 0 ? count * sizeof(T) : sizeof(T), what);
+Result<Array<T>> allocate_array(GraphMemory& memory, uint64_t count, std::string_view what,
+                                Access access = Access::kRandom) {
+  auto b = memory.allocate(count * sizeof(T) > 0 ? count * sizeof(T) : sizeof(T), what, access);
   if (!b.ok()) return b.status();
   return Array<T>(std::move(*b));
 }

@@ -60,10 +60,12 @@ class FarMemory : public GraphMemory {
   std::string_view backend() const override { return "far"; }
   const Graph& graph() const override { return graph_; }
 
-  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what) override {
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what,
+                                           Access access) override {
     paged::RegionOptions ro;
     ro.page_bytes = o_.page_bytes;
     ro.name = std::string(what);
+    ro.advice = access == Access::kSequential ? paged::Advice::kSequential : o_.random_array_advice;
     auto r = manager_.allocate(std::max<uint64_t>(bytes, 1), ro);
     if (!r.ok()) return r.status();
     return std::unique_ptr<Buffer>(new RegionBuffer(this, &manager_, *r, bytes));

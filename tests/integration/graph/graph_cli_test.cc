@@ -17,8 +17,8 @@ namespace {
 class GraphCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("farmem-graph-cli-" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("farmem-graph-cli-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -38,16 +38,15 @@ class GraphCliTest : public ::testing::Test {
 
 TEST_F(GraphCliTest, GenerateThenRunEveryAlgorithmOnEveryBackendAgrees) {
   std::string out;
-  ASSERT_EQ(farmem("generate --kron 9 --degree 8 --seed 3 --out " + path("g.fmg"), &out), 0)
-      << out;
+  ASSERT_EQ(farmem("generate --kron 9 --degree 8 --seed 3 --out " + path("g.fmg"), &out), 0) << out;
   EXPECT_NE(out.find("symmetric=true"), std::string::npos) << out;
   for (const char* algorithm : {"bfs", "pr", "cc", "radii", "bc"}) {
     std::string reference;
     for (const char* backend : {"local", "mmap", "far"}) {
       const std::string values = path(std::string(algorithm) + "-" + backend + ".txt");
       std::string args = std::string("run ") + algorithm + " --graph " + path("g.fmg") +
-                         " --trials 2 --backend " + backend + " --output " + values +
-                         " --out " + path("runs.json") + " --mmap-dir " + dir_.string();
+                         " --trials 2 --backend " + backend + " --output " + values + " --out " +
+                         path("runs.json") + " --mmap-dir " + dir_.string();
       if (std::string(backend) == "far") args += " --local-memory 25% --page-bytes 4KiB";
       ASSERT_EQ(farmem(args, &out), 0) << args << "\n" << out;
       EXPECT_NE(out.find("trial 2/2"), std::string::npos) << out;
@@ -65,10 +64,10 @@ TEST_F(GraphCliTest, GenerateThenRunEveryAlgorithmOnEveryBackendAgrees) {
   int records = 0;
   while (std::getline(runs, line)) {
     auto j = nlohmann::json::parse(line);
-    for (const char* key : {"algorithm", "backend", "vertices", "edges", "trial_seconds",
-                            "median_seconds", "local_memory_bytes", "footprint_bytes",
-                            "bytes_fetched", "bytes_written_back", "faults",
-                            "agent_cache_hit_rate", "traffic"}) {
+    for (const char* key :
+         {"algorithm", "backend", "vertices", "edges", "trial_seconds", "median_seconds",
+          "local_memory_bytes", "footprint_bytes", "bytes_fetched", "bytes_written_back", "faults",
+          "agent_cache_hit_rate", "traffic"}) {
       EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
     }
     EXPECT_EQ(j["vertices"], 512);
@@ -85,9 +84,8 @@ TEST_F(GraphCliTest, GenerateThenRunEveryAlgorithmOnEveryBackendAgrees) {
 TEST_F(GraphCliTest, ConvertReadsEdgeListsAndRefusesMalformedInput) {
   std::ofstream(path("a.el")) << "0 1\n1 2\n2 0\n";
   std::string out;
-  ASSERT_EQ(farmem("convert --input " + path("a.el") + " --symmetrize --out " + path("a.fmg"),
-                   &out),
-            0)
+  ASSERT_EQ(
+      farmem("convert --input " + path("a.el") + " --symmetrize --out " + path("a.fmg"), &out), 0)
       << out;
   EXPECT_NE(out.find("vertices=3 edges=6 symmetric=true"), std::string::npos) << out;
   ASSERT_EQ(farmem("run cc --graph " + path("a.fmg") + " --output " + path("cc.txt"), &out), 0)
@@ -102,8 +100,7 @@ TEST_F(GraphCliTest, ConvertReadsEdgeListsAndRefusesMalformedInput) {
   EXPECT_NE(out.find("header"), std::string::npos) << out;
   EXPECT_EQ(farmem("run bfs --graph " + path("a.fmg") + " --source 7", &out), 1);
   EXPECT_NE(out.find("source 7 is not a vertex"), std::string::npos) << out;
-  EXPECT_EQ(farmem("run pr --graph " + path("a.fmg") + " --backend far --agent 127.0.0.1:1",
-                   &out),
+  EXPECT_EQ(farmem("run pr --graph " + path("a.fmg") + " --backend far --agent 127.0.0.1:1", &out),
             1);
   EXPECT_NE(out.find("not available"), std::string::npos) << out;
   EXPECT_NE(farmem("generate --out " + path("x.fmg"), &out), 0);
