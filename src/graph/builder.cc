@@ -136,7 +136,9 @@ Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool) {
       if (weighted) std::copy_n(w.begin() + old[v], cursor[v], g.weights.begin() + g.offsets[v]);
     }
   });
-  g.symmetric = check_symmetric(g, pool);
+  // Symmetrized lists are symmetric by construction (dropping self loops and duplicates keeps
+  // that); anything else is checked.
+  g.symmetric = o.symmetrize || check_symmetric(g, pool);
   return g;
 }
 

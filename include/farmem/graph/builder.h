@@ -3,7 +3,8 @@
 // build_csr: neighbour lists come out sorted ascending (by id, then weight), so the result is
 // the same for any thread count. Options: symmetrize (add (v,u) for every (u,v)), drop self
 // loops, drop duplicate edges (of equal (u,v) the one with the smallest weight stays). The
-// result's `symmetric` flag is set when every (u,v) has its (v,u) (checked, not assumed).
+// result's `symmetric` flag is set when every (u,v) has its (v,u) (by construction when
+// symmetrizing, else checked).
 // Thread safety: build_csr drives `pool` (one caller at a time).
 #pragma once
 
