@@ -23,6 +23,7 @@
 #include "farmem/far/service.h"
 #include "farmem/kv/service.h"
 #include "farmem/memnode/server.h"
+#include "farmem/paged/service.h"
 
 namespace {
 
@@ -54,6 +55,7 @@ farmem::Status write_port_file(const std::string& path, uint16_t port) {
 
 struct Flags {
   std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
+  std::string preload_dir;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
   std::optional<uint32_t> kv_record_grace_ms;
 };
@@ -70,6 +72,7 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   if (!f.tls.empty()) c->tls = f.tls;
   if (!f.net_devices.empty()) c->net_devices = f.net_devices;
   if (!f.cluster_key_file.empty()) c->cluster_key_file = f.cluster_key_file;
+  if (!f.preload_dir.empty()) c->preload_dir = f.preload_dir;
   if (!f.capacity.empty()) {
     auto b = farmem::parse_bytes(f.capacity);
     if (!b.ok()) return farmem::InvalidArgument("--capacity: " + std::string(b.status().message()));
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls", f.tls, "UCX transports for this node (overrides UCX_TLS)");
   app.add_option("--net-devices", f.net_devices,
                  "UCX network devices (default: the device of --listen)");
+  app.add_option("--preload-dir", f.preload_dir,
+                 "absolute directory paged regions may preload files from (default: refused)");
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));
@@ -131,7 +136,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::shared_ptr<farmem::memnode::Service>> services;
   services.push_back(farmem::kv::make_kv_service(std::move(kv_options)));
-  services.push_back(farmem::far::make_far_service());  // far containers' remote compute
+  services.push_back(farmem::far::make_far_service());      // far containers' remote compute
+  services.push_back(farmem::paged::make_paged_service());  // paged regions' file preload
   auto server = farmem::memnode::Server::create(config, std::move(services));
   if (!server.ok()) return fail(server.status().to_string());
   g_server = server->get();

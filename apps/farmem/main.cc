@@ -9,6 +9,7 @@
 //   farmem graph generate|convert|run ...  (graph_cmd.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
+//   farmem bench paged fault|scan [--page-bytes N] [--bytes N] [--local-memory BYTES|PCT%]
 //
 // Bench flags (bench_harness.h): [--servers h:p,...|--config FILE] [--threads N] [--duration S]
 // [--warmup S] [--seed N] [--out FILE.json|.csv].
@@ -22,6 +23,7 @@
 
 #include "bench_far.h"
 #include "bench_harness.h"
+#include "bench_paged.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -188,6 +190,9 @@ int main(int argc, char** argv) {
   farmem::apps::BenchFarFlags far_flags;
   CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
 
+  farmem::apps::BenchPagedFlags paged_flags;
+  CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   farmem::apps::add_cluster_flags(status, &status_flags);
@@ -208,6 +213,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
+  if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

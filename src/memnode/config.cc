@@ -29,7 +29,7 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
   static const std::set<std::string> known = {"node_id",      "listen",          "port",
                                               "capacity",     "workers",         "idle_spin_us",
                                               "max_sessions", "door_timeout_ms", "cluster_key_file",
-                                              "tls",          "net_devices"};
+                                              "tls",          "net_devices",     "preload_dir"};
   FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", known));
   auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
   if (!node_id.ok()) return node_id.status();
@@ -54,6 +54,7 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
       toml_config::get_string(*t, "memnode", "cluster_key_file", &c.cluster_key_file));
   FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "tls", &c.tls));
   FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "net_devices", &c.net_devices));
+  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "preload_dir", &c.preload_dir));
   toml_config::BytesRules capacity_rules;
   capacity_rules.expected = "a size like \"1GiB\" or an integer";
   capacity_rules.positive_integer = true;
@@ -67,6 +68,9 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
 }  // namespace
 
 Status ServerConfig::validate() const {
+  if (!preload_dir.empty() && preload_dir[0] != '/') {
+    return InvalidArgument("preload_dir must be an absolute path");
+  }
   if (capacity_bytes < (64ull << 10)) {
     return InvalidArgument(
         fmt::format("capacity {} bytes is below the 64 KiB minimum", capacity_bytes));

@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -86,6 +87,10 @@ runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layo
     p.advice = options.advice == Advice::kStatic ? Advice::kRandom : options.advice;
   }
   state->source = options.source ? options.source : m->direct;
+  if (std::find(m->sources_used.begin(), m->sources_used.end(), state->source) ==
+      m->sources_used.end()) {
+    m->sources_used.push_back(state->source);
+  }
   state->readahead = options.readahead_pages;
   m->by_addr[reinterpret_cast<uintptr_t>(base)] = state.get();
   {

@@ -269,7 +269,10 @@ void Manager::Impl::run(std::promise<Status>* started) {
       (void)::poll(fds, 2, 10);
     }
   }
-  // Stopped: every region is freed (kStop did it); release the thread's client here.
+  // Stopped: every region is freed (kStop did it); sources and this thread release their
+  // clients here, while the scheduler lives.
+  for (auto& src : sources_used) src->pager_exiting();
+  sources_used.clear();
   t_pager_client = nullptr;
   cluster->release_thread_client();
   scheduler = nullptr;
@@ -334,7 +337,8 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
       wake(r, page);  // an older event: the page is mapped now
       return;
     case PageState::kEvicting:
-      return;  // the eviction wakes it; it faults again
+      m.waiters = true;  // the eviction wakes it; it faults again
+      return;
     case PageState::kMissing:
       break;
   }
@@ -385,8 +389,10 @@ void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {
       wake(r, page);  // evicted meanwhile: the writer faults again (missing)
       return;
     case PageState::kEvicting:
+      m.waiters = true;  // the eviction wakes it
+      return;
     case PageState::kFetching:
-      return;  // the eviction or the install wakes it
+      return;  // the install wakes it
   }
 }
 
@@ -524,12 +530,17 @@ runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes) {
   bool waited = false;
   while (m->resident_bytes.load(std::memory_order_relaxed) + bytes >
          m->budget_bytes.load(std::memory_order_relaxed)) {
+    // A few victims at once: their drops and write-backs share system calls and messages.
+    std::vector<Manager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
     uint64_t page = 0;
-    if (!m->pick_victim(&r, &page)) break;
+    while (victims.size() < Manager::Impl::kFaultEvictBatch && m->pick_victim(&r, &page)) {
+      victims.push_back(Manager::Impl::ClockEntry{r, page});
+    }
+    if (victims.empty()) break;
     if (!waited) m->fault_waits.fetch_add(1, std::memory_order_relaxed);
     waited = true;
-    co_await evict(m, r, page);
+    co_await evict_batch(m, std::move(victims));
   }
 }
 
@@ -576,21 +587,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
     PageMeta& meta = r->pages[p];
     const bool writable = fault && write_fault && p == pages[0];
     if (st.ok()) {
-      uffdio_copy copy{};
-      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
-      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
-      copy.len = pb;
-      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
-      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
-        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
-      }
-      meta.state = PageState::kResident;
-      meta.dirty = writable;
-      meta.referenced = true;
-      if (!meta.in_clock) {
-        meta.in_clock = true;
-        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
-      }
+      // Counted before the install: the install wakes the faulting thread, which may read them.
       r->counters.resident_pages.fetch_add(1, std::memory_order_relaxed);
       if (meta.remote_valid) {
         r->counters.bytes_fetched.fetch_add(pb, std::memory_order_relaxed);
@@ -601,6 +598,21 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
         r->counters.faults.fetch_add(1, std::memory_order_relaxed);
       } else {
         r->counters.prefetched.fetch_add(1, std::memory_order_relaxed);
+      }
+      meta.state = PageState::kResident;
+      meta.dirty = writable;
+      meta.referenced = true;
+      if (!meta.in_clock) {
+        meta.in_clock = true;
+        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
+      }
+      uffdio_copy copy{};
+      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
+      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
+      copy.len = pb;
+      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
+      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
+        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
       }
     } else {
       meta.state = PageState::kMissing;
@@ -621,43 +633,85 @@ runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uin
   m->start_pending();
 }
 
-// Precondition: the page is kEvicting (pick_victim). Writes it back if dirty, then drops it.
-runtime::Task<void> evict(Manager::Impl* m, RegionState* r, uint64_t page) {
-  ++r->inflight;
-  PageMeta& meta = r->pages[page];
-  const uint64_t pb = r->region->page_bytes();
-  if (meta.dirty) {
-    m->protect(r, page, true);  // writers now wait (their fault is answered after the drop)
-    PageIo io{page, m->page_addr(r, page)};
-    Status st = co_await r->source->write_back(r->region->layout(), {&io, 1}, m->deadline());
-    if (!st.ok()) m->fatal(r, page, "cannot write back an evicted page", st);
-    meta.dirty = false;
-    meta.remote_valid = true;
-    r->counters.bytes_written_back.fetch_add(pb, std::memory_order_relaxed);
+// Precondition: every victim is kEvicting (pick_victim). Dirty victims are write-protected and
+// written back (one PageSource call per region and 64 pages), then every victim is dropped
+// (one MADV_DONTNEED per run of adjacent pages) and the threads that faulted on one meanwhile
+// are woken (they fault again, as missing).
+runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::ClockEntry> victims) {
+  std::sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) {
+    return a.region != b.region ? a.region < b.region : a.page < b.page;
+  });
+  size_t begin = 0;
+  while (begin < victims.size()) {
+    RegionState* r = victims[begin].region;
+    size_t end = begin;
+    while (end < victims.size() && victims[end].region == r) ++end;
+    ++r->inflight;
+    const uint64_t pb = r->region->page_bytes();
+    std::vector<PageIo> dirty;
+    for (size_t i = begin; i < end; ++i) {
+      const uint64_t page = victims[i].page;
+      if (!r->pages[page].dirty) continue;
+      m->protect(r, page, true);  // writers now wait (their fault is answered after the drop)
+      dirty.push_back(PageIo{page, m->page_addr(r, page)});
+    }
+    for (size_t k = 0; k < dirty.size(); k += PageSource::kMaxPagesPerCall) {
+      const size_t count = std::min(dirty.size() - k, PageSource::kMaxPagesPerCall);
+      std::span<const PageIo> part(dirty.data() + k, count);
+      Status st = co_await r->source->write_back(r->region->layout(), part, m->deadline());
+      if (!st.ok()) m->fatal(r, part[0].page, "cannot write back an evicted page", st);
+      for (const PageIo& io : part) {
+        r->pages[io.page].dirty = false;
+        r->pages[io.page].remote_valid = true;
+      }
+      r->counters.bytes_written_back.fetch_add(count * pb, std::memory_order_relaxed);
+    }
+    for (size_t i = begin; i < end;) {
+      size_t j = i + 1;
+      while (j < end && victims[j].page == victims[j - 1].page + 1) ++j;
+      const uint64_t first = victims[i].page;
+      if (madvise(m->page_addr(r, first), (j - i) * pb, MADV_DONTNEED) != 0) {
+        m->fatal(r, first, "MADV_DONTNEED failed", Internal(std::strerror(errno)));
+      }
+      i = j;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      PageMeta& meta = r->pages[victims[i].page];
+      meta.state = PageState::kMissing;
+      meta.prefetched = false;
+      meta.wp_pending = false;
+      m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
+      r->counters.resident_pages.fetch_sub(1, std::memory_order_relaxed);
+      r->counters.evictions.fetch_add(1, std::memory_order_relaxed);
+      if (meta.waiters) {
+        meta.waiters = false;
+        m->wake(r, victims[i].page);
+      }
+    }
+    --r->inflight;
+    begin = end;
   }
-  if (madvise(m->page_addr(r, page), pb, MADV_DONTNEED) != 0) {
-    m->fatal(r, page, "MADV_DONTNEED failed", Internal(std::strerror(errno)));
-  }
-  meta.state = PageState::kMissing;
-  meta.prefetched = false;
-  meta.wp_pending = false;
-  m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
-  r->counters.resident_pages.fetch_sub(1, std::memory_order_relaxed);
-  r->counters.evictions.fetch_add(1, std::memory_order_relaxed);
-  m->wake(r, page);  // writers that faulted meanwhile retry (and fault as missing)
-  --r->inflight;
 }
 
-// Proactive eviction: runs while the buffer is above writeback_stop x budget.
+// Proactive eviction: runs while the buffer is above writeback_stop x budget, in batches.
 runtime::Task<void> cleaner(Manager::Impl* m) {
   m->cleaner_runs.fetch_add(1, std::memory_order_relaxed);
-  while (static_cast<double>(m->resident_bytes.load(std::memory_order_relaxed)) >
-         m->options.writeback_stop *
-             static_cast<double>(m->budget_bytes.load(std::memory_order_relaxed))) {
+  const double stop = m->options.writeback_stop;
+  for (;;) {
+    const uint64_t budget = m->budget_bytes.load(std::memory_order_relaxed);
+    uint64_t resident = m->resident_bytes.load(std::memory_order_relaxed);
+    std::vector<Manager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
     uint64_t page = 0;
-    if (!m->pick_victim(&r, &page)) break;
-    co_await evict(m, r, page);
+    while (victims.size() < Manager::Impl::kCleanerBatch &&
+           static_cast<double>(resident) > stop * static_cast<double>(budget) &&
+           m->pick_victim(&r, &page)) {
+      victims.push_back(Manager::Impl::ClockEntry{r, page});
+      resident -= r->region->page_bytes();
+    }
+    if (victims.empty()) break;
+    co_await evict_batch(m, std::move(victims));
+    co_await m->scheduler->yield();  // faults that arrived meanwhile go first
   }
   m->cleaner_running = false;
 }

@@ -39,6 +39,7 @@ struct PageMeta {
   bool prefetched = false;    // fetched by a prefetch, not by a fault of its own
   bool in_clock = false;      // has an entry in the CLOCK ring
   bool wp_pending = false;    // a write fault arrived while it was being cleaned
+  bool waiters = false;       // a fault arrived while it was being evicted (wake it after)
 };
 
 // Counters readable from any thread (relaxed).
@@ -98,6 +99,7 @@ struct Manager::Impl {
   std::thread::id pager_id;
   bool stopping = false;
   std::shared_ptr<PageSource> direct;
+  std::vector<std::shared_ptr<PageSource>> sources_used;  // (pager thread) for pager_exiting()
 
   // Commands from application threads (mu).
   std::mutex mu;
@@ -120,6 +122,8 @@ struct Manager::Impl {
     uint64_t page;
   };
   std::deque<ClockEntry> clock;
+  static constexpr size_t kFaultEvictBatch = 8;  // victims a fault evicts when the buffer is full
+  static constexpr size_t kCleanerBatch = 16;    // victims per cleaner round
   bool cleaner_running = false;
 
   // Missing faults waiting for a fetch slot (bounded by the faulting threads).
@@ -171,7 +175,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
                                   bool fault, bool write_fault, bool evict_for_room);
 runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                bool fault, bool write_fault);
-runtime::Task<void> evict(Manager::Impl* m, RegionState* r, uint64_t page);
+runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::ClockEntry> victims);
 runtime::Task<void> cleaner(Manager::Impl* m);
 runtime::Task<Status> clean_pages(Manager::Impl* m, RegionState* r);
 runtime::Task<void> run_command(Manager::Impl* m, Command* cmd);

@@ -12,6 +12,8 @@
 //   cluster_key_file = ""  # file holding the cluster key clients must present (optional)
 //   tls = ""               # overrides UCX_TLS for this node
 //   net_devices = ""       # overrides UCX_NET_DEVICES; by default the device of `listen`
+//   preload_dir = ""       # absolute directory the paged service may load files from
+//                          # (paged regions' allocate_from_file); empty = preload refused
 //
 // Unknown keys are errors (a typo must not silently fall back to a default), and so are unknown
 // sections, except those named in `services`: the tables of the node's services (e.g. [kv]),
@@ -44,6 +46,8 @@ struct ServerConfig {
   std::string tls;
   // Network device override for this node (empty: UCX_NET_DEVICES from the environment).
   std::string net_devices;
+  // The only directory file preloads (the paged service) may read from; empty = refused.
+  std::string preload_dir;
 
   Status validate() const;
   // Fills cluster_key from cluster_key_file, else from FARMEM_CLUSTER_KEY (trailing newline

@@ -98,6 +98,10 @@ class PageSource {
   virtual runtime::Task<Status> region_closed(const RemoteLayout& layout);
   virtual runtime::Task<Status> advise(const RemoteLayout& layout, uint64_t first_page,
                                        uint64_t page_count, Advice advice);
+  // Called on the pager thread when it ends (after every region is freed), once per source
+  // the Manager used: a source that made ThreadClients on the pager thread (for example of
+  // its own cluster) releases them here, while the pager's scheduler still exists.
+  virtual void pager_exiting() {}
   // Appends this source's counters (one entry per path it uses).
   virtual void traffic(std::vector<PathTraffic>* out) const = 0;
 };
