@@ -383,7 +383,7 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
   c.run
       ->add_option("--far-pin", f->far_pin,
                    "far: on | off: keep random-access vertex arrays resident (static advice, "
-                   "at most half the budget) (on)")
+                   "at most half the budget) (off)")
       ->check(CLI::IsMember({"on", "off"}));
   c.run->add_option("--mmap-dir", f->mmap_dir,
                     "mmap: directory of the vertex arrays' files (a disk file system) (/tmp)");

@@ -30,7 +30,9 @@ struct FarOptions {
   // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
   // layer's limit of half the budget; random: paged like the rest). kSequential arrays get
   // sequential advice.
-  paged::Advice random_array_advice = paged::Advice::kStatic;
+  // Default random: with static advice, BC's second trial (its arrays above half the budget,
+  // regions freed and allocated again) ran 50x slower than its first (paged API v1).
+  paged::Advice random_array_advice = paged::Advice::kRandom;
 };
 
 // How the graph got into far memory: "preloaded" or "copied".
