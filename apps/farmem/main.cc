@@ -6,6 +6,7 @@
 //                     [--coroutines N] [--kv-mode M] [--coalesce on|off] ... <bench flags>
 //   farmem status [--servers h:p,...|--config FILE]
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
+//   farmem graph generate|convert|run ...  (graph_cmd.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
 //   farmem bench paged fault|scan [--page-bytes N] [--bytes N] [--local-memory BYTES|PCT%]
@@ -28,6 +29,7 @@
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/ds/hash/layout.h"
+#include "graph_cmd.h"
 
 namespace farmem::apps {
 
@@ -203,7 +205,14 @@ int main(int argc, char** argv) {
   farmem::apps::KvFlags kv;
   CLI::App* kv_cmd = farmem::apps::add_kv_commands(&app, &kv);
 
+  farmem::apps::GraphFlags graph_flags;
+  const farmem::apps::GraphCommands graph_cmds =
+      farmem::apps::add_graph_commands(&app, &graph_flags);
+
   CLI11_PARSE(app, argc, argv);
+  if (graph_cmds.run->parsed() || graph_cmds.generate->parsed() || graph_cmds.convert->parsed()) {
+    return farmem::apps::run_graph(graph_cmds, graph_flags);
+  }
   if (kv_cmd->parsed()) return farmem::apps::run_kv(kv);
   if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
   if (status->parsed()) return farmem::apps::run_status(status_flags);

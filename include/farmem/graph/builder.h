@@ -1,0 +1,54 @@
+// Building a CSR graph from an edge list, and writing it as a .fmg file.
+//
+// build_csr: neighbour lists come out sorted ascending (by id, then weight), so the result is
+// the same for any thread count. Options: symmetrize (add (v,u) for every (u,v)), drop self
+// loops, drop duplicate edges (of equal (u,v) the one with the smallest weight stays). The
+// result's `symmetric` flag is set when every (u,v) has its (v,u) (by construction when
+// symmetrizing, else checked).
+// Thread safety: build_csr drives `pool` (one caller at a time).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "farmem/common/result.h"
+#include "farmem/graph/graph.h"
+#include "farmem/graph/thread_pool.h"
+
+namespace farmem::graph {
+
+struct Edge {
+  uint32_t src;
+  uint32_t dst;
+};
+
+struct EdgeList {
+  uint64_t vertices = 0;  // ids are < vertices
+  std::vector<Edge> edges;
+  std::vector<float> weights;  // empty (unweighted) or one per edge
+};
+
+struct BuildOptions {
+  bool symmetrize = false;
+  bool remove_self_loops = false;
+  bool remove_duplicates = false;
+};
+
+// An owning CSR graph in DRAM.
+struct Csr {
+  uint64_t vertices = 0;
+  bool symmetric = false;
+  std::vector<uint64_t> offsets;  // vertices + 1
+  std::vector<uint32_t> neighbours;
+  std::vector<float> weights;  // empty or parallel to neighbours
+  Graph view() const;
+};
+
+// Precondition: every id < el.vertices <= kFmgMaxVertices; weights empty or one per edge.
+Csr build_csr(EdgeList el, const BuildOptions& options, ThreadPool& pool);
+
+// Writes `csr` to `path` (created or truncated) in the .fmg layout (docs/formats/graph.md).
+Status write_fmg(const Csr& csr, const std::string& path);
+
+}  // namespace farmem::graph

@@ -1,0 +1,47 @@
+// The far backend of GraphMemory: the graph and every vertex array in paged far-memory regions
+// (farmem::paged), so the algorithms run unchanged on ordinary pointers while the Manager's
+// local budget bounds what is resident.
+//
+// The .fmg file becomes one region: allocate_from_file(preload_name) when the memory nodes can
+// preload it (the file never passes through this process), else (kUnavailable from the nodes)
+// a region of the file's size filled by reading the file here ("copied"). Sections start on
+// 1 MiB boundaries, so each is whole pages of any page size up to 1 MiB. Vertex arrays are
+// Manager::allocate regions. counters() are the Manager's (faults, bytes fetched, bytes
+// written back).
+// Thread safety: as GraphMemory; the Manager must outlive the backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "farmem/graph/memory.h"
+#include "farmem/paged/manager.h"
+
+namespace farmem::graph {
+
+struct FarOptions {
+  uint64_t page_bytes = paged::kDefaultPageBytes;
+  std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
+  bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
+  // Advice for the offsets and neighbours sections (sequential: the pager reads ahead of
+  // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
+  paged::Advice graph_advice = paged::Advice::kRandom;
+  // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
+  // layer's limit of half the budget; random: paged like the rest). kSequential arrays get
+  // sequential advice.
+  // Default random: with static advice, BC's second trial (its arrays above half the budget,
+  // regions freed and allocated again) ran 50x slower than its first (paged API v1).
+  paged::Advice random_array_advice = paged::Advice::kRandom;
+};
+
+// How the graph got into far memory: "preloaded" or "copied".
+struct FarLoad {
+  std::string how;
+  std::string why_copied;  // the preload's error when copied
+};
+
+Result<std::unique_ptr<GraphMemory>> open_far(paged::Manager& manager, const std::string& path,
+                                              const FarOptions& options, FarLoad* load = nullptr);
+
+}  // namespace farmem::graph
