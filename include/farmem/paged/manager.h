@@ -1,0 +1,80 @@
+// Manager: the process's paged far memory: one local buffer budget for every region.
+//
+// create() starts the pager thread: it owns one userfaultfd (every region registered on it
+// with MISSING and WP modes), a ThreadClient of the cluster, the staging buffers and the page
+// table. It serves faults as coroutines (several in flight), evicts pages by CLOCK and runs the
+// proactive cleaner: when resident pages pass writeback_start x budget it writes back dirty
+// pages and drops pages until writeback_stop x budget, so a fault rarely waits for an eviction.
+// Pages of a region are striped over every memory node of the cluster (page i on node i % N).
+//
+// Failure: a page fault cannot return an error. If a page cannot be fetched the process
+// prints one line "farmem paged: fatal: ..." (region, offset, node, cause) on stderr and calls
+// _exit(kFaultExitStatus). Explicit calls (allocate, prefetch, flush, advise, free) return
+// Status instead.
+// Thread safety: every method from any thread but the pager thread; destroy the Manager after
+// the program stopped touching its regions (it frees them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "farmem/client/cluster.h"
+#include "farmem/common/result.h"
+#include "farmem/paged/region.h"
+#include "farmem/paged/stats.h"
+
+namespace farmem::paged {
+
+// The exit status of a process whose page fault could not be served.
+inline constexpr int kFaultExitStatus = 86;
+
+struct ManagerOptions {
+  // The local buffer budget: local_bytes if non-zero, else local_percent of the live regions'
+  // footprint (recomputed as regions come and go), at least 4 pages of the largest page size.
+  uint64_t local_bytes = 0;
+  double local_percent = 25.0;
+  // Proactive write-back: the cleaner starts above start x budget and stops below stop x budget.
+  double writeback_start = 0.90;
+  double writeback_stop = 0.80;
+  // Fault/prefetch fetches in flight at once (bounds staging buffers).
+  uint32_t max_inflight = 32;
+  // Deadline of each fetch/write-back (0 = the cluster's op_timeout_ms).
+  uint32_t op_timeout_ms = 0;
+};
+
+class Manager {
+ public:
+  static Result<std::unique_ptr<Manager>> create(client::Cluster& cluster,
+                                                 const ManagerOptions& options = {});
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  // A zero-filled region of `bytes` (rounded up to whole pages). Remote memory: one allocation
+  // per memory node, owned by the pager thread's sessions (released with the region, or when
+  // the process dies).
+  Result<Region*> allocate(uint64_t bytes, const RegionOptions& options = {});
+  // A region holding the file `name` (relative to each memory node's preload_dir), loaded by
+  // the memory nodes themselves; its size is the file's (rounded up to pages, zero tail).
+  Result<Region*> allocate_from_file(const std::string& name, const RegionOptions& options = {});
+  // Drops the region's pages (no write-back), unmaps it and frees its remote memory.
+  Status free(Region* region);
+  // Writes back every dirty page of every region.
+  Status flush();
+  ManagerStats stats() const;
+  uint64_t budget_bytes() const;
+  client::Cluster& cluster() { return *cluster_; }
+  const ManagerOptions& options() const { return options_; }
+
+  struct Impl;
+
+ private:
+  Manager() = default;
+  friend class Region;
+  client::Cluster* cluster_ = nullptr;
+  ManagerOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace farmem::paged

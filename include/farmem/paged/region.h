@@ -1,0 +1,78 @@
+// Region: a range of this process's address space whose contents live on memory nodes.
+//
+// Made by Manager::allocate / allocate_from_file. The program reads and writes data()
+// like any memory: a missing page is fetched by the Manager's pager thread (userfaultfd) and
+// installed write-protected; the first write to it marks it dirty. Pages leave the local
+// buffer (the Manager's budget) by CLOCK eviction, dirty ones written back first.
+// A fault that cannot be served (memory node dead, deadline passed) ends the process with
+// kFaultExitStatus after one line on stderr (manager.h); explicit calls return Status.
+// Thread safety: data() may be used from any thread except the pager thread; the methods are
+// callable from any thread except the pager thread (they post work to it and wait).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "farmem/common/status.h"
+#include "farmem/paged/page_source.h"
+#include "farmem/paged/stats.h"
+
+namespace farmem::paged {
+
+inline constexpr uint64_t kDefaultPageBytes = 64 * 1024;
+inline constexpr uint64_t kMinPageBytes = 4 * 1024;
+inline constexpr uint64_t kMaxPageBytes = 4 * 1024 * 1024;
+
+struct RegionOptions {
+  uint64_t page_bytes = kDefaultPageBytes;  // power of two in [4 KiB, 4 MiB]
+  std::string name;                         // for messages and stats ("" = "region-<id>")
+  Advice advice = Advice::kRandom;          // for the whole region (advise() refines ranges)
+  // Where pages come from; null = the direct source (make_direct_source()).
+  std::shared_ptr<PageSource> source;
+  // allocate_from_file: share one remote copy per (file, page size, node set) with other
+  // processes (read-mostly: writes go to the shared copy); false = a private copy.
+  bool share_file = true;
+  // Pages fetched ahead of a fault under sequential advice.
+  uint32_t readahead_pages = 8;
+};
+
+class Manager;
+struct RegionState;
+
+class Region {
+ public:
+  void* data() const { return base_; }
+  uint64_t size() const { return bytes_; }
+  uint64_t page_bytes() const { return page_bytes_; }
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const RemoteLayout& layout() const { return layout_; }
+
+  // Fetches the pages of [offset, offset + bytes) that are not resident (within the budget).
+  Status prefetch(uint64_t offset, uint64_t bytes);
+  // Writes back every dirty page of this region (they stay resident, clean).
+  Status flush();
+  // Applies `advice` to the pages overlapping [offset, offset + bytes).
+  Status advise(uint64_t offset, uint64_t bytes, Advice advice);
+  RegionStats stats() const;
+
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+ private:
+  friend class Manager;
+  friend struct RegionState;
+  Region() = default;
+  Manager* manager_ = nullptr;
+  uint8_t* base_ = nullptr;
+  uint64_t bytes_ = 0;
+  uint64_t page_bytes_ = 0;
+  uint64_t id_ = 0;
+  std::string name_;
+  RemoteLayout layout_;
+  RegionState* state_ = nullptr;  // owned by the Manager (pager thread's view)
+};
+
+}  // namespace farmem::paged

@@ -1,0 +1,293 @@
+// The pager thread's commands: region creation and release, prefetch, flush, advise, stop.
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "farmem/client/thread_client.h"
+#include "pager.h"
+
+namespace farmem::paged {
+
+namespace {
+
+bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+Status check_options(const RegionOptions& o) {
+  if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes) {
+    return InvalidArgument("paged: page_bytes must be a power of two in [4 KiB, 4 MiB]");
+  }
+  if (o.readahead_pages > PageSource::kMaxPagesPerCall) {
+    return InvalidArgument("paged: readahead_pages must be at most 64");
+  }
+  return OkStatus();
+}
+
+// Allocates one stripe per memory node (fewer when there are fewer pages than nodes).
+runtime::Task<Status> allocate_stripes(Manager::Impl* m, RemoteLayout* layout) {
+  const auto& nodes = m->cluster->nodes();
+  const size_t n = std::min<uint64_t>(nodes.size(), layout->page_count);
+  for (size_t s = 0; s < n; ++s) layout->stripes.push_back(GlobalAddress(nodes[s].node_id, 0));
+  for (size_t s = 0; s < n; ++s) {
+    auto a = co_await m->client->allocate_on(nodes[s].node_id, layout->stripe_bytes(s), 4096);
+    if (!a.ok()) {
+      layout->stripes.resize(s);
+      co_return a.status();
+    }
+    layout->stripes[s] = *a;
+  }
+  co_return OkStatus();
+}
+
+runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> stripes) {
+  for (GlobalAddress a : stripes) {
+    Status st = co_await m->client->free_on(a);
+    (void)st;  // a dead node frees everything of this session anyway
+  }
+}
+
+runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r);
+
+// Maps and registers the region, with its remote layout made. On failure frees the stripes.
+runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layout,
+                                             const RegionOptions& options, bool remote_valid) {
+  const uint64_t bytes = layout.page_count * layout.page_bytes;
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  Status st;
+  if (base == MAP_FAILED) {
+    st = ResourceExhausted(std::string("paged: mmap: ") + std::strerror(errno));
+  } else {
+    (void)madvise(base, bytes, MADV_NOHUGEPAGE);
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<uint64_t>(base);
+    reg.range.len = bytes;
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP;
+    if (ioctl(m->uffd, UFFDIO_REGISTER, &reg) != 0) {
+      st = Unavailable(std::string("paged: UFFDIO_REGISTER: ") + std::strerror(errno));
+    } else if ((reg.ioctls & (uint64_t{1} << _UFFDIO_COPY)) == 0 ||
+               (reg.ioctls & (uint64_t{1} << _UFFDIO_WRITEPROTECT)) == 0) {
+      st = Unavailable("paged: the kernel offers no UFFDIO_COPY/WRITEPROTECT on this range");
+    }
+  }
+  if (!st.ok()) {
+    if (base != MAP_FAILED) munmap(base, bytes);
+    co_await free_stripes(m, layout.stripes);
+    co_return st;
+  }
+  auto state = std::make_unique<RegionState>();
+  state->init(m->self, static_cast<uint8_t*>(base), std::move(layout), options.name);
+  Region* r = state->region.get();
+  state->pages.resize(r->layout().page_count);
+  for (PageMeta& p : state->pages) {
+    p.remote_valid = remote_valid;
+    p.advice = options.advice == Advice::kStatic ? Advice::kRandom : options.advice;
+  }
+  state->source = options.source ? options.source : m->direct;
+  state->readahead = options.readahead_pages;
+  m->by_addr[reinterpret_cast<uintptr_t>(base)] = state.get();
+  {
+    std::lock_guard<std::mutex> lock(m->regions_mu);
+    m->regions.push_back(std::move(state));
+  }
+  m->footprint_bytes.fetch_add(bytes);
+  m->recompute_budget();
+  RegionState* rs = RegionState::of(r);
+  st = co_await rs->source->region_opened(r->layout());
+  if (!st.ok()) {
+    (void)co_await free_region(m, rs);
+    co_return st;
+  }
+  co_return r;
+}
+
+runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r) {
+  r->closing = true;
+  while (r->inflight > 0) co_await m->scheduler->sleep_for_ns(20'000);
+  std::erase_if(m->pending, [r](const Manager::Impl::PendingFault& f) { return f.region == r; });
+  std::erase_if(m->clock, [r](const Manager::Impl::ClockEntry& e) { return e.region == r; });
+  Region* reg = r->region.get();
+  Status st = co_await r->source->region_closed(reg->layout());
+  uffdio_range range{reinterpret_cast<uint64_t>(reg->data()), reg->size()};
+  (void)ioctl(m->uffd, UFFDIO_UNREGISTER, &range);
+  munmap(reg->data(), reg->size());
+  uint64_t resident = 0;
+  for (const PageMeta& p : r->pages) {
+    if (p.state != PageState::kMissing) resident += reg->page_bytes();
+  }
+  for (const PageMeta& p : r->pages) {
+    if (p.pinned) m->pinned_bytes -= reg->page_bytes();
+  }
+  m->resident_bytes.fetch_sub(resident);
+  m->footprint_bytes.fetch_sub(reg->size());
+  if (!reg->layout().shared) co_await free_stripes(m, reg->layout().stripes);
+  m->by_addr.erase(reinterpret_cast<uintptr_t>(reg->data()));
+  {
+    std::lock_guard<std::mutex> lock(m->regions_mu);
+    RegionStats s = r->counters.snapshot();
+    m->freed.faults += s.faults;
+    m->freed.wp_faults += s.wp_faults;
+    m->freed.zero_fills += s.zero_fills;
+    m->freed.bytes_fetched += s.bytes_fetched;
+    m->freed.bytes_written_back += s.bytes_written_back;
+    m->freed.evictions += s.evictions;
+    m->freed.prefetched += s.prefetched;
+    m->freed.prefetch_hits += s.prefetch_hits;
+    std::erase_if(m->regions, [r](const std::unique_ptr<RegionState>& x) { return x.get() == r; });
+  }
+  m->recompute_budget();
+  co_return st;
+}
+
+Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_t* first,
+                  uint64_t* end) {
+  const Region& reg = *r->region;
+  if (offset > reg.size() || bytes > reg.size() - offset) {
+    return OutOfRange("paged: range outside the region");
+  }
+  *first = offset / reg.page_bytes();
+  *end = bytes == 0 ? *first : (offset + bytes + reg.page_bytes() - 1) / reg.page_bytes();
+  return OkStatus();
+}
+
+// Fetches the missing pages of [first, end) in groups, evicting others for room; at most the
+// budget's unpinned part (a larger range would evict its own beginning).
+runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first,
+                                     uint64_t end) {
+  const uint64_t room =
+      (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
+      r->region->page_bytes();
+  end = std::min(end, first + room);
+  Status result;
+  uint64_t p = first;
+  while (p < end && result.ok() && !r->closing) {
+    std::vector<uint64_t> group;
+    for (; p < end && group.size() < PageSource::kMaxPagesPerCall; ++p) {
+      PageMeta& meta = r->pages[p];
+      if (meta.state != PageState::kMissing) continue;
+      meta.state = PageState::kFetching;
+      meta.prefetched = true;
+      group.push_back(p);
+    }
+    if (group.empty()) break;
+    ++r->inflight;
+    result = co_await fetch_group(m, r, std::move(group), false, false, true);
+    --r->inflight;
+  }
+  co_return result;
+}
+
+runtime::Task<Status> advise_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
+                                   Advice advice) {
+  const uint64_t pb = r->region->page_bytes();
+  for (uint64_t p = first; p < end; ++p) {
+    PageMeta& meta = r->pages[p];
+    meta.advice = advice;
+    if (advice == Advice::kStatic && !meta.pinned && m->pinned_bytes + pb <= m->budget_bytes / 2) {
+      meta.pinned = true;
+      m->pinned_bytes += pb;
+      r->counters.pinned_pages.fetch_add(1, std::memory_order_relaxed);
+    } else if (advice != Advice::kStatic && meta.pinned) {
+      meta.pinned = false;
+      m->pinned_bytes -= pb;
+      r->counters.pinned_pages.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  Status st = co_await r->source->advise(r->region->layout(), first, end - first, advice);
+  if (!st.ok() || advice != Advice::kStatic) co_return st;
+  co_return co_await prefetch_pages(m, r, first, end);
+}
+
+runtime::Task<Status> flush_all(Manager::Impl* m) {
+  std::vector<RegionState*> all;
+  {
+    std::lock_guard<std::mutex> lock(m->regions_mu);
+    for (auto& r : m->regions) all.push_back(r.get());
+  }
+  Status first;
+  for (RegionState* r : all) {
+    Status st = co_await clean_pages(m, r);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  co_return first;
+}
+
+runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
+  FARMEM_CO_RETURN_IF_ERROR(check_options(cmd->options));
+  if (cmd->bytes == 0) co_return InvalidArgument("paged: a region needs at least one byte");
+  RemoteLayout layout;
+  layout.region_id = m->next_region_id++;
+  layout.page_bytes = cmd->options.page_bytes;
+  layout.page_count = (cmd->bytes + layout.page_bytes - 1) / layout.page_bytes;
+  FARMEM_CO_RETURN_IF_ERROR(co_await allocate_stripes(m, &layout));
+  auto r = co_await create_region(m, std::move(layout), cmd->options, false);
+  if (!r.ok()) co_return r.status();
+  cmd->result = *r;
+  if (cmd->options.advice != Advice::kStatic) co_return OkStatus();
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
+}
+
+runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
+  FARMEM_CO_RETURN_IF_ERROR(check_options(cmd->options));
+  RemoteLayout layout;
+  layout.region_id = m->next_region_id++;
+  layout.page_bytes = cmd->options.page_bytes;
+  uint64_t file_bytes = 0;
+  FARMEM_CO_RETURN_IF_ERROR(
+      co_await preload_file(m, cmd->file, cmd->options.share_file, &layout, &file_bytes));
+  RegionOptions options = cmd->options;
+  if (options.name.empty()) options.name = cmd->file;
+  auto r = co_await create_region(m, std::move(layout), options, true);
+  if (!r.ok()) co_return r.status();
+  cmd->result = *r;
+  if (options.advice != Advice::kStatic) co_return OkStatus();
+  co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
+                                  Advice::kStatic);
+}
+
+runtime::Task<Status> stop(Manager::Impl* m) {
+  std::vector<RegionState*> all;
+  {
+    std::lock_guard<std::mutex> lock(m->regions_mu);
+    for (auto& r : m->regions) all.push_back(r.get());
+  }
+  for (RegionState* r : all) (void)co_await free_region(m, r);
+  m->stopping = true;
+  co_return OkStatus();
+}
+
+runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
+  uint64_t first = 0, end = 0;
+  switch (cmd->kind) {
+    case Command::Kind::kAllocate:
+      co_return co_await allocate(m, cmd);
+    case Command::Kind::kAllocateFile:
+      co_return co_await allocate_file(m, cmd);
+    case Command::Kind::kFree:
+      co_return co_await free_region(m, cmd->region);
+    case Command::Kind::kPrefetch:
+      FARMEM_CO_RETURN_IF_ERROR(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
+      co_return co_await prefetch_pages(m, cmd->region, first, end);
+    case Command::Kind::kFlush:
+      if (cmd->region == nullptr) co_return co_await flush_all(m);
+      co_return co_await clean_pages(m, cmd->region);
+    case Command::Kind::kAdvise:
+      FARMEM_CO_RETURN_IF_ERROR(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
+      co_return co_await advise_pages(m, cmd->region, first, end, cmd->advice);
+    case Command::Kind::kStop:
+      co_return co_await stop(m);
+  }
+  co_return Internal("paged: unknown command");
+}
+
+}  // namespace
+
+runtime::Task<void> run_command(Manager::Impl* m, Command* cmd) {
+  Status st = co_await dispatch(m, cmd);
+  cmd->done.set_value(st);
+}
+
+}  // namespace farmem::paged

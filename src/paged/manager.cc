@@ -1,0 +1,702 @@
+// The Manager's pager thread: userfaultfd events, commands from application threads, and the
+// scheduler its fault, eviction and cleaner coroutines run on (docs/ARCHITECTURE.md "Paged
+// regions").
+#include "farmem/paged/manager.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "farmem/common/clock.h"
+#include "farmem/common/log.h"
+#include "pager.h"
+
+namespace farmem::paged {
+
+namespace {
+
+thread_local client::ThreadClient* t_pager_client = nullptr;
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+client::ThreadClient* pager_client() { return t_pager_client; }
+
+RegionStats RegionCounters::snapshot() const {
+  RegionStats s;
+  s.faults = faults.load(std::memory_order_relaxed);
+  s.wp_faults = wp_faults.load(std::memory_order_relaxed);
+  s.zero_fills = zero_fills.load(std::memory_order_relaxed);
+  s.bytes_fetched = bytes_fetched.load(std::memory_order_relaxed);
+  s.bytes_written_back = bytes_written_back.load(std::memory_order_relaxed);
+  s.evictions = evictions.load(std::memory_order_relaxed);
+  s.prefetched = prefetched.load(std::memory_order_relaxed);
+  s.prefetch_hits = prefetch_hits.load(std::memory_order_relaxed);
+  s.resident_pages = resident_pages.load(std::memory_order_relaxed);
+  s.pinned_pages = pinned_pages.load(std::memory_order_relaxed);
+  return s;
+}
+
+namespace {
+
+void add_stats(RegionStats* to, const RegionStats& s) {
+  to->faults += s.faults;
+  to->wp_faults += s.wp_faults;
+  to->zero_fills += s.zero_fills;
+  to->bytes_fetched += s.bytes_fetched;
+  to->bytes_written_back += s.bytes_written_back;
+  to->evictions += s.evictions;
+  to->prefetched += s.prefetched;
+  to->prefetch_hits += s.prefetch_hits;
+  to->resident_pages += s.resident_pages;
+  to->pinned_pages += s.pinned_pages;
+}
+
+}  // namespace
+
+// ---- Manager (application threads) ----
+
+Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
+                                                 const ManagerOptions& options) {
+  if (options.local_bytes == 0 && !(options.local_percent > 0 && options.local_percent <= 100)) {
+    return InvalidArgument("paged: local_percent must be in (0, 100] when local_bytes is 0");
+  }
+  if (!(options.writeback_stop > 0 && options.writeback_stop <= options.writeback_start &&
+        options.writeback_start <= 1)) {
+    return InvalidArgument("paged: need 0 < writeback_stop <= writeback_start <= 1");
+  }
+  if (options.max_inflight == 0 || options.max_inflight > 1024) {
+    return InvalidArgument("paged: max_inflight must be in 1..1024");
+  }
+  if (cluster.nodes().empty()) return InvalidArgument("paged: the cluster has no memory node");
+  std::unique_ptr<Manager> m(new Manager());
+  m->cluster_ = &cluster;
+  m->options_ = options;
+  m->impl_ = std::make_unique<Impl>();
+  Impl* impl = m->impl_.get();
+  impl->self = m.get();
+  impl->cluster = &cluster;
+  impl->options = options;
+  const uint32_t timeout_ms =
+      options.op_timeout_ms != 0 ? options.op_timeout_ms : cluster.config().options.op_timeout_ms;
+  impl->op_timeout_ns = uint64_t{timeout_ms} * 1'000'000;
+  impl->direct = make_direct_source();
+  impl->uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+  if (impl->uffd < 0) return Unavailable(errno_text("paged: userfaultfd"));
+  uffdio_api api{};
+  api.api = UFFD_API;
+  api.features = UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+  if (ioctl(impl->uffd, UFFDIO_API, &api) != 0) {
+    return Unavailable(errno_text("paged: UFFDIO_API (write-protect faults)"));
+  }
+  impl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl->event_fd < 0) return Internal(errno_text("paged: eventfd"));
+  impl->recompute_budget();
+  std::promise<Status> started;
+  std::future<Status> f = started.get_future();
+  impl->thread = std::thread([impl, &started] { impl->run(&started); });
+  Status st = f.get();
+  if (!st.ok()) {
+    impl->thread.join();
+    return st;
+  }
+  return m;
+}
+
+Manager::~Manager() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  Command cmd;
+  cmd.kind = Command::Kind::kStop;
+  (void)impl_->post(&cmd);
+  impl_->thread.join();
+}
+
+Manager::Impl::~Impl() {
+  for (auto& [bytes, list] : staging_free) {
+    for (uint8_t* b : list) std::free(b);
+  }
+  for (auto& [bytes, z] : zero_pages) std::free(z);
+  if (uffd >= 0) close(uffd);
+  if (event_fd >= 0) close(event_fd);
+}
+
+Status Manager::Impl::post(Command* cmd) {
+  if (std::this_thread::get_id() == pager_id) {
+    return InvalidArgument("paged: Manager/Region calls cannot run on the pager thread");
+  }
+  std::future<Status> f = cmd->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    commands.push_back(cmd);
+  }
+  const uint64_t one = 1;
+  if (write(event_fd, &one, sizeof one) != sizeof one) return Internal("paged: eventfd write");
+  return f.get();
+}
+
+Result<Region*> Manager::allocate(uint64_t bytes, const RegionOptions& options) {
+  Command cmd;
+  cmd.kind = Command::Kind::kAllocate;
+  cmd.bytes = bytes;
+  cmd.options = options;
+  FARMEM_RETURN_IF_ERROR(impl_->post(&cmd));
+  return cmd.result;
+}
+
+Result<Region*> Manager::allocate_from_file(const std::string& name, const RegionOptions& options) {
+  Command cmd;
+  cmd.kind = Command::Kind::kAllocateFile;
+  cmd.file = name;
+  cmd.options = options;
+  FARMEM_RETURN_IF_ERROR(impl_->post(&cmd));
+  return cmd.result;
+}
+
+Status Manager::free(Region* region) {
+  if (region == nullptr || region->manager_ != this) {
+    return InvalidArgument("paged: not a region of this manager");
+  }
+  Command cmd;
+  cmd.kind = Command::Kind::kFree;
+  cmd.region = region->state_;
+  return impl_->post(&cmd);
+}
+
+Status Manager::flush() {
+  Command cmd;
+  cmd.kind = Command::Kind::kFlush;
+  return impl_->post(&cmd);
+}
+
+uint64_t Manager::budget_bytes() const { return impl_->budget_bytes.load(); }
+
+ManagerStats Manager::stats() const {
+  ManagerStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->regions_mu);
+    s.total = impl_->freed.snapshot();
+    for (const auto& r : impl_->regions) {
+      RegionStats rs = r->counters.snapshot();
+      add_stats(&s.total, rs);
+      s.regions.push_back(rs);
+      s.region_ids.push_back(r->region->id());
+    }
+  }
+  s.budget_bytes = impl_->budget_bytes.load();
+  s.footprint_bytes = impl_->footprint_bytes.load();
+  s.resident_bytes = impl_->resident_bytes.load();
+  s.cleaner_runs = impl_->cleaner_runs.load();
+  s.fault_waits = impl_->fault_waits.load();
+  impl_->direct->traffic(&s.traffic);
+  // Other sources in use (agent mode), each once.
+  std::vector<const PageSource*> seen{impl_->direct.get()};
+  std::lock_guard<std::mutex> lock(impl_->regions_mu);
+  for (const auto& r : impl_->regions) {
+    const PageSource* src = r->source.get();
+    if (std::find(seen.begin(), seen.end(), src) != seen.end()) continue;
+    seen.push_back(src);
+    src->traffic(&s.traffic);
+  }
+  return s;
+}
+
+Status Region::prefetch(uint64_t offset, uint64_t bytes) {
+  Command cmd;
+  cmd.kind = Command::Kind::kPrefetch;
+  cmd.region = state_;
+  cmd.offset = offset;
+  cmd.bytes = bytes;
+  return manager_->impl_->post(&cmd);
+}
+
+Status Region::flush() {
+  Command cmd;
+  cmd.kind = Command::Kind::kFlush;
+  cmd.region = state_;
+  return manager_->impl_->post(&cmd);
+}
+
+Status Region::advise(uint64_t offset, uint64_t bytes, Advice advice) {
+  Command cmd;
+  cmd.kind = Command::Kind::kAdvise;
+  cmd.region = state_;
+  cmd.offset = offset;
+  cmd.bytes = bytes;
+  cmd.advice = advice;
+  return manager_->impl_->post(&cmd);
+}
+
+RegionStats Region::stats() const { return state_->counters.snapshot(); }
+
+// ---- the pager thread ----
+
+void Manager::Impl::run(std::promise<Status>* started) {
+  pager_id = std::this_thread::get_id();
+  runtime::SchedulerOptions so;
+  so.idle_sleep_after_ns = 50'000;
+  so.max_sleep_ns = 200'000;  // a fault arriving while replies are awaited waits at most this
+  runtime::Scheduler sched(so);
+  sched.install();
+  scheduler = &sched;
+  auto c = cluster->thread_client();
+  if (!c.ok()) {
+    started->set_value(c.status());
+    return;
+  }
+  client = *c;
+  t_pager_client = client;
+  started->set_value(OkStatus());
+  while (!stopping || sched.live_coroutines() > 0) {
+    bool work = drain_commands();
+    work |= read_events();
+    maybe_start_cleaner();
+    const bool busy = sched.live_coroutines() > 0;
+    work |= sched.poll_once();
+    if (!busy && !work) {
+      pollfd fds[2] = {{uffd, POLLIN, 0}, {event_fd, POLLIN, 0}};
+      (void)::poll(fds, 2, 10);
+    }
+  }
+  // Stopped: every region is freed (kStop did it); release the thread's client here.
+  t_pager_client = nullptr;
+  cluster->release_thread_client();
+  scheduler = nullptr;
+}
+
+bool Manager::Impl::drain_commands() {
+  uint64_t v;
+  (void)!read(event_fd, &v, sizeof v);
+  std::deque<Command*> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    batch.swap(commands);
+  }
+  for (Command* cmd : batch) {
+    Status st = scheduler->spawn(run_command(this, cmd));
+    if (!st.ok()) cmd->done.set_value(st);
+  }
+  return !batch.empty();
+}
+
+bool Manager::Impl::read_events() {
+  uffd_msg msgs[64];
+  bool any = false;
+  for (;;) {
+    const ssize_t n = read(uffd, msgs, sizeof msgs);
+    if (n <= 0) break;
+    any = true;
+    const size_t count = static_cast<size_t>(n) / sizeof(uffd_msg);
+    for (size_t i = 0; i < count; ++i) {
+      if (msgs[i].event != UFFD_EVENT_PAGEFAULT) continue;
+      on_fault(static_cast<uintptr_t>(msgs[i].arg.pagefault.address), msgs[i].arg.pagefault.flags);
+    }
+    if (count < std::size(msgs)) break;
+  }
+  return any;
+}
+
+void Manager::Impl::on_fault(uintptr_t addr, uint64_t flags) {
+  auto it = by_addr.upper_bound(addr);
+  if (it == by_addr.begin()) return;
+  --it;
+  RegionState* r = it->second;
+  const Region& reg = *r->region;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(reg.data());
+  if (addr >= base + r->pages.size() * reg.page_bytes()) return;
+  const uint64_t page = (addr - base) / reg.page_bytes();
+  if ((flags & UFFD_PAGEFAULT_FLAG_WP) != 0) {
+    on_write_protect(r, page);
+  } else {
+    on_missing(r, page, (flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+  }
+}
+
+void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
+  PageMeta& m = r->pages[page];
+  switch (m.state) {
+    case PageState::kFetching:
+      if (m.prefetched) r->counters.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+      return;  // the install wakes the thread
+    case PageState::kResident:
+    case PageState::kCleaning:
+      wake(r, page);  // an older event: the page is mapped now
+      return;
+    case PageState::kEvicting:
+      return;  // the eviction wakes it; it faults again
+    case PageState::kMissing:
+      break;
+  }
+  if (r->closing) return;
+  if (inflight_fetches >= options.max_inflight) {
+    pending.push_back(PendingFault{r, page, write});
+    return;
+  }
+  m.state = PageState::kFetching;
+  m.prefetched = false;
+  ++r->inflight;
+  ++inflight_fetches;
+  Status st = scheduler->spawn(fault_task(this, r, {page}, true, write));
+  if (!st.ok()) fatal(r, page, "cannot start a fetch", st);
+  if (m.advice != Advice::kSequential || inflight_fetches >= options.max_inflight) return;
+  // Read-ahead: the next missing pages, as one more fetch in flight beside the fault's.
+  std::vector<uint64_t> ahead;
+  const uint64_t end =
+      std::min<uint64_t>(r->pages.size(), page + 1 + std::max<uint32_t>(r->readahead, 1));
+  for (uint64_t p = page + 1; p < end && ahead.size() < PageSource::kMaxPagesPerCall; ++p) {
+    PageMeta& pm = r->pages[p];
+    if (pm.state != PageState::kMissing || pm.advice != Advice::kSequential) continue;
+    pm.state = PageState::kFetching;
+    pm.prefetched = true;
+    ahead.push_back(p);
+  }
+  if (ahead.empty()) return;
+  ++r->inflight;
+  ++inflight_fetches;
+  st = scheduler->spawn(fault_task(this, r, std::move(ahead), false, false));
+  if (!st.ok()) fatal(r, page, "cannot start a read-ahead", st);
+}
+
+void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {
+  PageMeta& m = r->pages[page];
+  switch (m.state) {
+    case PageState::kResident:
+      if (!m.dirty) {
+        m.dirty = true;
+        r->counters.wp_faults.fetch_add(1, std::memory_order_relaxed);
+      }
+      protect(r, page, false);  // also wakes the writer
+      return;
+    case PageState::kCleaning:
+      m.wp_pending = true;  // finished when the write-back is
+      return;
+    case PageState::kMissing:
+      wake(r, page);  // evicted meanwhile: the writer faults again (missing)
+      return;
+    case PageState::kEvicting:
+    case PageState::kFetching:
+      return;  // the eviction or the install wakes it
+  }
+}
+
+void Manager::Impl::start_pending() {
+  while (!pending.empty() && inflight_fetches < options.max_inflight) {
+    PendingFault f = pending.front();
+    pending.pop_front();
+    on_missing(f.region, f.page, f.write);
+  }
+}
+
+void Manager::Impl::maybe_start_cleaner() {
+  if (cleaner_running) return;
+  const uint64_t budget = budget_bytes.load(std::memory_order_relaxed);
+  if (static_cast<double>(resident_bytes.load(std::memory_order_relaxed)) <=
+      options.writeback_start * static_cast<double>(budget)) {
+    return;
+  }
+  cleaner_running = true;
+  if (!scheduler->spawn(cleaner(this)).ok()) cleaner_running = false;
+}
+
+void Manager::Impl::recompute_budget() {
+  uint64_t largest_page = kDefaultPageBytes;
+  for (const auto& r : regions) largest_page = std::max(largest_page, r->region->page_bytes());
+  uint64_t b = options.local_bytes;
+  if (b == 0) {
+    b = static_cast<uint64_t>(static_cast<double>(footprint_bytes.load()) * options.local_percent /
+                              100.0);
+  }
+  budget_bytes.store(std::max(b, 4 * largest_page));
+}
+
+uint8_t* Manager::Impl::page_addr(const RegionState* r, uint64_t page) const {
+  return static_cast<uint8_t*>(r->region->data()) + page * r->region->page_bytes();
+}
+
+void Manager::Impl::wake(RegionState* r, uint64_t page) {
+  uffdio_range range{reinterpret_cast<uint64_t>(page_addr(r, page)), r->region->page_bytes()};
+  if (ioctl(uffd, UFFDIO_WAKE, &range) != 0) {
+    fatal(r, page, "UFFDIO_WAKE failed", Internal(std::strerror(errno)));
+  }
+}
+
+void Manager::Impl::protect(RegionState* r, uint64_t page, bool on) {
+  uffdio_writeprotect wp{};
+  wp.range.start = reinterpret_cast<uint64_t>(page_addr(r, page));
+  wp.range.len = r->region->page_bytes();
+  wp.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+  if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+    fatal(r, page, "UFFDIO_WRITEPROTECT failed", Internal(std::strerror(errno)));
+  }
+}
+
+// CLOCK over the resident pages: a page with its bit set gets a second chance; pinned pages
+// and pages in flight are skipped (and entries of pages no longer resident dropped).
+bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
+  for (size_t scanned = 0, limit = 2 * clock.size() + 1; scanned < limit && !clock.empty();
+       ++scanned) {
+    ClockEntry e = clock.front();
+    clock.pop_front();
+    PageMeta& m = e.region->pages[e.page];
+    if (m.state != PageState::kResident || e.region->closing) {
+      if (m.state == PageState::kMissing || e.region->closing) m.in_clock = false;
+      if (m.in_clock) clock.push_back(e);  // cleaning: still a candidate later
+      continue;
+    }
+    if (m.pinned || m.referenced) {
+      m.referenced = false;
+      clock.push_back(e);
+      continue;
+    }
+    m.in_clock = false;
+    m.state = PageState::kEvicting;
+    *out = e.region;
+    *out_page = e.page;
+    return true;
+  }
+  return false;
+}
+
+uint8_t* Manager::Impl::get_staging(uint64_t bytes) {
+  auto& list = staging_free[bytes];
+  if (!list.empty()) {
+    uint8_t* b = list.back();
+    list.pop_back();
+    return b;
+  }
+  void* p = std::aligned_alloc(4096, bytes);
+  if (p == nullptr) {
+    std::fprintf(stderr, "farmem paged: fatal: out of memory for a staging buffer\n");
+    _exit(kFaultExitStatus);
+  }
+  return static_cast<uint8_t*>(p);
+}
+
+void Manager::Impl::put_staging(uint8_t* buf, uint64_t bytes) {
+  auto& list = staging_free[bytes];
+  if (list.size() < 2 * options.max_inflight) {
+    list.push_back(buf);
+  } else {
+    std::free(buf);
+  }
+}
+
+uint8_t* Manager::Impl::zero_page(uint64_t bytes) {
+  uint8_t*& z = zero_pages[bytes];
+  if (z == nullptr) {
+    z = get_staging(bytes);
+    std::memset(z, 0, bytes);
+  }
+  return z;
+}
+
+uint64_t Manager::Impl::deadline() const { return now_ns() + op_timeout_ns; }
+
+void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
+                          const Status& cause) const {
+  const Region& reg = *r->region;
+  std::fprintf(stderr,
+               "farmem paged: fatal: %s: region %s offset %llu (page %llu) node %u: %s; "
+               "exiting with status %d\n",
+               what, reg.name().c_str(), static_cast<unsigned long long>(page * reg.page_bytes()),
+               static_cast<unsigned long long>(page), reg.layout().page_node(page),
+               cause.to_string().c_str(), kFaultExitStatus);
+  std::fflush(stderr);
+  _exit(kFaultExitStatus);
+}
+
+// ---- coroutines ----
+
+// Evicts CLOCK victims until `bytes` more fit in the budget, or nothing can be evicted now
+// (every resident page pinned or in flight: the budget is then exceeded by pages in flight).
+runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes) {
+  bool waited = false;
+  while (m->resident_bytes.load(std::memory_order_relaxed) + bytes >
+         m->budget_bytes.load(std::memory_order_relaxed)) {
+    RegionState* r = nullptr;
+    uint64_t page = 0;
+    if (!m->pick_victim(&r, &page)) break;
+    if (!waited) m->fault_waits.fetch_add(1, std::memory_order_relaxed);
+    waited = true;
+    co_await evict(m, r, page);
+  }
+}
+
+// Fetches `pages` (all kFetching, counted in r->inflight by the caller) and installs them.
+// With `fault`, pages[0] is a faulting page: it gets room by eviction if needed, and a failure
+// ends the process. Other pages are prefetches: taken only if they fit in the budget (or, with
+// evict_for_room, after evicting others); a failed
+// prefetch returns its pages to kMissing (a thread waiting for one faults again).
+runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+                                  bool fault, bool write_fault, bool evict_for_room) {
+  const uint64_t pb = r->region->page_bytes();
+  std::vector<uint64_t> kept;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const uint64_t p = pages[i];
+    if ((fault && i == 0) || evict_for_room) {
+      co_await make_room(m, pb);
+    } else if (m->resident_bytes.load(std::memory_order_relaxed) + pb >
+               m->budget_bytes.load(std::memory_order_relaxed)) {
+      r->pages[p].state = PageState::kMissing;
+      r->pages[p].prefetched = false;
+      m->wake(r, p);
+      continue;
+    }
+    m->resident_bytes.fetch_add(pb, std::memory_order_relaxed);
+    kept.push_back(p);
+  }
+  std::vector<PageIo> ios;
+  std::vector<PageIo> remote;
+  for (uint64_t p : kept) {
+    if (r->pages[p].remote_valid) {
+      ios.push_back(PageIo{p, m->get_staging(pb)});
+      remote.push_back(ios.back());
+    } else {
+      ios.push_back(PageIo{p, m->zero_page(pb)});
+    }
+  }
+  Status st;
+  if (!remote.empty()) {
+    st = co_await r->source->fetch(r->region->layout(), remote, m->deadline());
+    if (!st.ok() && fault) m->fatal(r, pages[0], "cannot fetch page", st);
+  }
+  for (size_t i = 0; i < ios.size(); ++i) {
+    const uint64_t p = ios[i].page;
+    PageMeta& meta = r->pages[p];
+    const bool writable = fault && write_fault && p == pages[0];
+    if (st.ok()) {
+      uffdio_copy copy{};
+      copy.dst = reinterpret_cast<uint64_t>(m->page_addr(r, p));
+      copy.src = reinterpret_cast<uint64_t>(ios[i].buf);
+      copy.len = pb;
+      copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
+      if (ioctl(m->uffd, UFFDIO_COPY, &copy) != 0) {
+        m->fatal(r, p, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
+      }
+      meta.state = PageState::kResident;
+      meta.dirty = writable;
+      meta.referenced = true;
+      if (!meta.in_clock) {
+        meta.in_clock = true;
+        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
+      }
+      r->counters.resident_pages.fetch_add(1, std::memory_order_relaxed);
+      if (meta.remote_valid) {
+        r->counters.bytes_fetched.fetch_add(pb, std::memory_order_relaxed);
+      } else if (fault && p == pages[0]) {
+        r->counters.zero_fills.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (fault && p == pages[0]) {
+        r->counters.faults.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        r->counters.prefetched.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else {
+      meta.state = PageState::kMissing;
+      meta.prefetched = false;
+      m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
+      m->wake(r, p);
+    }
+    if (meta.remote_valid) m->put_staging(static_cast<uint8_t*>(ios[i].buf), pb);
+  }
+  co_return st;
+}
+
+runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+                               bool fault, bool write_fault) {
+  (void)co_await fetch_group(m, r, std::move(pages), fault, write_fault, false);
+  --r->inflight;
+  --m->inflight_fetches;
+  m->start_pending();
+}
+
+// Precondition: the page is kEvicting (pick_victim). Writes it back if dirty, then drops it.
+runtime::Task<void> evict(Manager::Impl* m, RegionState* r, uint64_t page) {
+  ++r->inflight;
+  PageMeta& meta = r->pages[page];
+  const uint64_t pb = r->region->page_bytes();
+  if (meta.dirty) {
+    m->protect(r, page, true);  // writers now wait (their fault is answered after the drop)
+    PageIo io{page, m->page_addr(r, page)};
+    Status st = co_await r->source->write_back(r->region->layout(), {&io, 1}, m->deadline());
+    if (!st.ok()) m->fatal(r, page, "cannot write back an evicted page", st);
+    meta.dirty = false;
+    meta.remote_valid = true;
+    r->counters.bytes_written_back.fetch_add(pb, std::memory_order_relaxed);
+  }
+  if (madvise(m->page_addr(r, page), pb, MADV_DONTNEED) != 0) {
+    m->fatal(r, page, "MADV_DONTNEED failed", Internal(std::strerror(errno)));
+  }
+  meta.state = PageState::kMissing;
+  meta.prefetched = false;
+  meta.wp_pending = false;
+  m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
+  r->counters.resident_pages.fetch_sub(1, std::memory_order_relaxed);
+  r->counters.evictions.fetch_add(1, std::memory_order_relaxed);
+  m->wake(r, page);  // writers that faulted meanwhile retry (and fault as missing)
+  --r->inflight;
+}
+
+// Proactive eviction: runs while the buffer is above writeback_stop x budget.
+runtime::Task<void> cleaner(Manager::Impl* m) {
+  m->cleaner_runs.fetch_add(1, std::memory_order_relaxed);
+  while (static_cast<double>(m->resident_bytes.load(std::memory_order_relaxed)) >
+         m->options.writeback_stop *
+             static_cast<double>(m->budget_bytes.load(std::memory_order_relaxed))) {
+    RegionState* r = nullptr;
+    uint64_t page = 0;
+    if (!m->pick_victim(&r, &page)) break;
+    co_await evict(m, r, page);
+  }
+  m->cleaner_running = false;
+}
+
+// Writes back every dirty resident page of `r` (kMaxPagesPerCall per call); they stay mapped.
+runtime::Task<Status> clean_pages(Manager::Impl* m, RegionState* r) {
+  const uint64_t pb = r->region->page_bytes();
+  ++r->inflight;
+  Status result;
+  uint64_t next = 0;
+  while (next < r->pages.size() && result.ok()) {
+    std::vector<PageIo> ios;
+    for (; next < r->pages.size() && ios.size() < PageSource::kMaxPagesPerCall; ++next) {
+      PageMeta& meta = r->pages[next];
+      if (meta.state != PageState::kResident || !meta.dirty) continue;
+      meta.state = PageState::kCleaning;
+      m->protect(r, next, true);
+      ios.push_back(PageIo{next, m->page_addr(r, next)});
+    }
+    if (ios.empty()) break;
+    Status st = co_await r->source->write_back(r->region->layout(), ios, m->deadline());
+    for (const PageIo& io : ios) {
+      PageMeta& meta = r->pages[io.page];
+      meta.state = PageState::kResident;
+      if (st.ok()) {
+        meta.dirty = false;
+        meta.remote_valid = true;
+        r->counters.bytes_written_back.fetch_add(pb, std::memory_order_relaxed);
+      }
+      if (meta.wp_pending || !st.ok()) {
+        meta.wp_pending = false;
+        meta.dirty = true;
+        m->protect(r, io.page, false);  // wakes a writer that waited
+      }
+    }
+    result = st;
+  }
+  --r->inflight;
+  co_return result;
+}
+
+}  // namespace farmem::paged

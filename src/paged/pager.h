@@ -1,0 +1,184 @@
+// Internal: the pager thread's state (Manager::Impl) and the page table (RegionState).
+// Everything here belongs to the pager thread unless a comment says otherwise.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "farmem/client/cluster.h"
+#include "farmem/paged/manager.h"
+#include "farmem/runtime/scheduler.h"
+#include "farmem/runtime/task.h"
+
+namespace farmem::paged {
+
+enum class PageState : uint8_t {
+  kMissing,   // not mapped: the next access faults
+  kFetching,  // a fetch is in flight (a fault for it waits for the install)
+  kResident,  // mapped; write-protected unless dirty
+  kCleaning,  // write-protected, being written back, stays mapped (flush)
+  kEvicting,  // write-protected, being written back and dropped
+};
+
+struct PageMeta {
+  PageState state = PageState::kMissing;
+  Advice advice = Advice::kRandom;
+  bool dirty = false;         // written since it was last stored remotely
+  bool referenced = false;    // CLOCK's bit (set when installed)
+  bool pinned = false;        // static advice: never chosen by CLOCK
+  bool remote_valid = false;  // far memory holds this page's contents (else: zeroes)
+  bool prefetched = false;    // fetched by a prefetch, not by a fault of its own
+  bool in_clock = false;      // has an entry in the CLOCK ring
+  bool wp_pending = false;    // a write fault arrived while it was being cleaned
+};
+
+// Counters readable from any thread (relaxed).
+struct RegionCounters {
+  std::atomic<uint64_t> faults{0}, wp_faults{0}, zero_fills{0}, bytes_fetched{0},
+      bytes_written_back{0}, evictions{0}, prefetched{0}, prefetch_hits{0}, resident_pages{0},
+      pinned_pages{0};
+  RegionStats snapshot() const;
+};
+
+struct RegionState {
+  std::unique_ptr<Region> region;
+  std::vector<PageMeta> pages;
+  std::shared_ptr<PageSource> source;
+  uint32_t readahead = 8;
+  uint32_t inflight = 0;  // tasks using this region now
+  bool closing = false;
+  RegionCounters counters;
+
+  // Region's private fields are set here (RegionState is its friend).
+  void init(Manager* manager, uint8_t* base, RemoteLayout layout, const std::string& name) {
+    region.reset(new Region());
+    Region* r = region.get();
+    r->manager_ = manager;
+    r->base_ = base;
+    r->page_bytes_ = layout.page_bytes;
+    r->bytes_ = layout.page_count * layout.page_bytes;
+    r->id_ = layout.region_id;
+    r->name_ = name.empty() ? "region-" + std::to_string(r->id_) : name;
+    r->layout_ = std::move(layout);
+    r->state_ = this;
+  }
+  static RegionState* of(const Region* r) { return r->state_; }
+};
+
+// A request from an application thread, run on the pager thread.
+struct Command {
+  enum class Kind : uint8_t { kAllocate, kAllocateFile, kFree, kPrefetch, kFlush, kAdvise, kStop };
+  Kind kind = Kind::kStop;
+  RegionState* region = nullptr;  // kFree, kPrefetch, kFlush (null = all), kAdvise
+  uint64_t offset = 0, bytes = 0;
+  Advice advice = Advice::kRandom;
+  RegionOptions options;
+  std::string file;
+  Region* result = nullptr;
+  std::promise<Status> done;
+};
+
+struct Manager::Impl {
+  Manager* self = nullptr;
+  client::Cluster* cluster = nullptr;
+  ManagerOptions options;
+  uint64_t op_timeout_ns = 0;
+  int uffd = -1;
+  int event_fd = -1;
+  std::thread thread;
+  std::thread::id pager_id;
+  bool stopping = false;
+  std::shared_ptr<PageSource> direct;
+
+  // Commands from application threads (mu).
+  std::mutex mu;
+  std::deque<Command*> commands;
+
+  // Regions: the list under regions_mu (stats read it from any thread); the map by address
+  // on the pager thread.
+  mutable std::mutex regions_mu;
+  std::vector<std::unique_ptr<RegionState>> regions;
+  RegionCounters freed;  // counters of freed regions
+  std::map<uintptr_t, RegionState*> by_addr;
+  uint64_t next_region_id = 1;
+
+  std::atomic<uint64_t> budget_bytes{0}, footprint_bytes{0}, resident_bytes{0};
+  std::atomic<uint64_t> cleaner_runs{0}, fault_waits{0};
+  uint64_t pinned_bytes = 0;
+
+  struct ClockEntry {
+    RegionState* region;
+    uint64_t page;
+  };
+  std::deque<ClockEntry> clock;
+  bool cleaner_running = false;
+
+  // Missing faults waiting for a fetch slot (bounded by the faulting threads).
+  struct PendingFault {
+    RegionState* region;
+    uint64_t page;
+    bool write;
+  };
+  std::deque<PendingFault> pending;
+  uint32_t inflight_fetches = 0;
+
+  // Page-aligned staging buffers by size, and a zero page per size.
+  std::map<uint64_t, std::vector<uint8_t*>> staging_free;
+  std::map<uint64_t, uint8_t*> zero_pages;
+
+  client::ThreadClient* client = nullptr;
+  runtime::Scheduler* scheduler = nullptr;
+
+  ~Impl();
+  // The pager thread.
+  void run(std::promise<Status>* started);
+  Status post(Command* cmd);
+  bool drain_commands();
+  bool read_events();
+  void on_fault(uintptr_t addr, uint64_t flags);
+  void on_missing(RegionState* r, uint64_t page, bool write);
+  void on_write_protect(RegionState* r, uint64_t page);
+  void start_pending();
+  void maybe_start_cleaner();
+  void recompute_budget();
+
+  // Page operations (pager thread).
+  uint8_t* page_addr(const RegionState* r, uint64_t page) const;
+  void wake(RegionState* r, uint64_t page);
+  void protect(RegionState* r, uint64_t page, bool on);
+  bool pick_victim(RegionState** r, uint64_t* page);
+  uint8_t* get_staging(uint64_t bytes);
+  void put_staging(uint8_t* buf, uint64_t bytes);
+  uint8_t* zero_page(uint64_t bytes);
+  uint64_t deadline() const;
+  [[noreturn]] void fatal(const RegionState* r, uint64_t page, const char* what,
+                          const Status& cause) const;
+  void release_region_memory(RegionState* r);
+};
+
+// Coroutines of the pager thread (free functions: no capturing lambda coroutines).
+runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes);
+runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+                                  bool fault, bool write_fault, bool evict_for_room);
+runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+                               bool fault, bool write_fault);
+runtime::Task<void> evict(Manager::Impl* m, RegionState* r, uint64_t page);
+runtime::Task<void> cleaner(Manager::Impl* m);
+runtime::Task<Status> clean_pages(Manager::Impl* m, RegionState* r);
+runtime::Task<void> run_command(Manager::Impl* m, Command* cmd);
+
+// The file-preload client (preload_client.cc): asks every memory node to load its stripes
+// of `file` into memory allocated for it; fills layout->stripes/page_count.
+runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bool share,
+                                   RemoteLayout* layout, uint64_t* file_bytes);
+
+}  // namespace farmem::paged

@@ -1,0 +1,225 @@
+// Paged regions against a plain-memory model: access patterns, eviction under pressure with
+// concurrent writers, the budget, striping over several nodes, flush/prefetch/advise.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "paged_fixture.h"
+#include "test_seed.h"
+
+namespace farmem::testing {
+namespace {
+
+using paged::Advice;
+using paged::ManagerOptions;
+using paged::Region;
+using paged::RegionOptions;
+
+// A value for word i of a region in generation g (never 0, so zero pages are told apart).
+uint64_t word_value(uint64_t i, uint64_t g) { return (i * 0x9E3779B97F4A7C15ull) ^ (g + 1); }
+
+class PagedRegionTest : public PagedTest {
+ protected:
+  Region* alloc(uint64_t bytes, uint64_t page_bytes = 64 * 1024,
+                Advice advice = Advice::kRandom) {
+    RegionOptions o;
+    o.page_bytes = page_bytes;
+    o.advice = advice;
+    auto r = manager_->allocate(bytes, o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r : nullptr;
+  }
+};
+
+TEST_P(PagedRegionTest, FreshRegionReadsZeroAndKeepsWrites) {
+  ManagerOptions mo;
+  mo.local_bytes = 1 << 20;
+  start(mo);
+  Region* r = alloc(4 << 20);
+  ASSERT_NE(r, nullptr);
+  auto* w = static_cast<uint64_t*>(r->data());
+  const uint64_t n = r->size() / 8;
+  for (uint64_t i = 0; i < n; i += 97) ASSERT_EQ(w[i], 0u) << i;
+  for (uint64_t i = 0; i < n; ++i) w[i] = word_value(i, 1);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w[i], word_value(i, 1)) << i;
+  paged::RegionStats s = r->stats();
+  EXPECT_GT(s.evictions, 0u);  // 4 MiB through a 1 MiB buffer
+  EXPECT_GT(s.bytes_written_back, 0u);
+  EXPECT_GT(s.bytes_fetched, 0u);
+  EXPECT_LE(s.resident_pages * r->page_bytes(), manager_->budget_bytes());
+  EXPECT_TRUE(manager_->free(r).ok());
+}
+
+TEST_P(PagedRegionTest, SequentialRandomStridedPatternsMatchModel) {
+  ManagerOptions mo;
+  mo.local_bytes = 512 << 10;
+  start(mo);
+  for (uint64_t page_bytes : {uint64_t{4096}, uint64_t{64 * 1024}}) {
+    Region* r = alloc(3 << 20, page_bytes, Advice::kSequential);
+    ASSERT_NE(r, nullptr);
+    auto* mem = static_cast<uint8_t*>(r->data());
+    std::vector<uint8_t> model(r->size(), 0);
+    std::mt19937_64 rng(test_seed() + page_bytes);
+    // Sequential writes, random writes, strided writes (one byte per page + 1), then reads.
+    for (uint64_t i = 0; i < r->size(); i += 8) {
+      const uint64_t v = word_value(i, 2);
+      std::memcpy(mem + i, &v, 8);
+      std::memcpy(model.data() + i, &v, 8);
+    }
+    for (int k = 0; k < 5000; ++k) {
+      const uint64_t off = rng() % r->size();
+      const uint8_t v = static_cast<uint8_t>(rng());
+      mem[off] = v;
+      model[off] = v;
+    }
+    for (uint64_t off = 0; off < r->size(); off += page_bytes + 1) {
+      mem[off] = static_cast<uint8_t>(off);
+      model[off] = static_cast<uint8_t>(off);
+    }
+    for (int k = 0; k < 5000; ++k) {
+      const uint64_t off = rng() % r->size();
+      ASSERT_EQ(mem[off], model[off]) << "offset " << off << " page " << page_bytes;
+    }
+    ASSERT_EQ(std::memcmp(mem, model.data(), r->size()), 0) << "page " << page_bytes;
+    EXPECT_GT(r->stats().evictions, 0u);
+    EXPECT_GT(r->stats().prefetched, 0u);  // sequential advice reads ahead
+    ASSERT_TRUE(manager_->free(r).ok());
+  }
+}
+
+TEST_P(PagedRegionTest, ConcurrentWritersUnderEvictionNeverLoseAWrite) {
+  ManagerOptions mo;
+  mo.local_bytes = 128 << 10;  // 8 pages of 16 KiB for a 2 MiB region
+  start(mo);
+  Region* r = alloc(2 << 20, 16 * 1024);
+  ASSERT_NE(r, nullptr);
+  auto* w = static_cast<std::atomic<uint64_t>*>(r->data());
+  const uint64_t n = r->size() / 8;
+  const int threads = 4;
+  const int increments = tcp() ? 4000 : 15000;
+  const uint64_t seed = test_seed();
+  // Each thread owns the words i with i % threads == t, increments random ones of them and
+  // keeps its own count per word; every word must end at its owner's count.
+  std::vector<std::vector<uint64_t>> counts(threads, std::vector<uint64_t>(n / threads + 1));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + t);
+      for (int k = 0; k < increments; ++k) {
+        const uint64_t j = rng() % (n / threads);
+        w[j * threads + t].fetch_add(1, std::memory_order_relaxed);
+        ++counts[t][j];
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  ASSERT_TRUE(r->flush().ok());
+  for (uint64_t i = 0; i < n / threads * threads; ++i) {
+    ASSERT_EQ(w[i].load(), counts[i % threads][i / threads]) << "word " << i;
+  }
+  paged::ManagerStats ms = manager_->stats();
+  EXPECT_GT(ms.total.evictions, 100u);
+  EXPECT_GT(ms.total.bytes_written_back, 0u);
+  EXPECT_LE(ms.resident_bytes, ms.budget_bytes + mo.max_inflight * r->page_bytes());
+}
+
+TEST_P(PagedRegionTest, BudgetIsRespectedByResidentPages) {
+  ManagerOptions mo;
+  mo.local_percent = 25;
+  start(mo);
+  Region* r = alloc(8 << 20);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(manager_->budget_bytes(), 2u << 20);
+  auto* mem = static_cast<uint8_t*>(r->data());
+  for (uint64_t i = 0; i < r->size(); i += 4096) mem[i] = 1;
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < r->size(); i += 4096) sum += mem[i];
+  EXPECT_EQ(sum, r->size() / 4096);
+  // Count the pages the kernel has mapped (mincore) beside the manager's count.
+  std::vector<unsigned char> vec(r->size() / 4096);
+  ASSERT_EQ(mincore(r->data(), r->size(), vec.data()), 0);
+  uint64_t mapped = 0;
+  for (unsigned char v : vec) mapped += v & 1;
+  EXPECT_LE(mapped * 4096, manager_->budget_bytes());
+  EXPECT_LE(r->stats().resident_pages * r->page_bytes(), manager_->budget_bytes());
+  EXPECT_GT(manager_->stats().cleaner_runs, 0u);
+}
+
+TEST_P(PagedRegionTest, StripesPagesOverSeveralNodes) {
+  ManagerOptions mo;
+  mo.local_bytes = 256 << 10;
+  start(mo, 3);
+  Region* r = alloc(2 << 20);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->layout().stripes.size(), 3u);
+  for (size_t s = 0; s < 3; ++s) EXPECT_EQ(r->layout().stripes[s].node(), s);
+  auto* w = static_cast<uint64_t*>(r->data());
+  const uint64_t n = r->size() / 8;
+  for (uint64_t i = 0; i < n; ++i) w[i] = word_value(i, 3);
+  ASSERT_TRUE(r->flush().ok());
+  // The pages are where the layout says: read page 4 (node 1) straight from its node.
+  auto* c = *cluster_->thread_client();
+  std::vector<uint64_t> buf(r->page_bytes() / 8);
+  ASSERT_EQ(r->layout().page_node(4), 1);
+  ASSERT_TRUE(c->read_sync(r->layout().page_address(4), buf.data(), r->page_bytes()).ok());
+  const uint64_t first = 4 * r->page_bytes() / 8;
+  for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf[i], word_value(first + i, 3));
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w[i], word_value(i, 3)) << i;
+  cluster_->release_thread_client();
+}
+
+TEST_P(PagedRegionTest, PrefetchFlushAndStaticAdvice) {
+  ManagerOptions mo;
+  mo.local_bytes = 1 << 20;
+  start(mo);
+  Region* r = alloc(4 << 20);
+  ASSERT_NE(r, nullptr);
+  auto* w = static_cast<uint64_t*>(r->data());
+  const uint64_t n = r->size() / 8;
+  for (uint64_t i = 0; i < n; ++i) w[i] = word_value(i, 4);
+  ASSERT_TRUE(r->flush().ok());
+  // Pin the first 256 KiB; sweep the rest; the pinned pages stay resident (no fault).
+  ASSERT_TRUE(r->advise(0, 256 << 10, Advice::kStatic).ok());
+  EXPECT_EQ(r->stats().pinned_pages, 4u);
+  for (uint64_t i = 32768; i < n; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  const uint64_t faults = r->stats().faults;
+  for (uint64_t i = 0; i < 32768; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  EXPECT_EQ(r->stats().faults, faults);
+  // Prefetch a range: its reads then fault no more.
+  ASSERT_TRUE(r->prefetch(2 << 20, 256 << 10).ok());
+  const uint64_t before = r->stats().faults;
+  for (uint64_t i = (2 << 20) / 8; i < (2 << 20) / 8 + 32768; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  EXPECT_EQ(r->stats().faults, before);
+  EXPECT_FALSE(r->prefetch(3 << 20, 2 << 20).ok());  // outside the region
+  EXPECT_FALSE(r->advise(5 << 20, 1, Advice::kRandom).ok());
+}
+
+TEST_P(PagedRegionTest, RejectsBadOptions) {
+  ManagerOptions mo;
+  mo.local_bytes = 1 << 20;
+  start(mo);
+  RegionOptions o;
+  o.page_bytes = 3000;
+  EXPECT_FALSE(manager_->allocate(1 << 20, o).ok());
+  o.page_bytes = 2048;
+  EXPECT_FALSE(manager_->allocate(1 << 20, o).ok());
+  o.page_bytes = 4096;
+  EXPECT_FALSE(manager_->allocate(0, o).ok());
+  ManagerOptions bad;
+  bad.local_bytes = 0;
+  bad.local_percent = 0;
+  EXPECT_FALSE(paged::Manager::create(*cluster_, bad).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, PagedRegionTest, ::testing::ValuesIn(all_transports()),
+                         transport_name);
+
+}  // namespace
+}  // namespace farmem::testing
