@@ -1,7 +1,6 @@
 // Paged regions against a plain-memory model: access patterns, eviction under pressure with
 // concurrent writers, the budget, striping over several nodes, flush/prefetch/advise.
 #include <gtest/gtest.h>
-
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -27,8 +26,7 @@ uint64_t word_value(uint64_t i, uint64_t g) { return (i * 0x9E3779B97F4A7C15ull)
 
 class PagedRegionTest : public PagedTest {
  protected:
-  Region* alloc(uint64_t bytes, uint64_t page_bytes = 64 * 1024,
-                Advice advice = Advice::kRandom) {
+  Region* alloc(uint64_t bytes, uint64_t page_bytes = 64 * 1024, Advice advice = Advice::kRandom) {
     RegionOptions o;
     o.page_bytes = page_bytes;
     o.advice = advice;
@@ -195,7 +193,8 @@ TEST_P(PagedRegionTest, PrefetchFlushAndStaticAdvice) {
   // Prefetch a range: its reads then fault no more.
   ASSERT_TRUE(r->prefetch(2 << 20, 256 << 10).ok());
   const uint64_t before = r->stats().faults;
-  for (uint64_t i = (2 << 20) / 8; i < (2 << 20) / 8 + 32768; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  for (uint64_t i = (2 << 20) / 8; i < (2 << 20) / 8 + 32768; ++i)
+    ASSERT_EQ(w[i], word_value(i, 4));
   EXPECT_EQ(r->stats().faults, before);
   EXPECT_FALSE(r->prefetch(3 << 20, 2 << 20).ok());  // outside the region
   EXPECT_FALSE(r->advise(5 << 20, 1, Advice::kRandom).ok());
