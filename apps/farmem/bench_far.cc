@@ -9,7 +9,9 @@
 //              and compresses it with LZ4; --backend far (local budget --local-memory), local
 //              (std containers) or mmap (the paged baseline: the same table and objects in a
 //              file mapped by the program, inside a memory cgroup limited to the budget, the
-//              file's page cache dropped first; page faults block the thread)
+//              file's page cache dropped first; page faults block the thread) or paged (the
+//              same layout in a paged far-memory region, farmem::paged, with the budget as its
+//              local buffer and --page-bytes pages: the page-granular design AIFM compares with)
 //   analytics  a columnar trip table of --rows rows in far vectors; two queries (filtered
 //              group-by aggregate; top-10 fares), once fetching the columns through the cache
 //              and once with remote compute: bytes moved and seconds
@@ -35,6 +37,7 @@
 #include "farmem/far/far_ptr.h"
 #include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
+#include "farmem/paged/manager.h"
 #include "farmem/workload/scrambled_zipfian_chooser.h"
 #include "memory_cgroup.h"
 
@@ -138,6 +141,36 @@ double perftest_ns(bool tcp, uint64_t bytes) {
   return us < 0 ? -1 : us * 1000 * (tcp ? 2 : 1);
 }
 
+// Median latency of a missing-page fault on a paged region (farmem::paged) with pages of
+// `page_bytes`: `pages` pages are written, pushed out by a local buffer of 4 pages, then each
+// is read once in a shuffled order (the first read of a page faults and fetches it).
+Result<double> page_fault_ns(client::Cluster& cluster, uint64_t page_bytes, uint64_t pages,
+                             workload::Rng* rng) {
+  paged::ManagerOptions mo;
+  mo.local_bytes = 4 * page_bytes;
+  auto m = paged::Manager::create(cluster, mo);
+  if (!m.ok()) return m.status();
+  paged::RegionOptions ro;
+  ro.page_bytes = page_bytes;
+  ro.name = "cold-path";
+  auto region = (*m)->allocate(pages * page_bytes, ro);
+  if (!region.ok()) return region.status();
+  auto* base = static_cast<volatile uint8_t*>((*region)->data());
+  for (uint64_t i = 0; i < pages; ++i) base[i * page_bytes] = static_cast<uint8_t>(i | 1);
+  if (Status s = (*region)->flush(); !s.ok()) return s;
+  std::vector<uint64_t> order(pages - 8);  // the last pages written may still be resident
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng->next_u64() % i]);
+  std::vector<uint64_t> took;
+  uint64_t sink = 0;
+  for (uint64_t i : order) {
+    const uint64_t t0 = cycles();
+    sink += base[i * page_bytes + page_bytes - 1];
+    took.push_back(cycles() - t0);
+  }
+  return median_ns(&took) + static_cast<double>(sink & 0);
+}
+
 int run_cold_path(const BenchFarFlags& f) {
   Bench bench("far cold-path", f.bench, {"miss"});
   if (int rc = bench.connect(2ull << 30); rc != 0) return rc;
@@ -160,13 +193,18 @@ int run_cold_path(const BenchFarFlags& f) {
       const std::string transport = (*tc)->transports();
       const bool tcp = transport.find("served") != std::string::npos;
       const double perftest = perftest_ns(tcp, size);
+      // A page fault of the same size (the smallest page, 4 KiB, for the 64 B object).
+      const uint64_t page = std::max<uint64_t>(size, paged::kMinPageBytes);
+      auto fault = page_fault_ns(*bench.cluster(), page, std::min<uint64_t>(n, 20000), &rng);
+      if (!fault.ok()) return bench.fail(1, "paged region: " + fault.status().to_string());
       double load[3] = {0, 0, 0};
       (void)::getloadavg(load, 3);
       fmt::print(
           "far cold-path: object={}B miss_p50={:.0f}ns hit_p50={:.1f}ns raw_read_p50={:.0f}ns "
-          "miss/raw={:.2f} ucx_perftest_{}_p50={:.0f}ns transport={} load={:.2f}{}\n",
-          size, r[0], r[1], r[2], r[0] / r[2], tcp ? "am_rtt" : "get", perftest, transport, load[0],
-          bench.result_suffix());
+          "miss/raw={:.2f} ucx_perftest_{}_p50={:.0f}ns page_fault_{}B_p50={:.0f}ns transport={} "
+          "load={:.2f}{}\n",
+          size, r[0], r[1], r[2], r[0] / r[2], tcp ? "am_rtt" : "get", perftest, page, *fault,
+          transport, load[0], bench.result_suffix());
       auto rec = bench.report_record();
       rec["app"] = "cold-path";
       rec["object_bytes"] = size;
@@ -174,6 +212,8 @@ int run_cold_path(const BenchFarFlags& f) {
       rec["miss_p50_ns"] = r[0];
       rec["hit_p50_ns"] = r[1];
       rec["raw_read_p50_ns"] = r[2];
+      rec["page_fault_p50_ns"] = *fault;
+      rec["page_fault_page_bytes"] = page;
       if (perftest >= 0) {
         rec[tcp ? "ucx_perftest_am_rtt_p50_ns" : "ucx_perftest_get_p50_ns"] = perftest;
       }
@@ -293,8 +333,9 @@ uint64_t mmap_table_slots(uint64_t keys) {
   return n;
 }
 
-// Writes the file (the page cache it fills is then written back and dropped).
-Status write_mmap_file(int fd, uint64_t keys, uint64_t objects, MmapFront* m) {
+// Lays out the table and the items (m's fields are set) through put(bytes, n, at) -> bool.
+template <typename Put>
+Status write_front(uint64_t keys, uint64_t objects, MmapFront* m, Put put) {
   const uint64_t slots = mmap_table_slots(keys);
   m->mask = slots - 1;
   m->items_at = (slots * kMmapSlotBytes + 4095) & ~uint64_t{4095};
@@ -306,21 +347,61 @@ Status write_mmap_file(int fd, uint64_t keys, uint64_t objects, MmapFront* m) {
     table[2 * b] = k + 1;
     table[2 * b + 1] = k % objects;
   }
-  auto put = [fd](const void* p, uint64_t n, uint64_t at) {
-    return ::pwrite(fd, p, n, static_cast<off_t>(at)) == static_cast<ssize_t>(n);
-  };
-  if (!put(table.data(), slots * kMmapSlotBytes, 0)) return Internal("writing the mmap file");
+  if (!put(table.data(), slots * kMmapSlotBytes, 0))
+    return Internal("writing the front end's table");
   Item it;
   for (uint64_t i = 0; i < objects; ++i) {
     make_item(i, &it);
     if (!put(it.b.data(), kItemBytes, m->items_at + i * kItemBytes)) {
-      return Internal("writing the mmap file");
+      return Internal("writing the front end's items");
     }
   }
+  return OkStatus();
+}
+
+// Writes the file (the page cache it fills is then written back and dropped).
+Status write_mmap_file(int fd, uint64_t keys, uint64_t objects, MmapFront* m) {
+  Status s = write_front(keys, objects, m, [fd](const void* p, uint64_t n, uint64_t at) {
+    return ::pwrite(fd, p, n, static_cast<off_t>(at)) == static_cast<ssize_t>(n);
+  });
+  if (!s.ok()) return s;
   if (::fdatasync(fd) != 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) {
     return Internal("dropping the mmap file's page cache");
   }
   return OkStatus();
+}
+
+// The paged version: the same layout in a paged region whose local buffer is the budget,
+// written through the region (pages beyond the budget are written back as it fills).
+struct PagedRun {
+  std::unique_ptr<paged::Manager> manager;
+  MmapFront front;
+};
+
+Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, uint64_t objects,
+                     uint64_t budget, PagedRun* r) {
+  paged::ManagerOptions mo;
+  mo.local_bytes = budget;
+  auto m = paged::Manager::create(cluster, mo);
+  if (!m.ok()) return m.status();
+  r->manager = std::move(*m);
+  MmapFront probe;  // the layout's size first
+  (void)write_front(f.keys, 1, &probe, [](const void*, uint64_t, uint64_t) { return true; });
+  const uint64_t bytes = probe.items_at + objects * kItemBytes;
+  paged::RegionOptions ro;
+  ro.page_bytes = f.page_bytes;
+  ro.name = "frontend";
+  auto region = r->manager->allocate(bytes, ro);
+  if (!region.ok()) return region.status();
+  auto* base = static_cast<uint8_t*>((*region)->data());
+  Status s =
+      write_front(f.keys, objects, &r->front, [base](const void* p, uint64_t n, uint64_t at) {
+        std::memcpy(base + at, p, n);
+        return true;
+      });
+  if (!s.ok()) return s;
+  r->front.base = base;
+  return (*region)->flush();
 }
 
 // Pages of [p, p + bytes) resident now.
@@ -425,6 +506,7 @@ int run_frontend(const BenchFarFlags& f) {
   std::unordered_map<uint64_t, uint64_t> ltable;
   std::vector<Item> litems;
   MmapRun mm;
+  PagedRun pg;
   if (local) {
     litems.resize(objects);
     for (uint64_t i = 0; i < objects; ++i) make_item(i, &litems[i]);
@@ -432,6 +514,9 @@ int run_frontend(const BenchFarFlags& f) {
   } else if (f.backend == "mmap") {
     Status s = prepare_mmap(f, objects, *budget, &mm);
     if (!s.ok()) return bench.fail(1, "mmap backend: " + s.to_string());
+  } else if (f.backend == "paged") {
+    Status s = prepare_paged(f, *bench.cluster(), objects, *budget, &pg);
+    if (!s.ok()) return bench.fail(1, "paged backend: " + s.to_string());
   } else {
     far::ManagerOptions mo;
     mo.local_bytes = *budget;
@@ -443,7 +528,7 @@ int run_frontend(const BenchFarFlags& f) {
     if (manager != nullptr) return far_frontend_thread(f, objects, manager.get(), &keys, t, c);
     if (!t.arrive_and_wait()) return;
     if (local) return local_client(&t, &ltable, &litems, &keys);
-    mmap_client(&t, &mm.front, &keys);
+    mmap_client(&t, pg.manager != nullptr ? &pg.front : &mm.front, &keys);
   });
   bench.wait_arrived();
   if (!bench.first_error().ok()) return bench.fail(1, bench.first_error().to_string());
@@ -488,6 +573,12 @@ int run_frontend(const BenchFarFlags& f) {
   rec["coroutines"] = f.coroutines;
   rec["load_avg_1m"] = load[0];
   if (mm.cgroup != nullptr) rec["cgroup"] = mm.cgroup->version();
+  if (pg.manager != nullptr) {
+    const paged::ManagerStats ps = pg.manager->stats();
+    rec["page_bytes"] = f.page_bytes;
+    rec["page_faults"] = ps.total.faults;
+    rec["bytes_fetched"] = ps.total.bytes_fetched;
+  }
   return bench.finish_report(rec);
 }
 
@@ -656,8 +747,10 @@ CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* f) {
   sub->add_option("--keys", f->keys, "frontend: hash-table entries")->check(CLI::Range(1, 1 << 28));
   sub->add_option("--rows", f->rows, "analytics: table rows")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
-  sub->add_option("--backend", f->backend, "frontend: far | local | mmap")
-      ->check(CLI::IsMember({"far", "local", "mmap"}));
+  sub->add_option("--backend", f->backend, "frontend: far | local | mmap | paged")
+      ->check(CLI::IsMember({"far", "local", "mmap", "paged"}));
+  sub->add_option("--page-bytes", f->page_bytes, "frontend --backend paged: page size")
+      ->transform(bytes_unit());
   sub->add_option("--mmap-dir", f->mmap_dir,
                   "frontend --backend mmap: directory of the mapped file (a disk file system)");
   sub->add_option("--madvise", f->madvise, "frontend --backend mmap: normal | random")

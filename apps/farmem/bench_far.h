@@ -20,7 +20,8 @@ struct BenchFarFlags {
   uint64_t objects = 0;       // cold-path: objects per size; frontend: array objects (0 = default)
   uint64_t keys = 100000;     // frontend: hash-table entries
   uint64_t rows = 4'000'000;  // analytics
-  std::string backend = "far";        // frontend: far | local | mmap
+  std::string backend = "far";        // frontend: far | local | mmap | paged
+  uint64_t page_bytes = 64 * 1024;    // frontend paged: the region's page size
   std::string mmap_dir = "/var/tmp";  // frontend mmap: where the mapped file goes (not tmpfs)
   std::string madvise = "random";     // frontend mmap: the access advice (normal: readahead)
 };

@@ -83,7 +83,7 @@ void ThreadCache::release(Entry* e) {
 }
 
 void ThreadCache::finish_free(Entry* e) {
-  if (e->local != nullptr) header_of(e->local)->state = kSlotDead;
+  if (e->local != nullptr) kill_slot(header_of(e->local));
   if (e->flags & kOwnsRemote) pending_frees_.push_back(PendingFree{e->remote, e->bytes});
   recycle(e);
 }
@@ -126,7 +126,7 @@ Task<Result<Entry*>> ThreadCache::allocate(uint32_t bytes, bool nt) {
   }
   std::memset(*s, 0, bytes);
   set_local(e, *s);
-  e->stamp = epoch_;
+  stamp_live(*s, epoch_);
   e->flags |= kDirty;
   ++stats_.allocations;
   co_return e;
@@ -156,7 +156,8 @@ uint8_t* ThreadCache::try_slot(Entry* e, uint32_t bytes, bool nt, uint32_t state
   }
   if (pool_.free_segments() < low_) kick_evacuator();
   auto* h = reinterpret_cast<SlotHeader*>(seg->base + seg->used);
-  *h = SlotHeader{e, bytes, state};
+  h->stamp_state = state;
+  h->entry = e;
   seg->used += need;
   return reinterpret_cast<uint8_t*>(h + 1);
 }
@@ -194,7 +195,8 @@ uint8_t* ThreadCache::compact_slot(Entry* e, uint32_t bytes) {
     compact_ = Segment{fresh, 0, false};
   }
   auto* h = reinterpret_cast<SlotHeader*>(compact_.base + compact_.used);
-  *h = SlotHeader{e, bytes, kSlotLive};
+  h->stamp_state = kSlotLive;
+  h->entry = e;
   compact_.used += need;
   return reinterpret_cast<uint8_t*>(h + 1);
 }
@@ -210,7 +212,7 @@ Task<Status> ThreadCache::fetch(Entry* e) {
     }
   }
   if (e->local != nullptr) {
-    e->stamp = epoch_;
+    stamp_live(e->local, epoch_);
     co_return OkStatus();
   }
   const bool nt = e->flags & kNonTemporal;
@@ -244,14 +246,13 @@ Task<Status> ThreadCache::fetch(Entry* e) {
   e->flags &= ~kFetching;
   SlotHeader* h = header_of(data);
   if (!st.ok() || (e->flags & kFreePending)) {
-    h->state = kSlotDead;
+    kill_slot(h);
     if (e->flags & kFreePending) finish_free(e);
     co_return st.ok() ? Cancelled("far object freed while it was fetched") : st;
   }
   if (e->flags & kZeroFill) e->flags = static_cast<uint8_t>((e->flags & ~kZeroFill) | kDirty);
-  h->state = kSlotLive;
   set_local(e, data);
-  e->stamp = epoch_;
+  stamp_live(data, epoch_);
   co_return OkStatus();
 }
 
@@ -275,7 +276,7 @@ Task<void> ThreadCache::prefetch_task(Entry* e) {
     Status s = co_await fetch(e);
     (void)s;  // a failed prefetch is retried (and reported) by the dereference that needs it
     // Prefetched, not dereferenced: not hot and not pinned by any scope.
-    if (e->local != nullptr) e->stamp = 0;
+    if (e->local != nullptr) stamp_live(e->local, 0);
   }
   --prefetch_inflight_;
   release(e);
@@ -394,11 +395,11 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
   const bool roomy = pool_.free_segments() > admit_;
   for (uint64_t off = 0; off < seg_bytes;) {
     auto* h = reinterpret_cast<SlotHeader*>(seg.base + off);
-    off += slot_bytes(h->bytes);
-    if (h->state != kSlotLive) continue;
+    off += slot_size(h);
+    if (state_of(h) != kSlotLive) continue;
     Entry* e = h->entry;
     if (pinned(e, oldest) || !(e->flags & kDirty) || (e->flags & kWriteback)) continue;
-    const bool hot = e->stamp >= hot_since && !(e->flags & kNonTemporal);
+    const bool hot = stamp_of(h) >= hot_since && !(e->flags & kNonTemporal);
     if (hot && roomy) continue;  // will be compacted, dirty and all
     e->flags = static_cast<uint8_t>((e->flags & ~kDirty) | kWriteback);
     dirty.push_back(e);
@@ -416,21 +417,22 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
   uint32_t handled = 0;
   for (uint64_t off = 0; off < seg_bytes;) {
     auto* h = reinterpret_cast<SlotHeader*>(seg.base + off);
-    off += slot_bytes(h->bytes);
-    if (h->state == kSlotDead) continue;
+    off += slot_size(h);
+    if (state_of(h) == kSlotDead) continue;
     Entry* e = h->entry;
-    if (h->state == kSlotFilling || pinned(e, oldest) || (e->flags & kWriteback)) {
+    if (state_of(h) == kSlotFilling || pinned(e, oldest) || (e->flags & kWriteback)) {
       busy = true;
       continue;
     }
     ++handled;
     uint8_t* data = reinterpret_cast<uint8_t*>(h + 1);
-    const bool hot = e->stamp >= hot_since && !(e->flags & kNonTemporal);
+    const bool hot = stamp_of(h) >= hot_since && !(e->flags & kNonTemporal);
     if (hot) {
       if (uint8_t* to = compact_slot(e, e->bytes)) {
         std::memcpy(to, data, e->bytes);
+        header_of(to)->stamp_state = h->stamp_state;  // its stamp moves with it
         set_local(e, to);
-        h->state = kSlotDead;
+        kill_slot(h);
         ++stats_.compacted;
         continue;
       }
@@ -440,7 +442,7 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
       continue;
     }
     set_local(e, nullptr);
-    h->state = kSlotDead;
+    kill_slot(h);
     ++stats_.evicted;
   }
   if (handled >= kYieldEvery) co_await client_->scheduler().yield();
@@ -452,8 +454,8 @@ Task<Status> ThreadCache::flush_all() {
   auto collect = [&](const Segment& seg) {
     for (uint64_t off = 0; off < seg.used;) {
       auto* h = reinterpret_cast<SlotHeader*>(seg.base + off);
-      off += slot_bytes(h->bytes);
-      if (h->state != kSlotLive) continue;
+      off += slot_size(h);
+      if (state_of(h) != kSlotLive) continue;
       Entry* e = h->entry;
       if (!(e->flags & kDirty) || (e->flags & kWriteback)) continue;
       e->flags = static_cast<uint8_t>((e->flags & ~kDirty) | kWriteback);
@@ -493,7 +495,7 @@ Task<Status> ThreadCache::invalidate(Entry* e) {
   if (pinned(e, oldest_live_epoch())) {
     co_return Internal("a far object rewritten remotely is still referenced by a live scope");
   }
-  header_of(e->local)->state = kSlotDead;
+  kill_slot(header_of(e->local));
   set_local(e, nullptr);
   co_return OkStatus();
 }
@@ -510,16 +512,16 @@ Task<Result<uint64_t>> ThreadCache::evict_all() {
     bool busy = false;
     for (uint64_t off = 0; off < seg.used;) {
       auto* h = reinterpret_cast<SlotHeader*>(seg.base + off);
-      off += slot_bytes(h->bytes);
-      if (h->state == kSlotDead) continue;
+      off += slot_size(h);
+      if (state_of(h) == kSlotDead) continue;
       Entry* e = h->entry;
-      if (h->state == kSlotFilling || pinned(e, oldest) || (e->flags & (kDirty | kWriteback))) {
+      if (state_of(h) == kSlotFilling || pinned(e, oldest) || (e->flags & (kDirty | kWriteback))) {
         busy = true;
         ++stay;
         continue;
       }
       set_local(e, nullptr);
-      h->state = kSlotDead;
+      kill_slot(h);
       ++stats_.evicted;
     }
     return busy;

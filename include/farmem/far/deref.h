@@ -1,10 +1,10 @@
 // DerefOp: the awaitable behind every far dereference (pointers and containers).
 //
 // `Result<T*> r = co_await op;` completes without suspending when the object is local (a load,
-// a test, a store of the cache epoch into the entry, and for a mutable dereference a store of
-// the dirty bit); otherwise it runs ThreadCache::fetch (one one-sided read into a local slot)
-// while the coroutine yields, and fails with the fetch's Status. The pointer is valid until
-// the scope ends or renews (deref_scope.h).
+// a test, a store of the cache epoch into the slot header in front of the object, and for a
+// mutable dereference a store of the dirty bit into the entry); otherwise it runs
+// ThreadCache::fetch (one one-sided read into a local slot) while the coroutine yields, and fails
+// with the fetch's Status. The pointer is valid until the scope ends or renews (deref_scope.h).
 // Thread safety: the cache's thread only.
 #pragma once
 
@@ -31,7 +31,8 @@ class [[nodiscard]] DerefOp {
       : e_(e), local_(local), scope_(scope), offset_(offset) {}
 
   bool await_ready() {
-    if (*local_ == nullptr) [[unlikely]]
+    p_ = *local_;
+    if (p_ == nullptr) [[unlikely]]
       return false;
     touch();
     return true;
@@ -40,19 +41,21 @@ class [[nodiscard]] DerefOp {
     return slow_.start(scope_->cache().fetch(e_), h);
   }
   Result<T*> await_resume() {
-    if (slow_.started()) {
+    if (slow_.started()) [[unlikely]] {
       Status s = slow_.result();
       if (!s.ok()) return s;
+      p_ = *local_;
       touch();
     }
-    return reinterpret_cast<T*>(*local_ + offset_);
+    return reinterpret_cast<T*>(p_ + offset_);
   }
 
  private:
   void touch() {
-    e_->stamp = scope_->cache().epoch();
+    stamp_live(p_, scope_->cache().epoch());
     if constexpr (kMutable) e_->flags |= kDirty;
   }
+  uint8_t* p_ = nullptr;
   Entry* e_;
   uint8_t* const* local_;
   const DerefScope* scope_;
@@ -66,7 +69,7 @@ template <typename T>
 inline T* try_deref(Entry* e, uint8_t* const* local, const DerefScope& scope, uint32_t offset = 0) {
   uint8_t* p = *local;
   if (p == nullptr) return nullptr;
-  e->stamp = scope.cache().epoch();
+  stamp_live(p, scope.cache().epoch());
   if constexpr (!std::is_const_v<T>) e->flags |= kDirty;
   return reinterpret_cast<T*>(p + offset);
 }

@@ -7,9 +7,10 @@
 // move, so pointers to them stay valid while referenced.
 //
 // The deref fast path reads `local` (a UniquePtr reads its own copy, `mirror`), stores the
-// cache's epoch into `stamp` (which both marks the object hot for the CLOCK evacuator and tells
-// it whether a live scope may hold a pointer into it; docs/ARCHITECTURE.md "Far objects") and,
-// for deref_mut, sets kDirty.
+// cache's epoch into the stamp in the object's slot header, right in front of the bytes it is
+// about to read (the stamp both marks the object hot for the CLOCK evacuator and tells it
+// whether a live scope may hold a pointer into it; docs/ARCHITECTURE.md "Far objects") and, for
+// deref_mut, sets kDirty in the entry. A const dereference that hits touches no entry.
 // Thread safety: the owning ThreadCache's thread only.
 #pragma once
 
@@ -30,8 +31,7 @@ enum EntryFlags : uint8_t {
 };
 
 struct Entry {
-  uint8_t* local = nullptr;  // the object's bytes in a segment, or null when absent
-  uint64_t stamp = 0;        // the cache epoch at the last dereference
+  uint8_t* local = nullptr;  // the object's bytes in a segment (a live slot), or null when absent
   GlobalAddress remote;      // the far copy
   uint32_t bytes = 0;        // object size
   uint32_t refs = 0;         // far pointers referring to it (0: free)
@@ -49,18 +49,38 @@ inline void set_local(Entry* e, uint8_t* p) {
   if (e->mirror != nullptr) *e->mirror = p;
 }
 
-// In front of every object in a segment (16 bytes; objects are 16-byte aligned).
+// In front of every object in a segment (16 bytes; objects are 16-byte aligned). A live or
+// filling slot names its entry (whose `bytes` is the slot's size); a dead one keeps only its
+// size. The stamp (the cache epoch at the object's last dereference) shares a word with the
+// state, so that the fast path stamps a live slot with one store.
+enum SlotState : uint32_t { kSlotLive = 1, kSlotFilling = 2, kSlotDead = 3 };
 struct SlotHeader {
-  Entry* entry;
-  uint32_t bytes;
-  uint32_t state;  // SlotState
+  uint64_t stamp_state;  // (stamp << 2) | SlotState
+  union {
+    Entry* entry;         // live and filling slots
+    uint64_t dead_bytes;  // dead slots: the object size the slot had
+  };
 };
 static_assert(sizeof(SlotHeader) == 16);
-enum SlotState : uint32_t { kSlotLive = 1, kSlotFilling = 2, kSlotDead = 3 };
 
 inline SlotHeader* header_of(uint8_t* data) { return reinterpret_cast<SlotHeader*>(data) - 1; }
+inline uint32_t state_of(const SlotHeader* h) { return static_cast<uint32_t>(h->stamp_state & 3); }
+inline uint64_t stamp_of(const SlotHeader* h) { return h->stamp_state >> 2; }
+// Stamps the live slot in front of `data` with `epoch`.
+inline void stamp_live(uint8_t* data, uint64_t epoch) {
+  header_of(data)->stamp_state = (epoch << 2) | kSlotLive;
+}
 inline constexpr uint64_t slot_bytes(uint64_t object_bytes) {
   return sizeof(SlotHeader) + ((object_bytes + 15) & ~uint64_t{15});
+}
+// The bytes the slot at h takes in its segment (header included).
+inline uint64_t slot_size(const SlotHeader* h) {
+  return slot_bytes(state_of(h) == kSlotDead ? h->dead_bytes : h->entry->bytes);
+}
+// Marks a live or filling slot dead (its entry may be reused afterwards).
+inline void kill_slot(SlotHeader* h) {
+  h->dead_bytes = h->entry->bytes;
+  h->stamp_state = kSlotDead;
 }
 
 }  // namespace farmem::far

@@ -155,7 +155,11 @@ class ThreadCache {
   Entry* new_entry();
   void recycle(Entry* e);
   void finish_free(Entry* e);
-  bool pinned(const Entry* e, uint64_t oldest_live) const { return e->stamp >= oldest_live; }
+  // Whether a live scope may hold a pointer into the local object (stamped at or after the
+  // oldest live scope's epoch); absent objects are never pinned.
+  static bool pinned(const Entry* e, uint64_t oldest_live) {
+    return e->local != nullptr && stamp_of(header_of(e->local)) >= oldest_live;
+  }
   // A slot for `bytes` in the current (or NT) segment; null when no segment is free.
   uint8_t* try_slot(Entry* e, uint32_t bytes, bool nt, uint32_t state);
   // Waits for a slot (kicking the evacuator).
