@@ -44,7 +44,8 @@ cleanup() {
     wait "$CHILD" 2>/dev/null || true
   fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
 
 # Runs one command in the background (so that cleanup can stop it by PID) and waits for it.
 run() {

@@ -20,6 +20,7 @@ struct ClusterFlags {
   std::string config;   // TOML file
   uint64_t local_capacity_bytes = 1ull << 30;
   int64_t local_idle_spin_us = -1;  // the local node's idle_spin_us; -1: the node's default
+  std::string local_preload_dir;    // the local node's --preload-dir ("" = none)
 };
 
 // The cluster named by --servers / --config; with neither, starts a local memory node

@@ -53,6 +53,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   // The local node sleeps when idle: shared-memory reads need none of its CPU, and its
   // yield-spinning would take a core from the algorithm's threads on a small machine.
   if (cf.local_idle_spin_us < 0) cf.local_idle_spin_us = 0;
+  // It may preload the graph from the graph's own directory (the file never passes through
+  // this process); nodes given by --servers/--config preload from their configured preload_dir.
+  cf.local_preload_dir = std::filesystem::absolute(f.graph).parent_path().string();
   auto config = resolve_cluster(cf, &s->local);
   if (!config.ok()) return config.status();
   auto cluster = client::Cluster::connect(*config);

@@ -28,7 +28,8 @@ std::string server_binary() {
 }
 
 Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uint32_t workers,
-                                                    int64_t idle_spin_us) {
+                                                    int64_t idle_spin_us,
+                                                    const std::string& preload_dir) {
   std::unique_ptr<LocalNode> n(new LocalNode());
   char tmpl[] = "/tmp/farmem-local-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Internal("mkdtemp failed");
@@ -44,6 +45,10 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   if (idle_spin_us >= 0) {
     args.push_back("--idle-spin-us");
     args.push_back(spin.c_str());
+  }
+  if (!preload_dir.empty()) {
+    args.push_back("--preload-dir");
+    args.push_back(preload_dir.c_str());
   }
   args.push_back(nullptr);
   std::vector<char*> argv;

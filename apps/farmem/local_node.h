@@ -15,9 +15,10 @@ namespace farmem::apps {
 
 class LocalNode {
  public:
-  // idle_spin_us < 0: the node's default.
+  // idle_spin_us < 0: the node's default. preload_dir: the node's --preload-dir ("" = none).
   static Result<std::unique_ptr<LocalNode>> start(uint64_t capacity_bytes, uint32_t workers,
-                                                  int64_t idle_spin_us = -1);
+                                                  int64_t idle_spin_us = -1,
+                                                  const std::string& preload_dir = "");
   ~LocalNode();
   uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

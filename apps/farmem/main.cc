@@ -51,7 +51,8 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
   }
   if (!flags.config.empty()) return client::ClusterConfig::from_toml_file(flags.config);
   if (!flags.servers.empty()) return client::ClusterConfig::from_server_list(flags.servers);
-  auto node = LocalNode::start(flags.local_capacity_bytes, 1, flags.local_idle_spin_us);
+  auto node = LocalNode::start(flags.local_capacity_bytes, 1, flags.local_idle_spin_us,
+                               flags.local_preload_dir);
   if (!node.ok()) return node.status();
   *local = std::move(*node);
   return client::ClusterConfig::from_server_list((*local)->address());

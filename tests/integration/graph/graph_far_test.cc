@@ -105,6 +105,41 @@ TEST_P(GraphFarTest, DirectedUniformAndCornerCases) {
   check_all(std::move(corners), {true, false, false}, "corners");
 }
 
+// The memory node loads the .fmg file itself (--preload-dir): nothing passes through the host.
+TEST_P(GraphFarTest, PreloadedGraphGivesTheSameResults) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("farmem-graph-preload-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ThreadPool pool(2);
+  const Csr csr =
+      build_csr(generated(Generator::kKronecker, 10, 8, test_seed()), {true, true, true}, pool);
+  ASSERT_TRUE(write_fmg(csr, (dir / "g.fmg").string()).ok());
+  paged::ManagerOptions mo;
+  mo.local_bytes = 64 * 1024;
+  start(mo, 1, {"--preload-dir", dir.string()});
+  FarOptions fo;
+  fo.page_bytes = 4096;
+  fo.preload_name = "g.fmg";
+  FarLoad load;
+  auto m = open_far(*manager_, (dir / "g.fmg").string(), fo, &load);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(load.how, "preloaded") << load.why_copied;
+  Context ctx(**m, pool);
+  auto label = connected_components(ctx);
+  ASSERT_TRUE(label.ok()) << label.status().to_string();
+  const auto want = reference::components(csr);
+  for (uint64_t v = 0; v < csr.vertices; ++v) ASSERT_EQ((*label)[v], want[v]) << v;
+  // A name outside the node's preload_dir is refused; the backend then copies the file.
+  fo.preload_name = "../g.fmg";
+  auto copied = open_far(*manager_, (dir / "g.fmg").string(), fo, &load);
+  ASSERT_TRUE(copied.ok()) << copied.status().to_string();
+  EXPECT_EQ(load.how, "copied");
+  EXPECT_FALSE(load.why_copied.empty());
+  m->reset();
+  copied->reset();
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, GraphFarTest, ::testing::ValuesIn(all_transports()),
                          transport_name);
 
