@@ -1,0 +1,239 @@
+// Serializable distributed transactions over one-sided operations (FORD's protocol).
+//
+//   TxnClient tc(thread_client);                  // one per thread: ids, address cache, counters
+//   Transaction t = tc.begin();                   // or tc.begin_read_only()
+//   std::string v;
+//   Status s = co_await t.read_for_update(accounts, key, &v);
+//   ... s = co_await t.update(accounts, key, new_value);
+//   s = co_await t.commit();                      // OK, or kAborted with a reason, or an error
+//
+// Protocol (docs/formats/txn.md "Protocol"):
+//  * Execution. read() fetches the record (the slot through the address cache, or the whole
+//    bucket) from its primary and remembers its version; a record locked by another
+//    transaction aborts (kLockConflict). read_for_update() CASes the slot's lock word from 0 to
+//    the coordinator's session id on that node and, ordered after it (fence), reads the slot:
+//    FORD's hitchhiked read+lock, one round trip. insert() and erase() also lock the bucket
+//    header (the bucket's key set). Writes are buffered locally: a transaction reads its own
+//    writes; its inserts and erases become visible to others only at commit.
+//  * Validation: the versions (and lock words) of everything read but not locked are read
+//    again; any change or foreign lock aborts (kVersionChanged / kLockConflict). A key read as
+//    absent is validated by its bucket header's version.
+//  * Commit: the new image of each written slot (version + 1) goes to the primary and every
+//    backup in one batch; bucket versions of inserts/erases likewise; once all are complete
+//    at the nodes, the locks are released (one more batch, not waited on by commit's caller
+//    beyond its completion).
+//  * Abort: every lock taken is released; nothing was written in place.
+// Read-only transactions take no locks: execution reads plus one validation round trip.
+// Serializability: writes hold their locks from execution until after their in-place commit
+// (two-phase locking), reads are validated after every lock is held (OCC), so a transaction
+// is serialized at its validation point.
+//
+// Not yet: undo/redo logs and recovery of locks left by a dead coordinator (its lease has
+// ended, but its locks stay and conflict until recovery exists), promotion of a backup.
+//
+// An aborted transaction has released everything; further calls return the same kAborted.
+// Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
+// abort), kAlreadyExists (insert of a present key), kInvalidArgument (wrong value size, write
+// in a read-only transaction, unknown table), kResourceExhausted (bucket full), transport
+// errors (the transaction is then aborted too).
+// Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "farmem/client/thread_client.h"
+#include "farmem/ds/common/direct_mapped_cache.h"
+#include "farmem/ds/common/retry.h"
+#include "farmem/runtime/task.h"
+#include "farmem/txn/table.h"
+
+namespace farmem::txn {
+
+enum class AbortReason : uint8_t {
+  kNone = 0,
+  kLockConflict,    // a lock another transaction holds
+  kVersionChanged,  // something read changed before commit
+  kInvisible,       // a record being inserted or erased by another transaction
+  kUserAbort,       // abort() by the caller
+  kError,           // a transport or node error
+};
+const char* abort_reason_name(AbortReason r);
+
+// Unique across processes and hosts: the coordinator thread's session id with the cluster's
+// lowest node (the node hands out each id once) and a per-coordinator sequence number.
+struct TxnId {
+  uint64_t coordinator = 0;
+  uint64_t sequence = 0;
+  friend bool operator==(const TxnId&, const TxnId&) = default;
+};
+
+struct TxnCounters {
+  uint64_t round_trips = 0;  // awaited one-sided operations and batches
+  uint64_t commits = 0;
+  uint64_t aborts = 0;
+};
+
+class Transaction;
+
+class TxnClient {
+ public:
+  // cache_log2: address cache entries (2^cache_log2; < 0 disables it).
+  explicit TxnClient(client::ThreadClient* c, int cache_log2 = 16);
+  Transaction begin();
+  Transaction begin_read_only();
+  client::ThreadClient* client() const { return client_; }
+  const TxnCounters& counters() const { return counters_; }
+  uint64_t coordinator() const { return coordinator_; }
+
+ private:
+  friend class Transaction;
+  struct CacheEntry {
+    uint64_t key;
+    uint32_t tag;
+    uint32_t slot_plus_one;  // 0: empty
+  };
+  uint32_t cached_slot(const Table& t, uint64_t key);  // kSlotsPerBucket when unknown
+  void remember(const Table& t, uint64_t key, uint32_t slot);
+
+  client::ThreadClient* client_;
+  uint64_t coordinator_;
+  uint64_t next_sequence_ = 1;
+  ds::DirectMappedCache<CacheEntry> cache_;
+  TxnCounters counters_;
+};
+
+class Transaction {
+ public:
+  Transaction(Transaction&&) = default;
+  Transaction& operator=(Transaction&&) = default;
+  ~Transaction();  // an unfinished transaction's locks stay until abort(): finish every one
+
+  const TxnId& id() const { return id_; }
+  bool read_only() const { return read_only_; }
+  bool finished() const { return finished_; }
+  AbortReason reason() const { return reason_; }
+
+  // *value receives the record (table.record_bytes() bytes). kNotFound when absent.
+  runtime::Task<Status> read(const Table& table, uint64_t key, std::string* value);
+  // As read(), and locks the record for a later update/erase.
+  runtime::Task<Status> read_for_update(const Table& table, uint64_t key, std::string* value);
+  // value: exactly table.record_bytes() bytes. kNotFound when absent.
+  runtime::Task<Status> update(const Table& table, uint64_t key, std::string_view value);
+  // kAlreadyExists when present.
+  runtime::Task<Status> insert(const Table& table, uint64_t key, std::string_view value);
+  // kNotFound when absent.
+  runtime::Task<Status> erase(const Table& table, uint64_t key);
+  runtime::Task<Status> commit();
+  // Releases everything; returns kAborted (kUserAbort).
+  runtime::Task<Status> abort();
+
+  // The versions this transaction saw and produced (for history checkers): per record read,
+  // (table tag, key, version read); per record written, (tag, key, version read, erased/new).
+  struct Access {
+    uint32_t tag;
+    uint64_t key;
+    uint64_t version;  // the version read (for writes: the one replaced)
+    bool write;
+  };
+  std::vector<Access> accesses() const;
+
+ private:
+  friend class TxnClient;
+  Transaction(TxnClient* tc, TxnId id, bool read_only)
+      : tc_(tc), id_(id), read_only_(read_only) {}
+
+  enum class Kind : uint8_t { kLocked, kUpdate, kInsert, kErase };
+  struct ReadEntry {
+    const Table* table;
+    uint64_t key;
+    uint64_t bucket;
+    uint32_t slot;     // kSlotsPerBucket: an absent key (validated by the bucket header)
+    uint64_t version;  // slot's or bucket's
+    std::string value;
+  };
+  struct WriteEntry {
+    const Table* table;
+    uint64_t key;
+    uint64_t bucket;
+    uint32_t slot;
+    uint64_t version;  // the slot's version when locked
+    Kind kind;
+    std::string value;
+  };
+  struct BucketLock {
+    const Table* table;
+    uint64_t bucket;
+    uint64_t version;  // when locked
+    bool changed;      // an insert or erase of this transaction
+  };
+
+  Status check_write(const Table& table, std::string_view value, bool sized);
+  Status fail(AbortReason reason, std::string_view what);
+  Status fail_error(Status s);
+  ReadEntry* find_read(const Table& t, uint64_t key);
+  WriteEntry* find_write(const Table& t, uint64_t key);
+  BucketLock* find_bucket(const Table& t, uint64_t bucket);
+  // Reads bucket b's primary (header + slots) into bucket_.
+  runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
+  // The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
+  uint32_t find_in_bucket(const Table& t, uint64_t key) const;
+  const SlotHeader* bucket_slot(const Table& t, uint32_t slot) const;
+  // CAS word 0 -> me, fenced read of `bytes` from `addr` into *out; *won whether the CAS won.
+  runtime::Task<Status> lock_and_read(GlobalAddress word, GlobalAddress addr, size_t bytes,
+                                      std::string* out, bool* won);
+  // Locks and reads the record; on success adds a kLocked write entry.
+  runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
+  runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
+  runtime::Task<Status> validate();
+  runtime::Task<Status> write_back();
+  runtime::Task<Status> release_all();
+  runtime::Task<Status> finish_abort(Status why);
+  uint64_t me(uint16_t node) const { return tc_->client_->session_id(node); }
+
+  TxnClient* tc_ = nullptr;
+  TxnId id_;
+  bool read_only_ = false;
+  bool finished_ = false;
+  AbortReason reason_ = AbortReason::kNone;
+  Status abort_status_;
+  std::vector<ReadEntry> reads_;
+  std::vector<WriteEntry> writes_;
+  std::vector<BucketLock> buckets_;
+  std::string bucket_;  // scratch: the last bucket read
+  std::string slot_;    // scratch: the last slot read
+};
+
+// Runs body(Transaction&) -> Task<Status> in fresh transactions until it commits, returns an
+// error other than kAborted, or max_attempts attempts aborted (then the last kAborted status),
+// backing off between attempts. body must not be a capturing lambda coroutine (docs/runtime.md):
+// a plain function, a captureless lambda or a function object whose coroutine copies what it
+// needs into its parameters. If body returns OK the transaction is committed here; if body
+// returns another status the transaction is aborted and that status returned (kNotFound etc.
+// are not retried).
+template <typename Body>
+runtime::Task<Status> run_transaction(TxnClient* tc, uint32_t max_attempts, Body body,
+                                      uint32_t* attempts = nullptr) {
+  ds::RetryLoop loop(tc->client(), "transaction", max_attempts);
+  for (;;) {
+    Transaction t = tc->begin();
+    Status s = co_await body(t);
+    if (s.ok()) {
+      s = co_await t.commit();
+    } else if (!t.finished()) {
+      Status a = co_await t.abort();
+      (void)a;
+    }
+    if (attempts != nullptr) *attempts = loop.attempts() + 1;
+    if (s.code() != StatusCode::kAborted || t.reason() == AbortReason::kUserAbort) {
+      loop.succeeded();
+      co_return s;
+    }
+    if (loop.attempts() + 1 >= max_attempts || loop.exhausted()) co_return s;
+    co_await loop.retry();
+  }
+}
+
+}  // namespace farmem::txn
