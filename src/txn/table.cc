@@ -98,7 +98,8 @@ Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, Tab
     std::vector<uint64_t> image(sizeof(TableMeta) / 8 + n);
     std::memcpy(image.data(), &m, sizeof(m));
     for (uint64_t i = 0; i < n; ++i) image[sizeof(TableMeta) / 8 + i] = t.bases_[i].pack();
-    auto a = co_await c->allocate_on(ids.front(), image.size() * 8, 64, t.object_.owner(ids.front()));
+    auto a =
+        co_await c->allocate_on(ids.front(), image.size() * 8, 64, t.object_.owner(ids.front()));
     st = a.status();
     if (a.ok()) {
       meta_addr = *a;

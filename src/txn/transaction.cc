@@ -54,7 +54,9 @@ const char* abort_reason_name(AbortReason r) {
 TxnClient::TxnClient(client::ThreadClient* c, int cache_log2)
     : client_(c), coordinator_(c->session_id(lowest_node(c))), cache_(cache_log2) {}
 
-Transaction TxnClient::begin() { return Transaction(this, TxnId{coordinator_, next_sequence_++}, false); }
+Transaction TxnClient::begin() {
+  return Transaction(this, TxnId{coordinator_, next_sequence_++}, false);
+}
 
 Transaction TxnClient::begin_read_only() {
   return Transaction(this, TxnId{coordinator_, next_sequence_++}, true);
@@ -77,7 +79,8 @@ void TxnClient::remember(const Table& t, uint64_t key, uint32_t slot) {
 Transaction::~Transaction() = default;
 
 Status Transaction::check_write(const Table& table, std::string_view value, bool sized) {
-  if (finished_) return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
+  if (finished_)
+    return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
   if (read_only_) return InvalidArgument("a read-only transaction cannot write");
   if (!table.valid()) return InvalidArgument("unknown table (not created or opened)");
   if (sized && value.size() != table.record_bytes()) {
@@ -235,7 +238,8 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
         Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
         co_return e;
       }
-      if (find_read(t, key) == nullptr) reads_.push_back({&t, key, b, kSlotsPerBucket, bh.version, {}});
+      if (find_read(t, key) == nullptr)
+        reads_.push_back({&t, key, b, kSlotsPerBucket, bh.version, {}});
       co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
     }
     const GlobalAddress a = t.slot_address(b, slot, 0);
@@ -300,7 +304,8 @@ Task<Status> Transaction::lock_bucket(const Table& t, uint64_t b, BucketLock** l
 // ---- the API ----
 
 Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value) {
-  if (finished_) co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
+  if (finished_)
+    co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
   if (!t.valid()) co_return InvalidArgument("unknown table (not created or opened)");
   if (const WriteEntry* w = find_write(t, key)) {
     if (w->kind == Kind::kErase) co_return NotFound("erased by this transaction");
@@ -308,7 +313,8 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     co_return OkStatus();
   }
   if (const ReadEntry* r = find_read(t, key)) {
-    if (r->slot == kSlotsPerBucket) co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
+    if (r->slot == kSlotsPerBucket)
+      co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
     *value = r->value;
     co_return OkStatus();
   }
@@ -317,7 +323,8 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   const uint32_t cached = tc_->cached_slot(t, key);
   if (cached < kSlotsPerBucket) {
     slot_.resize(t.slot_bytes());
-    Status s = co_await tc_->client_->read(t.slot_address(b, cached, 0), slot_.data(), slot_.size());
+    Status s =
+        co_await tc_->client_->read(t.slot_address(b, cached, 0), slot_.data(), slot_.size());
     ++tc_->counters_.round_trips;
     if (!s.ok()) {
       Status e = co_await finish_abort(fail_error(s));
@@ -408,7 +415,8 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
     const ReadEntry& r = reads_[i];
     if (r.table != &t || r.key != key || r.slot != kSlotsPerBucket) continue;
     if (r.version != locked_version) {
-      Status e = co_await finish_abort(fail(AbortReason::kVersionChanged, "key inserted meanwhile"));
+      Status e =
+          co_await finish_abort(fail(AbortReason::kVersionChanged, "key inserted meanwhile"));
       co_return e;
     }
     reads_.erase(reads_.begin() + static_cast<ptrdiff_t>(i));
@@ -492,7 +500,8 @@ Task<Status> Transaction::erase(const Table& t, uint64_t key) {
 }
 
 Task<Status> Transaction::abort() {
-  if (finished_) co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
+  if (finished_)
+    co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
   Status e = co_await finish_abort(fail(AbortReason::kUserAbort, "aborted by the caller"));
   co_return e;
 }
@@ -551,10 +560,12 @@ Task<Status> Transaction::write_back() {
     h.key = w.key;
     h.flags = w.kind == Kind::kErase ? 0 : kSlotPresent;
     std::memcpy(image.data(), reinterpret_cast<const char*>(&h) + 8, sizeof(h) - 8);
-    if (w.kind != Kind::kErase) std::memcpy(image.data() + sizeof(h) - 8, w.value.data(), w.value.size());
+    if (w.kind != Kind::kErase)
+      std::memcpy(image.data() + sizeof(h) - 8, w.value.data(), w.value.size());
     images.push_back(std::move(image));
     for (uint32_t r = 0; r < t.replicas(); ++r) {
-      ops.push_back({t.slot_address(w.bucket, w.slot, r) + 8, images.back().data(), images.back().size()});
+      ops.push_back(
+          {t.slot_address(w.bucket, w.slot, r) + 8, images.back().data(), images.back().size()});
     }
     if (w.kind == Kind::kInsert) tc_->remember(t, w.key, w.slot);
   }
@@ -579,7 +590,8 @@ Task<Status> Transaction::write_back() {
 }
 
 Task<Status> Transaction::commit() {
-  if (finished_) co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
+  if (finished_)
+    co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
   Status s = co_await validate();
   if (!s.ok()) co_return s;
   if (!writes_.empty() || !buckets_.empty()) {

@@ -50,9 +50,7 @@ class Table {
   uint32_t tag() const { return static_cast<uint32_t>(meta_.seed); }
   bool valid() const { return meta_.magic == kTableMagic; }
 
-  uint64_t bucket_of(uint64_t key) const {
-    return txn::bucket_of(key, meta_.seed, meta_.buckets);
-  }
+  uint64_t bucket_of(uint64_t key) const { return txn::bucket_of(key, meta_.seed, meta_.buckets); }
   // The address of replica `rank` (0 = primary) of bucket b.
   GlobalAddress bucket_address(uint64_t b, uint32_t rank) const {
     const Placement p = placement(b, rank, meta_.node_count, meta_.buckets_per_node);

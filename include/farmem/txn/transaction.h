@@ -142,8 +142,7 @@ class Transaction {
 
  private:
   friend class TxnClient;
-  Transaction(TxnClient* tc, TxnId id, bool read_only)
-      : tc_(tc), id_(id), read_only_(read_only) {}
+  Transaction(TxnClient* tc, TxnId id, bool read_only) : tc_(tc), id_(id), read_only_(read_only) {}
 
   enum class Kind : uint8_t { kLocked, kUpdate, kInsert, kErase };
   struct ReadEntry {

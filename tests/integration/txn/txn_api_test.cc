@@ -232,7 +232,8 @@ TEST_P(TxnApiTest, BadInput) {
   EXPECT_EQ(opened->record_bytes(), 8u);
   Transaction x = tc_->begin();
   EXPECT_EQ(c_->run(x.insert(*opened, 1, "short")).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(c_->run(x.insert(*opened, 1, std::string(9, 'x'))).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c_->run(x.insert(*opened, 1, std::string(9, 'x'))).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(c_->run(x.insert(*opened, 1, std::string(100000, 'x'))).code(),
             StatusCode::kInvalidArgument);
   Table never;  // not created or opened

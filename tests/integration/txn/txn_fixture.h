@@ -25,8 +25,8 @@ class TxnTest : public ::testing::TestWithParam<Transport> {
       servers_.push_back(ServerProcess::start(o));
       ASSERT_NE(servers_.back(), nullptr);
     }
-    auto c = client::Cluster::connect(config_for({servers_[0].get(), servers_[1].get()},
-                                                 GetParam().tls));
+    auto c = client::Cluster::connect(
+        config_for({servers_[0].get(), servers_[1].get()}, GetParam().tls));
     ASSERT_TRUE(c.ok()) << c.status().to_string();
     cluster_ = std::move(*c);
     c_ = *cluster_->thread_client();
