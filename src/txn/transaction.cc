@@ -1,11 +1,16 @@
 #include "farmem/txn/transaction.h"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <xxhash.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/clock.h"
+#include "farmem/ds/common/far_object.h"
 
 namespace farmem::txn {
 
@@ -51,8 +56,179 @@ const char* abort_reason_name(AbortReason r) {
 
 // ---- TxnClient ----
 
-TxnClient::TxnClient(client::ThreadClient* c, int cache_log2)
-    : client_(c), coordinator_(c->session_id(lowest_node(c))), cache_(cache_log2) {}
+TxnClient::TxnClient(client::ThreadClient* c, TxnClientOptions options)
+    : client_(c),
+      options_(options),
+      coordinator_(c->session_id(lowest_node(c))),
+      cache_(options.cache_log2) {
+  const char* crash = std::getenv("FARMEM_TXN_CRASH_AT");
+  const std::string at = crash == nullptr ? "" : crash;
+  if (at == "before_log") crash_at_ = CrashAt::kBeforeLog;
+  if (at == "after_log") crash_at_ = CrashAt::kAfterLog;
+  if (at == "after_write") crash_at_ = CrashAt::kAfterWrite;
+}
+
+TxnClient::~TxnClient() = default;
+
+namespace {
+
+constexpr const char* kLogsObject = "txn/logs";
+
+// Opens the persistent object that owns every coordinator's log slots, creating it on first use.
+Task<Result<ds::FarObject>> logs_object(client::ThreadClient* c) {
+  ds::RetryLoop loop(c, "opening txn/logs", 50);
+  for (;;) {
+    auto opened = co_await ds::FarObject::open(c, kLogsObject);
+    if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
+    auto created = co_await ds::FarObject::create(c, kLogsObject, false);
+    if (created.ok()) {
+      const uint16_t node = lowest_node(c);
+      auto marker = co_await c->allocate_on(node, 64, 64, created->owner(node));
+      Status s = marker.status();
+      if (s.ok()) s = co_await created->commit(c, *marker);
+      if (s.ok()) co_return created;
+      (void)co_await created->destroy(c);
+      co_return s;
+    }
+    if (created.status().code() != StatusCode::kAlreadyExists) co_return created.status();
+    if (loop.exhausted()) co_return loop.give_up();  // created elsewhere, not yet published
+    co_await loop.retry();
+  }
+}
+
+}  // namespace
+
+Task<Result<std::unique_ptr<TxnClient>>> TxnClient::create(client::ThreadClient* c,
+                                                           TxnClientOptions o) {
+  if (o.log_slots == 0 || o.log_slots > 1024)
+    co_return InvalidArgument("log_slots must be 1..1024");
+  if (o.log_slot_bytes < 256 || o.log_slot_bytes > (1u << 20) || o.log_slot_bytes % 64 != 0) {
+    co_return InvalidArgument("log_slot_bytes must be 256..1 MiB, a multiple of 64");
+  }
+  if (o.cache_log2 > 30) co_return InvalidArgument("cache_log2 must be at most 30");
+  auto logs = co_await logs_object(c);
+  if (!logs.ok()) co_return logs.status();
+  std::vector<uint16_t> ids;
+  for (const auto& n : c->cluster().nodes()) ids.push_back(n.node_id);
+  std::sort(ids.begin(), ids.end());
+  const uint16_t node = ids[c->index() % ids.size()];  // spread coordinators' logs over nodes
+  const uint64_t bytes = uint64_t{o.log_slots + 1} * o.log_slot_bytes;
+  auto base = co_await c->allocate_on(node, bytes, 64, logs->owner(node));
+  if (!base.ok()) co_return base.status();
+  std::string image(bytes, '\0');
+  const uint64_t session = c->session_id(node);
+  for (uint32_t i = 0; i <= o.log_slots; ++i) {
+    std::memcpy(image.data() + uint64_t{i} * o.log_slot_bytes, &session, 8);
+  }
+  Status ws = co_await c->write(*base, image.data(), image.size());
+  if (!ws.ok()) {
+    (void)co_await c->free_on(*base);
+    co_return ws;
+  }
+  std::unique_ptr<TxnClient> tc(new TxnClient(c, o));
+  tc->log_base_ = *base;
+  for (uint32_t i = o.log_slots; i-- > 0;) tc->free_slots_.push_back(i);
+  co_return tc;
+}
+
+Task<Status> TxnClient::close() {
+  if (log_base_.is_null()) co_return OkStatus();
+  Status s = co_await client_->free_on(log_base_);
+  log_base_ = GlobalAddress();
+  free_slots_.clear();
+  co_return s;
+}
+
+uint32_t TxnClient::take_slot() {
+  if (free_slots_.empty()) return kNoSlot;
+  const uint32_t i = free_slots_.back();
+  free_slots_.pop_back();
+  return i;
+}
+
+void TxnClient::crash_point(CrashAt at) const {
+  if (crash_at_ == at) ::raise(SIGKILL);
+}
+
+bool TxnClient::recently_checked(uint64_t holder, uint64_t now) {
+  for (const Check& c : checks_) {
+    if (c.holder == holder && now - c.at_ns < options_.recovery_check_ns) return true;
+  }
+  checks_[next_check_++ % checks_.size()] = Check{holder, now};
+  return false;
+}
+
+Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
+  if (holder == 0 || recovering_ || recently_checked(holder, now_ns())) co_return false;
+  if (client_->endpoint(GlobalAddress::unpack(holder).node()) == nullptr) co_return false;
+  recovering_ = true;  // one recovery at a time per coordinator: it has one recovery slot
+  Result<bool> r = co_await recover_slot(word, holder);
+  recovering_ = false;
+  co_return r;
+}
+
+Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder) {
+  const GlobalAddress slot = GlobalAddress::unpack(holder);
+  LogSlotHeader h{};
+  Status s = co_await client_->read(slot, &h, sizeof(h));
+  if (!s.ok()) co_return s;
+  std::vector<uint64_t> ids(1, h.owner_session);
+  auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
+  if (!alive.ok()) co_return alive.status();
+  if (alive->empty() || (*alive)[0]) co_return false;
+  // The holder's coordinator has ended: it sends nothing more, so its log is final.
+  if (h.state == kLogCommitting && h.body_bytes <= options_.log_slot_bytes - sizeof(h)) {
+    std::string log(sizeof(h) + h.body_bytes, '\0');
+    s = co_await client_->read(slot, log.data(), log.size());
+    if (!s.ok()) co_return s;
+    std::memcpy(&h, log.data(), sizeof(h));
+    if (h.state == kLogCommitting && XXH3_64bits(log.data() + 24, log.size() - 24) == h.checksum) {
+      s = co_await roll_forward(holder, log);
+      if (!s.ok()) co_return s;
+      co_return true;
+    }
+  }
+  // Not committing (or a torn log): nothing was written in place; release the lock.
+  uint64_t old = 0;
+  s = co_await client_->cas(word, holder, 0, &old);
+  if (!s.ok()) co_return s;
+  co_return old == holder;
+}
+
+Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
+  // Adopt the log into this coordinator's recovery slot first: the locks taken over below name
+  // it, so if this client dies too, the next recoverer finds the same log there.
+  const GlobalAddress mine = log_slot(options_.log_slots);
+  Status s = co_await client_->write(mine + 8, log.data() + 8, log.size() - 8);
+  if (!s.ok()) co_return s;
+  uint64_t at = sizeof(LogSlotHeader);
+  while (at + sizeof(LogEntryHeader) <= log.size()) {
+    LogEntryHeader e;
+    std::memcpy(&e, log.data() + at, sizeof(e));
+    const uint64_t n = log_entry_bytes(e.targets, e.image_bytes);
+    if (e.targets > kMaxNodes || at + n > log.size()) co_return Internal("malformed redo log");
+    const GlobalAddress word = GlobalAddress::unpack(e.lock_word);
+    uint64_t old = 0;
+    s = co_await client_->cas(word, holder, mine.pack(), &old);
+    if (!s.ok()) co_return s;
+    if (old == holder || old == mine.pack()) {
+      const char* image = log.data() + at + sizeof(e) + 8ull * e.targets;
+      for (uint32_t t = 0; t < e.targets; ++t) {
+        uint64_t target = 0;
+        std::memcpy(&target, log.data() + at + sizeof(e) + 8ull * t, 8);
+        s = co_await client_->write(GlobalAddress::unpack(target), image, e.image_bytes);
+        if (!s.ok()) co_return s;
+      }
+      s = co_await client_->write(word, &kZeroWord, 8);
+      if (!s.ok()) co_return s;
+    }
+    at += n;
+  }
+  s = co_await client_->write(GlobalAddress::unpack(holder) + 8, &kZeroWord, 8);
+  if (!s.ok()) co_return s;
+  s = co_await client_->write(mine + 8, &kZeroWord, 8);
+  co_return s;
+}
 
 Transaction TxnClient::begin() {
   return Transaction(this, TxnId{coordinator_, next_sequence_++}, false);
@@ -75,8 +251,6 @@ void TxnClient::remember(const Table& t, uint64_t key, uint32_t slot) {
 }
 
 // ---- Transaction: bookkeeping ----
-
-Transaction::~Transaction() = default;
 
 Status Transaction::check_write(const Table& table, std::string_view value, bool sized) {
   if (finished_)
@@ -145,26 +319,46 @@ Task<Status> Transaction::read_bucket(const Table& t, uint64_t b) {
   co_return s;
 }
 
+Status Transaction::ensure_log_slot() {
+  if (log_slot_.index != TxnClient::kNoSlot) return OkStatus();
+  log_slot_.index = tc_->take_slot();
+  if (log_slot_.index == TxnClient::kNoSlot) {
+    return ResourceExhausted(
+        fmt::format("all {} log slots of this coordinator are in use", tc_->options_.log_slots));
+  }
+  return OkStatus();
+}
+
 Task<Status> Transaction::lock_and_read(GlobalAddress word, GlobalAddress addr, size_t bytes,
                                         std::string* out, bool* won) {
+  *won = false;
+  FARMEM_CO_RETURN_IF_ERROR(ensure_log_slot());
   out->resize(bytes);
   uint64_t old = ~0ull;
   client::Batch batch(*tc_->client_);
-  (void)batch.cas(word, 0, me(word.node()), &old);
+  (void)batch.cas(word, 0, lock_value(), &old);
   (void)batch.fence();  // the read sees what the previous holder wrote before it unlocked
   (void)batch.read(addr, out->data(), bytes);
   Status s = co_await batch.wait();
   ++tc_->counters_.round_trips;
   *won = s.ok() && old == 0;
+  if (s.ok() && old != 0) conflict(word, old);
   co_return s;
 }
 
 Task<Status> Transaction::finish_abort(Status why) {
   Status r = co_await release_all();
-  (void)r;  // a lock we could not release belongs to a session the node will see end
+  if (!r.ok()) log_slot_.retire();  // locks may still name the slot: never reuse it
+  log_slot_.reset();
   finished_ = true;
   abort_status_ = why;
   ++tc_->counters_.aborts;
+  if (conflict_holder_ != 0) {
+    // The holder may be a coordinator that died: recover its lock (rate-limited per holder).
+    auto rec = co_await tc_->recover(conflict_word_, conflict_holder_);
+    (void)rec;  // best effort: the caller retries the transaction either way
+    conflict_holder_ = 0;
+  }
   co_return why;
 }
 
@@ -183,6 +377,8 @@ Task<Status> Transaction::release_all() {
   std::vector<GlobalAddress> words;
   for (const auto& w : writes_) words.push_back(w.table->slot_address(w.bucket, w.slot, 0));
   for (const auto& b : buckets_) words.push_back(b.table->bucket_address(b.bucket, 0));
+  if (log_written_) words.push_back(tc_->log_slot(log_slot_.index) + 8);  // state := idle
+  log_written_ = false;
   writes_.clear();
   buckets_.clear();
   Status first;
@@ -235,6 +431,7 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
       BucketHeader bh;
       std::memcpy(&bh, bucket_.data(), sizeof(bh));
       if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
+        conflict(t.bucket_address(b, 0), bh.lock);
         Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
         co_return e;
       }
@@ -333,6 +530,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     const SlotHeader h = header_of(slot_);
     if (holds(h, key)) {
       if (h.lock != 0) {
+        conflict(t.slot_address(b, cached, 0), h.lock);
         Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
         co_return e;
       }
@@ -351,6 +549,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     BucketHeader bh;
     std::memcpy(&bh, bucket_.data(), sizeof(bh));
     if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
+      conflict(t.bucket_address(b, 0), bh.lock);
       Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
       co_return e;
     }
@@ -360,6 +559,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   SlotHeader h;
   std::memcpy(&h, bucket_slot(t, slot), sizeof(h));
   if (h.lock != 0) {
+    conflict(t.slot_address(b, slot, 0), h.lock);
     Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
     co_return e;
   }
@@ -427,6 +627,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
     SlotHeader h;
     std::memcpy(&h, bucket_slot(t, present), sizeof(h));
     if (h.lock != 0) {
+      conflict(t.slot_address(b, present, 0), h.lock);
       Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
       co_return e;
     }
@@ -541,45 +742,85 @@ Task<Status> Transaction::validate() {
   co_return OkStatus();
 }
 
-Task<Status> Transaction::write_back() {
-  client::ThreadClient* c = tc_->client_;
-  struct Op {
-    GlobalAddress addr;
-    const char* src;
-    size_t bytes;
+Status Transaction::plan_commit(std::string* log, std::vector<Op>* ops) {
+  struct Pending {
+    uint64_t lock_word;
+    std::vector<uint64_t> targets;
+    std::string image;
   };
-  std::vector<std::string> images;
-  images.reserve(writes_.size() + buckets_.size());
-  std::vector<Op> ops;
+  std::vector<Pending> entries;
   for (const auto& w : writes_) {
-    if (w.kind == Kind::kLocked) continue;
     const Table& t = *w.table;
-    std::string image(t.slot_bytes() - 8, '\0');  // the slot from its version on
-    SlotHeader h{};
-    h.version = w.version + 1;
-    h.key = w.key;
-    h.flags = w.kind == Kind::kErase ? 0 : kSlotPresent;
-    std::memcpy(image.data(), reinterpret_cast<const char*>(&h) + 8, sizeof(h) - 8);
-    if (w.kind != Kind::kErase)
-      std::memcpy(image.data() + sizeof(h) - 8, w.value.data(), w.value.size());
-    images.push_back(std::move(image));
-    for (uint32_t r = 0; r < t.replicas(); ++r) {
-      ops.push_back(
-          {t.slot_address(w.bucket, w.slot, r) + 8, images.back().data(), images.back().size()});
+    Pending p{t.slot_address(w.bucket, w.slot, 0).pack(), {}, {}};
+    if (w.kind != Kind::kLocked) {
+      p.image.assign(t.slot_bytes() - 8, '\0');  // the slot from its version on
+      SlotHeader h{};
+      h.version = w.version + 1;
+      h.key = w.key;
+      h.flags = w.kind == Kind::kErase ? 0 : kSlotPresent;
+      std::memcpy(p.image.data(), reinterpret_cast<const char*>(&h) + 8, sizeof(h) - 8);
+      if (w.kind != Kind::kErase) {
+        std::memcpy(p.image.data() + sizeof(h) - 8, w.value.data(), w.value.size());
+      }
+      for (uint32_t r = 0; r < t.replicas(); ++r) {
+        p.targets.push_back((t.slot_address(w.bucket, w.slot, r) + 8).pack());
+      }
+      if (w.kind == Kind::kInsert) tc_->remember(t, w.key, w.slot);
     }
-    if (w.kind == Kind::kInsert) tc_->remember(t, w.key, w.slot);
+    entries.push_back(std::move(p));
   }
   for (const auto& b : buckets_) {
-    if (!b.changed) continue;
-    images.emplace_back(8, '\0');
-    const uint64_t v = b.version + 1;
-    std::memcpy(images.back().data(), &v, 8);
-    for (uint32_t r = 0; r < b.table->replicas(); ++r) {
-      ops.push_back({b.table->bucket_address(b.bucket, r) + 8, images.back().data(), 8});
+    Pending p{b.table->bucket_address(b.bucket, 0).pack(), {}, {}};
+    if (b.changed) {
+      const uint64_t v = b.version + 1;
+      p.image.assign(reinterpret_cast<const char*>(&v), 8);
+      for (uint32_t r = 0; r < b.table->replicas(); ++r) {
+        p.targets.push_back((b.table->bucket_address(b.bucket, r) + 8).pack());
+      }
     }
+    entries.push_back(std::move(p));
   }
+  uint64_t bytes = sizeof(LogSlotHeader);
+  for (const auto& p : entries) {
+    bytes += log_entry_bytes(static_cast<uint32_t>(p.targets.size()),
+                             static_cast<uint32_t>(p.image.size()));
+  }
+  if (bytes > tc_->options_.log_slot_bytes) {
+    return ResourceExhausted(
+        fmt::format("the transaction's redo log needs {} bytes; log slots hold {}", bytes,
+                    tc_->options_.log_slot_bytes));
+  }
+  log->assign(bytes, '\0');
+  uint64_t at = sizeof(LogSlotHeader);
+  ops->clear();
+  for (const auto& p : entries) {
+    LogEntryHeader e{p.lock_word, static_cast<uint32_t>(p.targets.size()),
+                     static_cast<uint32_t>(p.image.size())};
+    std::memcpy(log->data() + at, &e, sizeof(e));
+    std::memcpy(log->data() + at + sizeof(e), p.targets.data(), 8 * p.targets.size());
+    const uint64_t image_at = at + sizeof(e) + 8 * p.targets.size();
+    std::memcpy(log->data() + image_at, p.image.data(), p.image.size());
+    for (uint64_t target : p.targets) {
+      ops->push_back({GlobalAddress::unpack(target), log->data() + image_at, p.image.size()});
+    }
+    at += log_entry_bytes(e.targets, e.image_bytes);
+  }
+  LogSlotHeader h{};
+  h.owner_session = 0;  // not written: the log write starts at the state word
+  h.state = kLogCommitting;
+  h.body_bytes = static_cast<uint32_t>(bytes - sizeof(h));
+  h.entries = static_cast<uint32_t>(entries.size());
+  h.txn_coordinator = id_.coordinator;
+  h.txn_sequence = id_.sequence;
+  std::memcpy(log->data(), &h, sizeof(h));
+  h.checksum = XXH3_64bits(log->data() + 24, log->size() - 24);
+  std::memcpy(log->data() + 16, &h.checksum, 8);
+  return OkStatus();
+}
+
+Task<Status> Transaction::write_ops(const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); i += client::Batch::kMaxOps) {
-    client::Batch batch(*c);
+    client::Batch batch(*tc_->client_);
     const size_t end = std::min(ops.size(), i + client::Batch::kMaxOps);
     for (size_t j = i; j < end; ++j) (void)batch.write(ops[j].addr, ops[j].src, ops[j].bytes);
     Status s = co_await batch.wait();
@@ -595,15 +836,42 @@ Task<Status> Transaction::commit() {
   Status s = co_await validate();
   if (!s.ok()) co_return s;
   if (!writes_.empty() || !buckets_.empty()) {
-    s = co_await write_back();
+    std::string log;
+    std::vector<Op> ops;
+    s = plan_commit(&log, &ops);
     if (!s.ok()) {
-      // Some replicas may hold the new images: without logs (not yet built) this is reported,
-      // not repaired.
       Status e = co_await finish_abort(fail_error(s));
       co_return e;
     }
+    tc_->crash_point(TxnClient::CrashAt::kBeforeLog);
+    // The redo log first (from the state word on: the owner word stays): once it is complete
+    // at the node, the transaction is committed whatever happens to this coordinator.
+    log_written_ = true;
+    s = co_await tc_->client_->write(tc_->log_slot(log_slot_.index) + 8, log.data() + 8,
+                                     log.size() - 8);
+    ++tc_->counters_.round_trips;
+    if (!s.ok()) {
+      Status e = co_await finish_abort(fail_error(s));
+      co_return e;
+    }
+    tc_->crash_point(TxnClient::CrashAt::kAfterLog);
+    s = co_await write_ops(ops);
+    if (!s.ok()) {
+      // Committed (the log is complete) but not applied everywhere: the locks stay, naming the
+      // log, and the slot is never reused; recovery rolls it forward once this coordinator ends.
+      log_slot_.retire();
+      writes_.clear();
+      buckets_.clear();
+      finished_ = true;
+      reason_ = AbortReason::kError;
+      abort_status_ = s;
+      co_return s;
+    }
+    tc_->crash_point(TxnClient::CrashAt::kAfterWrite);
     s = co_await release_all();
+    if (!s.ok()) log_slot_.retire();
   }
+  log_slot_.reset();
   finished_ = true;
   ++tc_->counters_.commits;
   co_return s;

@@ -7,8 +7,9 @@
 //   Bucket      16 B header {lock, version} + kSlotsPerBucket slots, padded to 64 B
 //   Slot        32 B header {lock, version, key, flags, reserved} + the record, padded to 8 B
 //
-// Lock words are 0 when free and otherwise the holder's session id on the word's node (the
-// lease: the lock is the holder's while that session is open; ds/common/lease_lock.h).
+// Lock words are 0 when free and otherwise the packed GlobalAddress of the holder's log slot
+// (LogSlotHeader below). The lease: the log slot's owner_session (the coordinator's session on
+// the log's node); once that session has ended the lock may be recovered from the log.
 // Versions start at 0 and grow by one with every committed write of the slot (update, insert,
 // erase) or of the bucket's key set (insert, erase).
 //
@@ -84,6 +85,41 @@ inline uint64_t bucket_of(uint64_t key, uint64_t seed, uint64_t buckets) {
   z ^= z >> 31;
   return z % buckets;
 }
+
+// ---- coordinator logs (redo logs; docs/formats/txn.md "Logs") ----
+// Each coordinator (TxnClient) owns an array of log slots on one node, owned by the persistent
+// object "txn/logs". A slot is written once per committing transaction, before any record is
+// written in place: header + entries, checksummed; state 1 = committing.
+inline constexpr uint64_t kLogCommitting = 1;
+
+struct LogSlotHeader {
+  uint64_t owner_session;  // the coordinator's session id on the log's node (set at creation)
+  uint64_t state;          // 0 idle, kLogCommitting
+  uint64_t checksum;       // XXH3-64 of bytes [24, 64 + body_bytes)
+  uint32_t body_bytes;     // bytes of entries after the header
+  uint32_t entries;
+  uint64_t txn_coordinator;
+  uint64_t txn_sequence;
+  uint64_t reserved0;
+  uint64_t reserved1;
+};
+static_assert(sizeof(LogSlotHeader) == 64);
+static_assert(offsetof(LogSlotHeader, state) == 8 && offsetof(LogSlotHeader, checksum) == 16);
+static_assert(offsetof(LogSlotHeader, body_bytes) == 24 &&
+              offsetof(LogSlotHeader, txn_coordinator) == 32);
+
+// One entry: the lock word the transaction holds, where its new image goes (one target per
+// replica; none for a record only locked), then the image padded to 8 bytes.
+struct LogEntryHeader {
+  uint64_t lock_word;  // packed GlobalAddress of the primary's lock word
+  uint32_t targets;    // packed GlobalAddresses that follow (0..replicas)
+  uint32_t image_bytes;
+};
+static_assert(sizeof(LogEntryHeader) == 16);
+inline constexpr uint64_t log_entry_bytes(uint32_t targets, uint32_t image_bytes) {
+  return sizeof(LogEntryHeader) + 8ull * targets + (uint64_t{image_bytes} + 7) / 8 * 8;
+}
+static_assert(log_entry_bytes(2, 33) == 16 + 16 + 40);
 
 // Where replica `rank` (0 = primary) of bucket b lives: node index (b + rank) % nodes, bucket
 // index rank * buckets_per_node + b / nodes in that node's array.

@@ -18,18 +18,22 @@
 //  * Validation: the versions (and lock words) of everything read but not locked are read
 //    again; any change or foreign lock aborts (kVersionChanged / kLockConflict). A key read as
 //    absent is validated by its bucket header's version.
-//  * Commit: the new image of each written slot (version + 1) goes to the primary and every
-//    backup in one batch; bucket versions of inserts/erases likewise; once all are complete
-//    at the nodes, the locks are released (one more batch, not waited on by commit's caller
-//    beyond its completion).
+//  * Commit: the redo log goes to the coordinator's log slot (one write); then the new image of
+//    each written slot (version + 1) goes to the primary and every backup in one batch, bucket
+//    versions of inserts/erases likewise; once all are complete at the nodes, the locks are
+//    released and the log slot cleared (one more batch).
 //  * Abort: every lock taken is released; nothing was written in place.
 // Read-only transactions take no locks: execution reads plus one validation round trip.
 // Serializability: writes hold their locks from execution until after their in-place commit
 // (two-phase locking), reads are validated after every lock is held (OCC), so a transaction
 // is serialized at its validation point.
 //
-// Not yet: undo/redo logs and recovery of locks left by a dead coordinator (its lease has
-// ended, but its locks stay and conflict until recovery exists), promotion of a backup.
+// Logs and recovery: a transaction's locks name its log slot (TxnClient). Before writing in
+// place, commit writes a checksummed redo log (every locked record, its new image and where the
+// images go) to that slot with state "committing", so a coordinator that dies at any point
+// leaves either no committing log (its locks are simply released by whoever meets them:
+// nothing was written in place) or a complete one (the meeting client rolls it forward). See
+// TxnClient::recover. Not yet: promotion of a backup when a primary's node dies.
 //
 // An aborted transaction has released everything; further calls return the same kAborted.
 // Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
@@ -39,9 +43,12 @@
 // Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "farmem/client/thread_client.h"
@@ -78,15 +85,40 @@ struct TxnCounters {
 
 class Transaction;
 
+struct TxnClientOptions {
+  int cache_log2 = 16;             // address cache entries 2^cache_log2 (< 0: none)
+  uint32_t log_slots = 32;         // transactions of this coordinator open at once (1..1024)
+  uint32_t log_slot_bytes = 8192;  // the largest redo log of one transaction (256..1 MiB, x64)
+  uint64_t recovery_check_ns = 20'000'000;  // a lock holder's liveness is asked at most this often
+};
+
+// The coordinator of one thread: transaction ids, the address cache, its log slots on one
+// memory node (owned by the persistent object "txn/logs"), and recovery of locks whose holder's
+// coordinator has ended.
 class TxnClient {
  public:
-  // cache_log2: address cache entries (2^cache_log2; < 0 disables it).
-  explicit TxnClient(client::ThreadClient* c, int cache_log2 = 16);
+  static runtime::Task<Result<std::unique_ptr<TxnClient>>> create(client::ThreadClient* c,
+                                                                  TxnClientOptions options = {});
+  ~TxnClient();
+  TxnClient(const TxnClient&) = delete;
+  TxnClient& operator=(const TxnClient&) = delete;
+  // Frees the log slots on their node; no transaction may be open. Without close() they stay
+  // allocated to "txn/logs" (as those of a coordinator that died do).
+  runtime::Task<Status> close();
+
   Transaction begin();
   Transaction begin_read_only();
   client::ThreadClient* client() const { return client_; }
   const TxnCounters& counters() const { return counters_; }
   uint64_t coordinator() const { return coordinator_; }
+
+  // Recovery (runs in this surviving client): if the coordinator whose log slot `holder` is
+  // (a lock word's value) has ended, rolls its committing transaction forward from the log
+  // (every entry whose lock still names it gets its new images on every replica, then is
+  // unlocked) or, if it was not committing, releases `word`. true when it acted; false when the
+  // holder is alive or was checked less than recovery_check_ns ago. Transactions call it on a
+  // lock conflict.
+  runtime::Task<Result<bool>> recover(GlobalAddress word, uint64_t holder);
 
  private:
   friend class Transaction;
@@ -95,21 +127,46 @@ class TxnClient {
     uint32_t tag;
     uint32_t slot_plus_one;  // 0: empty
   };
+  enum class CrashAt : uint8_t { kNever, kBeforeLog, kAfterLog, kAfterWrite };
+  TxnClient(client::ThreadClient* c, TxnClientOptions options);
   uint32_t cached_slot(const Table& t, uint64_t key);  // kSlotsPerBucket when unknown
   void remember(const Table& t, uint64_t key, uint32_t slot);
+  GlobalAddress log_slot(uint32_t i) const {
+    return log_base_ + uint64_t{i} * options_.log_slot_bytes;
+  }
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  uint32_t take_slot();
+  void give_slot(uint32_t i) { free_slots_.push_back(i); }
+  bool recently_checked(uint64_t holder, uint64_t now_ns);
+  runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder);
+  runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
+  // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point.
+  void crash_point(CrashAt at) const;
 
   client::ThreadClient* client_;
+  TxnClientOptions options_;
   uint64_t coordinator_;
   uint64_t next_sequence_ = 1;
   ds::DirectMappedCache<CacheEntry> cache_;
   TxnCounters counters_;
+  GlobalAddress log_base_;  // log_slots + 1 slots (the last one for recoveries)
+  std::vector<uint32_t> free_slots_;
+  struct Check {
+    uint64_t holder = 0;
+    uint64_t at_ns = 0;
+  };
+  std::array<Check, 16> checks_{};  // recent liveness checks (bounded)
+  uint32_t next_check_ = 0;
+  bool recovering_ = false;
+  CrashAt crash_at_ = CrashAt::kNever;
 };
 
 class Transaction {
  public:
   Transaction(Transaction&&) = default;
   Transaction& operator=(Transaction&&) = default;
-  ~Transaction();  // an unfinished transaction's locks stay until abort(): finish every one
+  // Finish every transaction (commit or abort): an unfinished one's locks stay.
+  ~Transaction() = default;
 
   const TxnId& id() const { return id_; }
   bool read_only() const { return read_only_; }
@@ -142,7 +199,8 @@ class Transaction {
 
  private:
   friend class TxnClient;
-  Transaction(TxnClient* tc, TxnId id, bool read_only) : tc_(tc), id_(id), read_only_(read_only) {}
+  Transaction(TxnClient* tc, TxnId id, bool read_only)
+      : tc_(tc), log_slot_(tc), id_(id), read_only_(read_only) {}
 
   enum class Kind : uint8_t { kLocked, kUpdate, kInsert, kErase };
   struct ReadEntry {
@@ -187,12 +245,49 @@ class Transaction {
   runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
   runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
   runtime::Task<Status> validate();
-  runtime::Task<Status> write_back();
   runtime::Task<Status> release_all();
   runtime::Task<Status> finish_abort(Status why);
-  uint64_t me(uint16_t node) const { return tc_->client_->session_id(node); }
+  // The log slot this transaction's locks name, taken at its first lock (kResourceExhausted
+  // when all are in use); returned when the transaction ends.
+  Status ensure_log_slot();
+  uint64_t lock_value() const { return tc_->log_slot(log_slot_.index).pack(); }
+  void conflict(GlobalAddress word, uint64_t holder) {
+    conflict_word_ = word;
+    conflict_holder_ = holder;
+  }
+  struct Op {
+    GlobalAddress addr;
+    const char* src;
+    size_t bytes;
+  };
+  // The redo log of the commit (in *log) and the writes it describes (pointing into *log).
+  Status plan_commit(std::string* log, std::vector<Op>* ops);
+  runtime::Task<Status> write_ops(const std::vector<Op>& ops);
+  // A log slot held by a transaction (movable; given back when dropped).
+  struct SlotHold {
+    TxnClient* tc = nullptr;
+    uint32_t index = TxnClient::kNoSlot;
+    SlotHold() = default;
+    explicit SlotHold(TxnClient* t) : tc(t) {}
+    SlotHold(SlotHold&& o) noexcept : tc(o.tc), index(std::exchange(o.index, TxnClient::kNoSlot)) {}
+    SlotHold& operator=(SlotHold&& o) noexcept {
+      std::swap(tc, o.tc);
+      std::swap(index, o.index);
+      return *this;
+    }
+    ~SlotHold() { reset(); }
+    void reset() {
+      if (index != TxnClient::kNoSlot) tc->give_slot(std::exchange(index, TxnClient::kNoSlot));
+    }
+    // The slot's log may be stale (a failed clear): never reuse it.
+    void retire() { index = TxnClient::kNoSlot; }
+  };
 
   TxnClient* tc_ = nullptr;
+  SlotHold log_slot_;
+  bool log_written_ = false;  // the slot's state may be kLogCommitting: clear it when unlocking
+  GlobalAddress conflict_word_;
+  uint64_t conflict_holder_ = 0;
   TxnId id_;
   bool read_only_ = false;
   bool finished_ = false;

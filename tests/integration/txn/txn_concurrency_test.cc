@@ -6,12 +6,11 @@
 #include <fstream>
 #include <latch>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "farmem/runtime/when_all.h"
 #include "farmem/txn/transaction.h"
@@ -66,15 +65,22 @@ void increment_thread(client::Cluster* cluster, const Table* table, int coroutin
     *status = c.status();
     return;
   }
-  TxnClient tc(*c);
+  auto tc = (*c)->run(TxnClient::create(*c));
+  if (!tc.ok()) {
+    *status = tc.status();
+    return;
+  }
   std::vector<Task<Status>> tasks;
   std::vector<uint64_t> done(coroutines);
-  for (int i = 0; i < coroutines; ++i) tasks.push_back(increments(&tc, table, n, &done[i]));
+  for (int i = 0; i < coroutines; ++i) tasks.push_back(increments(tc->get(), table, n, &done[i]));
   std::vector<Status> r = (*c)->run(runtime::when_all(std::move(tasks)));
   for (int i = 0; i < coroutines; ++i) {
     *committed += done[i];
     if (!r[i].ok() && status->ok()) *status = r[i];
   }
+  Status cs = (*c)->run((*tc)->close());
+  if (status->ok()) *status = cs;
+  tc->reset();
   cluster->release_thread_client();
 }
 
@@ -144,7 +150,8 @@ struct Recorder {
     j["reads"] = nlohmann::json::array();
     j["writes"] = nlohmann::json::array();
     for (const auto& a : acc) {
-      nlohmann::json e = nlohmann::json::array({std::to_string(a.tag) + ":" + std::to_string(a.key), a.version});
+      nlohmann::json e =
+          nlohmann::json::array({std::to_string(a.tag) + ":" + std::to_string(a.key), a.version});
       (a.write ? j["writes"] : j["reads"]).push_back(e);
     }
     std::lock_guard<std::mutex> g(mu);
@@ -209,23 +216,29 @@ Task<Status> micro(TxnClient* tc, const Table* t, uint64_t keys, int n, uint64_t
 }
 
 void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys, int coroutines, int n,
-                  uint64_t seed, Recorder* rec, MicroStats* st, Status* status,
-                  std::latch* start) {
+                  uint64_t seed, Recorder* rec, MicroStats* st, Status* status, std::latch* start) {
   auto c = cluster->thread_client();
   start->arrive_and_wait();  // every thread connected: they run their transactions together
   if (!c.ok()) {
     *status = c.status();
     return;
   }
-  TxnClient tc(*c);
+  auto tc = (*c)->run(TxnClient::create(*c));
+  if (!tc.ok()) {
+    *status = tc.status();
+    return;
+  }
   std::vector<Task<Status>> tasks;
   for (int i = 0; i < coroutines; ++i) {
-    tasks.push_back(micro(&tc, t, keys, n, seed + static_cast<uint64_t>(i), rec, st));
+    tasks.push_back(micro(tc->get(), t, keys, n, seed + static_cast<uint64_t>(i), rec, st));
   }
   std::vector<Status> r = (*c)->run(runtime::when_all(std::move(tasks)));
   for (const Status& s : r) {
     if (!s.ok() && status->ok()) *status = s;
   }
+  Status cs = (*c)->run((*tc)->close());
+  if (status->ok()) *status = cs;
+  tc->reset();
   cluster->release_thread_client();
 }
 
@@ -242,8 +255,8 @@ TEST_P(TxnConcurrencyTest, ContendedHistoryIsSerializable) {
   std::latch start(kThreads);
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back(micro_thread, cluster_.get(), &t, kKeys, kCoroutines, kEach,
-                         seed * 1000 + static_cast<uint64_t>(i) * 100, &rec, &stats[i],
-                         &status[i], &start);
+                         seed * 1000 + static_cast<uint64_t>(i) * 100, &rec, &stats[i], &status[i],
+                         &start);
   }
   for (auto& th : threads) th.join();
   MicroStats sum;
@@ -259,8 +272,8 @@ TEST_P(TxnConcurrencyTest, ContendedHistoryIsSerializable) {
   EXPECT_GT(sum.commits, 0u);
   EXPECT_GT(sum.read_only, 0u);
   EXPECT_EQ(rec.lines.size(), sum.commits);
-  const std::string path = "/tmp/farmem-txn-history-" + GetParam().name + "-" +
-                           std::to_string(getpid()) + ".jsonl";
+  const std::string path =
+      "/tmp/farmem-txn-history-" + GetParam().name + "-" + std::to_string(getpid()) + ".jsonl";
   {
     std::ofstream f(path);
     for (const auto& l : rec.lines) f << l << "\n";

@@ -30,9 +30,14 @@ class TxnTest : public ::testing::TestWithParam<Transport> {
     ASSERT_TRUE(c.ok()) << c.status().to_string();
     cluster_ = std::move(*c);
     c_ = *cluster_->thread_client();
-    tc_ = std::make_unique<txn::TxnClient>(c_);
+    auto tc = c_->run(txn::TxnClient::create(c_));
+    ASSERT_TRUE(tc.ok()) << tc.status().to_string();
+    tc_ = std::move(*tc);
   }
   void TearDown() override {
+    if (tc_ != nullptr) {
+      EXPECT_TRUE(c_->run(tc_->close()).ok());
+    }
     tc_.reset();
     cluster_.reset();
     servers_.clear();
