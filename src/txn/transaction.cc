@@ -150,32 +150,49 @@ void TxnClient::crash_point(CrashAt at) const {
   if (crash_at_ == at) ::raise(SIGKILL);
 }
 
-bool TxnClient::recently_checked(uint64_t holder, uint64_t now) {
-  for (const Check& c : checks_) {
-    if (c.holder == holder && now - c.at_ns < options_.recovery_check_ns) return true;
+TxnClient::Check* TxnClient::find_check(uint64_t holder) {
+  for (Check& c : checks_) {
+    if (c.holder == holder) return &c;
   }
-  checks_[next_check_++ % checks_.size()] = Check{holder, now};
-  return false;
+  return nullptr;
 }
 
 Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
-  if (holder == 0 || recovering_ || recently_checked(holder, now_ns())) co_return false;
+  if (holder == 0 || recovering_) co_return false;
   if (client_->endpoint(GlobalAddress::unpack(holder).node()) == nullptr) co_return false;
+  const uint64_t now = now_ns();
+  Check* known = find_check(holder);
+  // A holder found dead stays dead (its session ended); a live one is asked again only after
+  // recovery_check_ns.
+  if (known != nullptr && !known->dead && now - known->at_ns < options_.recovery_check_ns) {
+    co_return false;
+  }
+  if (known == nullptr) {
+    known = &checks_[next_check_++ % checks_.size()];
+    *known = Check{holder, now, false};
+  }
+  known->at_ns = now;
   recovering_ = true;  // one recovery at a time per coordinator: it has one recovery slot
-  Result<bool> r = co_await recover_slot(word, holder);
+  bool dead = known->dead;
+  Result<bool> r = co_await recover_slot(word, holder, &dead);
   recovering_ = false;
+  Check* again = find_check(holder);  // the ring may have moved on meanwhile
+  if (again != nullptr) again->dead = dead;
   co_return r;
 }
 
-Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder) {
+Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, bool* dead) {
   const GlobalAddress slot = GlobalAddress::unpack(holder);
   LogSlotHeader h{};
   Status s = co_await client_->read(slot, &h, sizeof(h));
   if (!s.ok()) co_return s;
-  std::vector<uint64_t> ids(1, h.owner_session);
-  auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
-  if (!alive.ok()) co_return alive.status();
-  if (alive->empty() || (*alive)[0]) co_return false;
+  if (!*dead) {
+    std::vector<uint64_t> ids(1, h.owner_session);
+    auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
+    if (!alive.ok()) co_return alive.status();
+    if (alive->empty() || (*alive)[0]) co_return false;
+    *dead = true;
+  }
   // The holder's coordinator has ended: it sends nothing more, so its log is final.
   if (h.state == kLogCommitting && h.body_bytes <= options_.log_slot_bytes - sizeof(h)) {
     std::string log(sizeof(h) + h.body_bytes, '\0');

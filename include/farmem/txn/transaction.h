@@ -137,8 +137,13 @@ class TxnClient {
   static constexpr uint32_t kNoSlot = UINT32_MAX;
   uint32_t take_slot();
   void give_slot(uint32_t i) { free_slots_.push_back(i); }
-  bool recently_checked(uint64_t holder, uint64_t now_ns);
-  runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder);
+  struct Check {
+    uint64_t holder = 0;
+    uint64_t at_ns = 0;
+    bool dead = false;
+  };
+  Check* find_check(uint64_t holder);
+  runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder, bool* dead);
   runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
   // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point.
   void crash_point(CrashAt at) const;
@@ -151,10 +156,6 @@ class TxnClient {
   TxnCounters counters_;
   GlobalAddress log_base_;  // log_slots + 1 slots (the last one for recoveries)
   std::vector<uint32_t> free_slots_;
-  struct Check {
-    uint64_t holder = 0;
-    uint64_t at_ns = 0;
-  };
   std::array<Check, 16> checks_{};  // recent liveness checks (bounded)
   uint32_t next_check_ = 0;
   bool recovering_ = false;
