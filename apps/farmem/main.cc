@@ -6,6 +6,8 @@
 //                     [--coroutines N] [--kv-mode M] [--coalesce on|off] ... <bench flags>
 //   farmem status [--servers h:p,...|--config FILE]
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
+//   farmem bench txn --workload smallbank|tatp [--coroutines N] [--scale X] [--max-attempts N]
+//                    <bench flags>   (bench_txn.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
 //
@@ -21,6 +23,7 @@
 
 #include "bench_far.h"
 #include "bench_harness.h"
+#include "bench_txn.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -186,6 +189,9 @@ int main(int argc, char** argv) {
   farmem::apps::BenchFarFlags far_flags;
   CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
 
+  farmem::apps::BenchTxnFlags txn_flags;
+  CLI::App* bench_txn = farmem::apps::add_bench_txn(bench, &txn_flags);
+
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
   farmem::apps::add_cluster_flags(status, &status_flags);
@@ -199,6 +205,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
+  if (bench_txn->parsed()) return farmem::apps::run_bench_txn(txn_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

@@ -74,7 +74,9 @@ Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, Tab
   m.magic = kTableMagic;
   m.layout_version = kLayoutVersion;
   m.record_bytes = o.record_bytes;
-  m.buckets = std::max<uint64_t>(n, (o.capacity * 2 + kSlotsPerBucket - 1) / kSlotsPerBucket);
+  // Four records per bucket of 16 at full capacity: with no overflow chains, a bucket
+  // overflows when more than 16 keys hash to it (Poisson(4): about 1 bucket in 10^6).
+  m.buckets = std::max<uint64_t>(n, (o.capacity + 3) / 4);
   m.buckets_per_node = (m.buckets + n - 1) / n;
   m.slots_per_bucket = kSlotsPerBucket;
   m.replicas = o.replicas != 0 ? o.replicas : (n >= 2 ? 2 : 1);

@@ -10,7 +10,6 @@
 // "committing" just before the commit; without the hook it prints "committed" and exits 0. It
 // prints "error CODE: message" and exits 1 at the first failure.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstring>
 #include <string>

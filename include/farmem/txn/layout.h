@@ -26,7 +26,7 @@ namespace farmem::txn {
 
 inline constexpr uint64_t kTableMagic = 0x4e58544d52414646ull;  // "FFARMTXN"
 inline constexpr uint32_t kLayoutVersion = 1;
-inline constexpr uint32_t kSlotsPerBucket = 8;
+inline constexpr uint32_t kSlotsPerBucket = 16;
 inline constexpr uint32_t kMaxRecordBytes = 4096;
 inline constexpr uint32_t kMaxNodes = 64;
 inline constexpr uint32_t kSlotPresent = 1;  // SlotHeader::flags: the slot holds a live record
@@ -73,8 +73,8 @@ inline constexpr uint64_t slot_bytes(uint32_t record_bytes) {
 inline constexpr uint64_t bucket_bytes(uint32_t record_bytes) {
   return (sizeof(BucketHeader) + kSlotsPerBucket * slot_bytes(record_bytes) + 63) / 64 * 64;
 }
-static_assert(slot_bytes(8) == 40 && bucket_bytes(8) == 384);
-static_assert(slot_bytes(1) == 40 && bucket_bytes(4096) == 33088);
+static_assert(slot_bytes(8) == 40 && bucket_bytes(8) == 704);
+static_assert(slot_bytes(1) == 40 && bucket_bytes(4096) == 66112);
 
 // The bucket of `key` (splitmix64 of key ^ seed, modulo buckets).
 inline uint64_t bucket_of(uint64_t key, uint64_t seed, uint64_t buckets) {

@@ -4,8 +4,9 @@
 // caller's choice of hash (XXH3-64 is what the benchmarks would use); collisions are the
 // caller's to avoid.
 //
-// create() sizes the buckets for `capacity` records at load factor 1/2 (a bucket holds
-// kSlotsPerBucket records; an insert into a full bucket fails with kResourceExhausted), writes
+// create() sizes the buckets for `capacity` records at four per bucket of kSlotsPerBucket = 16
+// (load factor 1/4: there are no overflow chains, so an insert into one of the rare full
+// buckets fails with kResourceExhausted; at capacity about one bucket in 10^6 is full), writes
 // the zeroed bucket arrays and the metadata and publishes the root "txn/<name>". open() reads
 // them. A Table is immutable after create/open: one value may be shared by every coroutine and
 // thread of a process (the ThreadClient given to create/open is only used during the call).

@@ -53,11 +53,10 @@ void run_phase(TxnRecoveryTest* test, const Phase& phase, const std::string& tls
     for (uint64_t k = 0; k <= kKeys; ++k) ASSERT_TRUE(c->run(load.insert(t, k, u64_value(k))).ok());
     ASSERT_TRUE(c->run(load.commit()).ok());
   }
-  auto child = ChildProcess::start(
-      {FARMEM_TXN_CRASH_CLIENT_BIN, "--servers",
-       servers[0]->address() + "," + servers[1]->address(), "--table", t.name(), "--keys",
-       std::to_string(kKeys), "--tls", tls},
-      {"UCX_TLS=" + tls, "FARMEM_TXN_CRASH_AT=" + phase.name});
+  auto child = ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers",
+                                    servers[0]->address() + "," + servers[1]->address(), "--table",
+                                    t.name(), "--keys", std::to_string(kKeys), "--tls", tls},
+                                   {"UCX_TLS=" + tls, "FARMEM_TXN_CRASH_AT=" + phase.name});
   ASSERT_NE(child, nullptr);
   const int status = child->wait_exit(60000);  // hang guard
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)

@@ -15,7 +15,7 @@ namespace {
 TEST(TxnLayout, SizesFollowTheRecordSize) {
   EXPECT_EQ(slot_bytes(8), 40u);
   EXPECT_EQ(slot_bytes(9), 48u);
-  EXPECT_EQ(bucket_bytes(8), 384u);  // 16 + 8 x 40 = 336, padded to 64
+  EXPECT_EQ(bucket_bytes(8), 704u);  // 16 + 16 x 40 = 656, padded to 64
   EXPECT_EQ(bucket_bytes(40) % 64, 0u);
   EXPECT_GE(bucket_bytes(kMaxRecordBytes),
             sizeof(BucketHeader) + kSlotsPerBucket * slot_bytes(kMaxRecordBytes));
