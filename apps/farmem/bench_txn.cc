@@ -15,9 +15,9 @@
 // rolls back (insufficient funds, a missing row) count as rolled back, not as aborts.
 #include "bench_txn.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -64,8 +64,15 @@ int64_t i64_of(const std::string& s) {
 
 // ------------------------------------------------------------------------------ SmallBank
 
-enum SbType { kAmalgamate, kBalance, kDepositChecking, kSendPayment, kTransactSavings, kWriteCheck };
-const std::vector<std::string> kSbNames = {"Amalgamate", "Balance", "DepositChecking",
+enum SbType {
+  kAmalgamate,
+  kBalance,
+  kDepositChecking,
+  kSendPayment,
+  kTransactSavings,
+  kWriteCheck
+};
+const std::vector<std::string> kSbNames = {"Amalgamate",  "Balance",         "DepositChecking",
                                            "SendPayment", "TransactSavings", "WriteCheck"};
 constexpr int kSbMix[] = {15, 15, 15, 25, 15, 15};
 constexpr int64_t kInitialBalance = 10'000;  // cents, per account and table
@@ -149,12 +156,17 @@ Params sb_params(workload::Rng& rng, const SmallBank& sb) {
 // ------------------------------------------------------------------------------ TATP
 
 enum TatpType {
-  kGetSubscriberData, kGetNewDestination, kGetAccessData, kUpdateSubscriberData,
-  kUpdateLocation, kInsertCallForwarding, kDeleteCallForwarding
+  kGetSubscriberData,
+  kGetNewDestination,
+  kGetAccessData,
+  kUpdateSubscriberData,
+  kUpdateLocation,
+  kInsertCallForwarding,
+  kDeleteCallForwarding
 };
 const std::vector<std::string> kTatpNames = {
-    "GetSubscriberData",    "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
-    "UpdateLocation",       "InsertCallForwarding", "DeleteCallForwarding"};
+    "GetSubscriberData", "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
+    "UpdateLocation",    "InsertCallForwarding", "DeleteCallForwarding"};
 constexpr int kTatpMix[] = {35, 10, 35, 2, 14, 2, 2};
 constexpr uint32_t kSubscriberBytes = 40;  // sub_nbr 8, bits 4, vlr 4, msc 4, hex 10, byte2 10
 constexpr uint32_t kAccessInfoBytes = 16;
@@ -170,7 +182,9 @@ struct Tatp {
 uint64_t sub_nbr(uint64_t s_id) { return s_id * 7919 + 13; }  // a bijection: the index is real
 uint64_t ai_key(uint64_t s_id, uint64_t type) { return s_id * 4 + type - 1; }
 uint64_t sf_key(uint64_t s_id, uint64_t type) { return s_id * 4 + type - 1; }
-uint64_t cf_key(uint64_t s_id, uint64_t sf, uint64_t start) { return sf_key(s_id, sf) * 3 + start / 8; }
+uint64_t cf_key(uint64_t s_id, uint64_t sf, uint64_t start) {
+  return sf_key(s_id, sf) * 3 + start / 8;
+}
 
 // Which of the 4 access_info / special_facility types and 3 start times a subscriber has: a
 // function of s_id (so that the load and the count check agree without storing it).
@@ -413,8 +427,8 @@ void tatp_rows(const Tatp& tp, uint64_t from, uint64_t to, std::vector<Row>* row
       const uint32_t cf = tatp_mask(s_id * 8 + type, 3, 3, 0);
       for (uint64_t st = 0; st < 3; ++st) {
         if (cf & (1u << st)) {
-          rows->push_back({&tp.forwarding, cf_key(s_id, type, st * 8),
-                           std::string(kCallForwardingBytes, 'c')});
+          rows->push_back(
+              {&tp.forwarding, cf_key(s_id, type, st * 8), std::string(kCallForwardingBytes, 'c')});
         }
       }
     }
@@ -428,7 +442,8 @@ void tatp_counts(uint64_t subscribers, Tatp* tp) {
     const uint32_t sf = tatp_mask(s_id, 2, 4, 1);
     tp->loaded_sf += __builtin_popcount(sf);
     for (uint64_t type = 1; type <= 4; ++type) {
-      if (sf & (1u << (type - 1))) tp->loaded_cf += __builtin_popcount(tatp_mask(s_id * 8 + type, 3, 3, 0));
+      if (sf & (1u << (type - 1)))
+        tp->loaded_cf += __builtin_popcount(tatp_mask(s_id * 8 + type, 3, 3, 0));
     }
   }
 }
@@ -639,7 +654,8 @@ int run_bench_txn(const BenchTxnFlags& f) {
     (void)c->run((*tc)->close());
   });
   bench.wait_arrived();
-  if (!bench.first_error().ok()) return bench.fail(1, "loading: " + bench.first_error().to_string());
+  if (!bench.first_error().ok())
+    return bench.fail(1, "loading: " + bench.first_error().to_string());
   const double load_s = (now_ns() - load_start) / 1e9;
   fmt::print(stderr, "txn {}: loaded {} rows in {:.1f} s\n", f.workload, rows, load_s);
   ProgressFormat progress;
@@ -683,10 +699,11 @@ int run_bench_txn(const BenchTxnFlags& f) {
   for (size_t i = 0; i < types; ++i) {
     const LatencyUs l = latency_us(bench.histogram(static_cast<int>(i)));
     const auto& p = per[i];
-    fmt::print("  {:<22} commits/s={:>10.0f} attempted/s={:>10.0f} abort_rate={:.4f} "
-               "rolled_back={} given_up={} p50={:.1f}us p99={:.1f}us p999={:.1f}us\n",
-               bench.op_names()[i], p.commits / secs, p.attempts / secs, rate(p.aborts, p.attempts),
-               p.rolled_back, p.given_up, l.p50, l.p99, l.p999);
+    fmt::print(
+        "  {:<22} commits/s={:>10.0f} attempted/s={:>10.0f} abort_rate={:.4f} "
+        "rolled_back={} given_up={} p50={:.1f}us p99={:.1f}us p999={:.1f}us\n",
+        bench.op_names()[i], p.commits / secs, p.attempts / secs, rate(p.aborts, p.attempts),
+        p.rolled_back, p.given_up, l.p50, l.p99, l.p999);
     per_type[bench.op_names()[i]] = {{"commits_per_s", p.commits / secs},
                                      {"attempted_per_s", p.attempts / secs},
                                      {"abort_rate", rate(p.aborts, p.attempts)},
