@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "farmem/txn/transaction.h"
 #include "test_seed.h"
 #include "txn_fixture.h"
+#include "txn_micro.h"
 
 namespace farmem::testing {
 namespace {
@@ -141,80 +143,6 @@ TEST_P(TxnConcurrencyTest, NoWriteSkew) {
 
 // ---- recorded history ----
 
-struct Recorder {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void add(const Transaction& t, const std::vector<Transaction::Access>& acc) {
-    nlohmann::json j;
-    j["id"] = std::to_string(t.id().coordinator) + ":" + std::to_string(t.id().sequence);
-    j["reads"] = nlohmann::json::array();
-    j["writes"] = nlohmann::json::array();
-    for (const auto& a : acc) {
-      nlohmann::json e =
-          nlohmann::json::array({std::to_string(a.tag) + ":" + std::to_string(a.key), a.version});
-      (a.write ? j["writes"] : j["reads"]).push_back(e);
-    }
-    std::lock_guard<std::mutex> g(mu);
-    lines.push_back(j.dump());
-  }
-};
-
-struct MicroStats {
-  uint64_t commits = 0, aborts = 0, read_only = 0;
-};
-
-// One coroutine of the micro-workload: n transactions over `keys` hot keys.
-Task<Status> micro(TxnClient* tc, const Table* t, uint64_t keys, int n, uint64_t seed,
-                   Recorder* rec, MicroStats* st) {
-  std::mt19937_64 rng(seed);
-  std::string v, w;
-  for (int i = 0; i < n; ++i) {
-    const int kind = static_cast<int>(rng() % 4);
-    const uint64_t k1 = rng() % keys, k2 = rng() % keys, k3 = rng() % keys;
-    Transaction x = kind == 3 ? tc->begin_read_only() : tc->begin();
-    Status s;
-    // Operations on shared memory rarely suspend: yielding between steps interleaves this
-    // thread's coroutines (as network round trips would).
-    runtime::Scheduler& sched = tc->client()->scheduler();
-    if (kind <= 1) {  // read k1, read-modify-write k2
-      s = co_await x.read(*t, k1, &v);
-      co_await sched.yield();
-      if (s.ok()) s = co_await x.read_for_update(*t, k2, &w);
-      co_await sched.yield();
-      if (s.ok()) s = co_await x.update(*t, k2, u64_value(value_u64(v) + value_u64(w) + 1));
-    } else if (kind == 2) {  // move one unit from k1 to k2
-      s = co_await x.read_for_update(*t, k1, &v);
-      if (s.ok()) s = co_await x.update(*t, k1, u64_value(value_u64(v) - 1));
-      co_await sched.yield();
-      if (s.ok()) s = co_await x.read_for_update(*t, k2, &w);
-      if (s.ok()) s = co_await x.update(*t, k2, u64_value(value_u64(w) + 1));
-    } else {  // read-only over three keys
-      s = co_await x.read(*t, k1, &v);
-      co_await sched.yield();
-      if (s.ok()) s = co_await x.read(*t, k2, &v);
-      co_await sched.yield();
-      if (s.ok()) s = co_await x.read(*t, k3, &v);
-    }
-    co_await sched.yield();
-    if (s.code() == StatusCode::kAborted) {
-      ++st->aborts;
-      continue;
-    }
-    if (!s.ok()) co_return s;
-    const std::vector<Transaction::Access> acc = x.accesses();
-    s = co_await x.commit();
-    if (s.code() == StatusCode::kAborted) {
-      ++st->aborts;
-      continue;
-    }
-    if (!s.ok()) co_return s;
-    ++st->commits;
-    st->read_only += kind == 3 ? 1 : 0;
-    rec->add(x, acc);
-  }
-  co_return OkStatus();
-}
-
 void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys, int coroutines, int n,
                   uint64_t seed, Recorder* rec, MicroStats* st, Status* status, std::latch* start) {
   auto c = cluster->thread_client();
@@ -240,6 +168,21 @@ void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys, int c
   if (status->ok()) *status = cs;
   tc->reset();
   cluster->release_thread_client();
+}
+
+// Writes the history and runs tools/sercheck on it; the file is kept when it fails.
+void expect_serializable(const std::vector<std::string>& lines, const std::string& name) {
+  const std::string path =
+      "/tmp/farmem-txn-history-" + name + "-" + std::to_string(getpid()) + ".jsonl";
+  {
+    std::ofstream f(path);
+    for (const auto& l : lines) f << l << "\n";
+  }
+  std::string out;
+  const int rc = run_command(std::string(FARMEM_PYTHON) + " " + FARMEM_SERCHECK + " " + path, &out);
+  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
+  std::printf("%s", out.c_str());
+  if (rc == 0) std::remove(path.c_str());
 }
 
 TEST_P(TxnConcurrencyTest, ContendedHistoryIsSerializable) {
@@ -272,17 +215,59 @@ TEST_P(TxnConcurrencyTest, ContendedHistoryIsSerializable) {
   EXPECT_GT(sum.commits, 0u);
   EXPECT_GT(sum.read_only, 0u);
   EXPECT_EQ(rec.lines.size(), sum.commits);
-  const std::string path =
-      "/tmp/farmem-txn-history-" + GetParam().name + "-" + std::to_string(getpid()) + ".jsonl";
-  {
-    std::ofstream f(path);
-    for (const auto& l : rec.lines) f << l << "\n";
+  expect_serializable(rec.lines, GetParam().name);
+}
+
+// Two client processes and this one's thread run the micro-workload on the same hot keys at
+// once; the union of their histories must be serializable.
+TEST_P(TxnConcurrencyTest, MultiProcessHistoryIsSerializable) {
+  const uint64_t seed = test_seed();
+  Table t = make_table("mphistory", 8, 64);
+  constexpr uint64_t kKeys = 4;
+  load(t, kKeys);
+  const std::string go = "/tmp/farmem-txn-go-" + GetParam().name + "-" + std::to_string(getpid());
+  std::remove(go.c_str());
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int i = 0; i < 2; ++i) {
+    children.push_back(ChildProcess::start(
+        {FARMEM_TXN_HISTORY_CLIENT_BIN, "--servers",
+         servers_[0]->address() + "," + servers_[1]->address(), "--table", t.name(), "--keys",
+         std::to_string(kKeys), "--coroutines", "4", "--count", "80", "--seed",
+         std::to_string(seed * 1000 + 500 + static_cast<uint64_t>(i) * 100), "--go", go, "--tls",
+         GetParam().tls},
+        {"UCX_TLS=" + GetParam().tls}));
+    ASSERT_NE(children.back(), nullptr);
   }
-  std::string out;
-  const int rc = run_command(std::string(FARMEM_PYTHON) + " " + FARMEM_SERCHECK + " " + path, &out);
-  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
-  std::printf("%s", out.c_str());
-  if (rc == 0) std::remove(path.c_str());
+  for (auto& ch : children) {
+    ASSERT_EQ(ch->wait_for_line("ready", 60000), "ready") << ch->output();  // hang guard
+  }
+  { std::ofstream(go) << "go\n"; }
+  Recorder rec;
+  MicroStats stats;
+  Status status;
+  std::latch start(1);
+  // A thread of its own: micro_thread releases its thread's client when done.
+  std::thread local(micro_thread, cluster_.get(), &t, kKeys, 4, 80, seed * 1000, &rec, &stats,
+                    &status, &start);
+  local.join();
+  EXPECT_TRUE(status.ok()) << status.to_string();
+  uint64_t child_commits = 0;
+  for (auto& ch : children) {
+    const int st = ch->wait_exit(120000);  // hang guard
+    ASSERT_EQ(st, 0) << ch->output();
+    std::istringstream out(ch->output());
+    for (std::string line; std::getline(out, line);) {
+      if (line.rfind("txn ", 0) == 0) {
+        rec.lines.push_back(line.substr(4));
+        ++child_commits;
+      }
+    }
+  }
+  std::remove(go.c_str());
+  std::printf("multi-process micro-workload: %lu + %lu commits\n",
+              static_cast<unsigned long>(stats.commits), static_cast<unsigned long>(child_commits));
+  EXPECT_GT(child_commits, 0u);
+  expect_serializable(rec.lines, GetParam().name + "-mp");
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TxnConcurrencyTest, ::testing::ValuesIn(all_transports()),
