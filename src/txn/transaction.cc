@@ -346,21 +346,29 @@ Status Transaction::ensure_log_slot() {
   return OkStatus();
 }
 
-Task<Status> Transaction::lock_and_read(GlobalAddress word, GlobalAddress addr, size_t bytes,
-                                        std::string* out, bool* won) {
-  *won = false;
-  FARMEM_CO_RETURN_IF_ERROR(ensure_log_slot());
-  out->resize(bytes);
+Task<Status> Transaction::lock_and_read(GlobalAddress addr, size_t bytes, std::string* out,
+                                        const char* what) {
+  Status s = ensure_log_slot();
   uint64_t old = ~0ull;
-  client::Batch batch(*tc_->client_);
-  (void)batch.cas(word, 0, lock_value(), &old);
-  (void)batch.fence();  // the read sees what the previous holder wrote before it unlocked
-  (void)batch.read(addr, out->data(), bytes);
-  Status s = co_await batch.wait();
-  ++tc_->counters_.round_trips;
-  *won = s.ok() && old == 0;
-  if (s.ok() && old != 0) conflict(word, old);
-  co_return s;
+  if (s.ok()) {
+    out->resize(bytes);
+    client::Batch batch(*tc_->client_);
+    (void)batch.cas(addr, 0, lock_value(), &old);
+    (void)batch.fence();  // the read sees what the previous holder wrote before it unlocked
+    (void)batch.read(addr, out->data(), bytes);
+    s = co_await batch.wait();
+    ++tc_->counters_.round_trips;
+  }
+  if (!s.ok()) {
+    Status e = co_await finish_abort(fail_error(s));
+    co_return e;
+  }
+  if (old != 0) {
+    conflict(addr, old);
+    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, what));
+    co_return e;
+  }
+  co_return OkStatus();
 }
 
 Task<Status> Transaction::finish_abort(Status why) {
@@ -410,22 +418,26 @@ Task<Status> Transaction::release_all() {
   co_return first;
 }
 
+Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
+  BucketHeader bh;
+  std::memcpy(&bh, bucket_.data(), sizeof(bh));
+  if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
+    conflict(t.bucket_address(b, 0), bh.lock);  // an insert or erase in this bucket is under way
+    Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
+    co_return e;
+  }
+  if (find_read(t, key) == nullptr) reads_.push_back({&t, key, b, kSlotsPerBucket, bh.version, {}});
+  co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
+}
+
 Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry** entry) {
   const uint64_t b = t.bucket_of(key);
   const size_t rb = t.record_bytes();
   uint32_t slot = tc_->cached_slot(t, key);
-  bool won = false;
   if (slot < kSlotsPerBucket) {
     const GlobalAddress a = t.slot_address(b, slot, 0);
-    Status s = co_await lock_and_read(a, a, t.slot_bytes(), &slot_, &won);
-    if (!s.ok()) {
-      Status e = co_await finish_abort(fail_error(s));
-      co_return e;
-    }
-    if (!won) {
-      Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-      co_return e;
-    }
+    Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
+    if (!s.ok()) co_return s;
     if (!holds(header_of(slot_), key)) {
       // A stale cache entry: let go of the slot and search the bucket.
       Status u = co_await tc_->client_->write(a, &kZeroWord, 8);
@@ -445,27 +457,12 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     }
     slot = find_in_bucket(t, key);
     if (slot == kSlotsPerBucket) {
-      BucketHeader bh;
-      std::memcpy(&bh, bucket_.data(), sizeof(bh));
-      if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
-        conflict(t.bucket_address(b, 0), bh.lock);
-        Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
-        co_return e;
-      }
-      if (find_read(t, key) == nullptr)
-        reads_.push_back({&t, key, b, kSlotsPerBucket, bh.version, {}});
-      co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
+      Status e = co_await absent(t, key, b);
+      co_return e;
     }
     const GlobalAddress a = t.slot_address(b, slot, 0);
-    s = co_await lock_and_read(a, a, t.slot_bytes(), &slot_, &won);
-    if (!s.ok()) {
-      Status e = co_await finish_abort(fail_error(s));
-      co_return e;
-    }
-    if (!won) {
-      Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-      co_return e;
-    }
+    s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
+    if (!s.ok()) co_return s;
   }
   const SlotHeader h = header_of(slot_);
   writes_.push_back({&t, key, b, slot, h.version, Kind::kLocked, slot_.substr(sizeof(h), rb)});
@@ -498,16 +495,8 @@ Task<Status> Transaction::lock_bucket(const Table& t, uint64_t b, BucketLock** l
     co_return OkStatus();
   }
   const GlobalAddress a = t.bucket_address(b, 0);
-  bool won = false;
-  Status s = co_await lock_and_read(a, a, t.bucket_bytes(), &bucket_, &won);
-  if (!s.ok()) {
-    Status e = co_await finish_abort(fail_error(s));
-    co_return e;
-  }
-  if (!won) {
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "bucket locked"));
-    co_return e;
-  }
+  Status s = co_await lock_and_read(a, t.bucket_bytes(), &bucket_, "bucket locked");
+  if (!s.ok()) co_return s;
   BucketHeader bh;
   std::memcpy(&bh, bucket_.data(), sizeof(bh));
   buckets_.push_back({&t, b, bh.version, false});
@@ -563,15 +552,8 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   }
   const uint32_t slot = find_in_bucket(t, key);
   if (slot == kSlotsPerBucket) {
-    BucketHeader bh;
-    std::memcpy(&bh, bucket_.data(), sizeof(bh));
-    if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
-      conflict(t.bucket_address(b, 0), bh.lock);
-      Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
-      co_return e;
-    }
-    reads_.push_back({&t, key, b, kSlotsPerBucket, bh.version, {}});
-    co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
+    Status e = co_await absent(t, key, b);
+    co_return e;
   }
   SlotHeader h;
   std::memcpy(&h, bucket_slot(t, slot), sizeof(h));
@@ -667,16 +649,8 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
     co_return ResourceExhausted(fmt::format("bucket {} of table '{}' is full", b, t.name()));
   }
   const GlobalAddress a = t.slot_address(b, slot, 0);
-  bool won = false;
-  s = co_await lock_and_read(a, a, t.slot_bytes(), &slot_, &won);
-  if (!s.ok()) {
-    Status e = co_await finish_abort(fail_error(s));
-    co_return e;
-  }
-  if (!won) {
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "free slot locked"));
-    co_return e;
-  }
+  s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "free slot locked");
+  if (!s.ok()) co_return s;
   const SlotHeader h = header_of(slot_);
   writes_.push_back({&t, key, b, slot, h.version, Kind::kInsert, std::string(value)});
   if (h.flags & kSlotPresent) {

@@ -8,15 +8,14 @@
 // Prints "ready" once connected, waits (polling) until FILE exists so that every process starts
 // together, then runs; at the end prints the "txn" lines and "done commits=N aborts=M". Exits 1
 // printing "error CODE: message" at the first failure.
-#include <CLI/CLI.hpp>
+#include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <sys/stat.h>
 
 #include "farmem/client/cluster.h"
 #include "farmem/runtime/when_all.h"
@@ -68,8 +67,8 @@ int main(int argc, char** argv) {
   testing::MicroStats stats;
   std::vector<runtime::Task<Status>> tasks;
   for (int i = 0; i < coroutines; ++i) {
-    tasks.push_back(testing::micro(tc->get(), &*t, keys, count, seed + static_cast<uint64_t>(i),
-                                   &rec, &stats));
+    tasks.push_back(
+        testing::micro(tc->get(), &*t, keys, count, seed + static_cast<uint64_t>(i), &rec, &stats));
   }
   std::vector<Status> r = c->run(runtime::when_all(std::move(tasks)));
   for (const Status& s : r) {

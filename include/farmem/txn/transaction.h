@@ -239,9 +239,14 @@ class Transaction {
   // The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
   uint32_t find_in_bucket(const Table& t, uint64_t key) const;
   const SlotHeader* bucket_slot(const Table& t, uint32_t slot) const;
-  // CAS word 0 -> me, fenced read of `bytes` from `addr` into *out; *won whether the CAS won.
-  runtime::Task<Status> lock_and_read(GlobalAddress word, GlobalAddress addr, size_t bytes,
-                                      std::string* out, bool* won);
+  // `key` is not in bucket_ (bucket b, just read): kInvisible if another transaction holds the
+  // bucket's lock, else remembers the bucket's version for validation and returns kNotFound.
+  runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
+  // One round trip: CAS the lock word at addr 0 -> our lock value, then (fenced) read `bytes`
+  // from addr into *out. OK when locked; otherwise the transaction is aborted (kLockConflict,
+  // `what`, or the transport's error) and that status returned.
+  runtime::Task<Status> lock_and_read(GlobalAddress addr, size_t bytes, std::string* out,
+                                      const char* what);
   // Locks and reads the record; on success adds a kLocked write entry.
   runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
   runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
