@@ -54,8 +54,8 @@ struct MicroStats {
 };
 
 // One coroutine of the micro-workload: n transactions over `keys` hot keys.
-Task<Status> micro(TxnClient* tc, const Table* t, uint64_t keys, int n, uint64_t seed,
-                   Recorder* rec, MicroStats* st) {
+inline Task<Status> micro(TxnClient* tc, const Table* t, uint64_t keys, int n, uint64_t seed,
+                          Recorder* rec, MicroStats* st) {
   std::mt19937_64 rng(seed);
   std::string v, w;
   for (int i = 0; i < n; ++i) {
