@@ -166,8 +166,11 @@ class Transaction {
  public:
   Transaction(Transaction&&) = default;
   Transaction& operator=(Transaction&&) = default;
-  // Finish every transaction (commit or abort): an unfinished one's locks stay.
-  ~Transaction() = default;
+  // Finish every transaction (commit or abort): an unfinished one's locks stay (naming a log
+  // slot that is then never reused, so that they are recovered once this coordinator ends).
+  ~Transaction() {
+    if (!finished_ && (!writes_.empty() || !buckets_.empty())) log_slot_.retire();
+  }
 
   const TxnId& id() const { return id_; }
   bool read_only() const { return read_only_; }

@@ -18,8 +18,9 @@
 
 namespace farmem::testing {
 
-inline void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys, int coroutines, int n,
-                  uint64_t seed, Recorder* rec, MicroStats* st, Status* status, std::latch* start) {
+inline void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys, int coroutines,
+                         int n, uint64_t seed, Recorder* rec, MicroStats* st, Status* status,
+                         std::latch* start) {
   auto c = cluster->thread_client();
   start->arrive_and_wait();  // every thread connected: they run their transactions together
   if (!c.ok()) {

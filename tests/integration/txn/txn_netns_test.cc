@@ -50,8 +50,8 @@ TEST_F(TxnTwoHostTest, TransactionsAcrossHostsAreSerializable) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back(micro_thread, cluster->get(), &*t, kKeys, 4, 40,
-                         seed * 1000 + static_cast<uint64_t>(i) * 100, &rec, &stats[i],
-                         &status[i], &start);
+                         seed * 1000 + static_cast<uint64_t>(i) * 100, &rec, &stats[i], &status[i],
+                         &start);
   }
   for (auto& th : threads) th.join();
   for (const Status& s : status) EXPECT_TRUE(s.ok()) << s.to_string();
