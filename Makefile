@@ -48,7 +48,7 @@ tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_TSAN=ON \
 	  -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target farmem_unit_tests farmem_far_unit_tests \
-	  farmem_fuzz_server_input
+	  farmem_txn_unit_tests farmem_fuzz_server_input
 	TSAN_OPTIONS=halt_on_error=1 UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no \
 	  ctest --test-dir $(TSAN_BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
 
