@@ -167,6 +167,16 @@ Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
   if (known != nullptr && !known->dead && now - known->at_ns < options_.recovery_check_ns) {
     co_return false;
   }
+  if (known == nullptr || !known->dead) {
+    // At most checks_.size() liveness questions per recovery_check_ns, whatever the number of
+    // distinct holders met (live holders change quickly under contention).
+    if (now - window_start_ns_ >= options_.recovery_check_ns) {
+      window_start_ns_ = now;
+      window_checks_ = 0;
+    }
+    if (window_checks_ >= checks_.size()) co_return false;
+    ++window_checks_;
+  }
   if (known == nullptr) {
     known = &checks_[next_check_++ % checks_.size()];
     *known = Check{holder, now, false};

@@ -158,6 +158,8 @@ class TxnClient {
   std::vector<uint32_t> free_slots_;
   std::array<Check, 16> checks_{};  // recent liveness checks (bounded)
   uint32_t next_check_ = 0;
+  uint64_t window_start_ns_ = 0;  // liveness questions asked since then (bounded)
+  uint32_t window_checks_ = 0;
   bool recovering_ = false;
   CrashAt crash_at_ = CrashAt::kNever;
 };
