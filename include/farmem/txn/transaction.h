@@ -1,7 +1,7 @@
 // Serializable distributed transactions over one-sided operations (FORD's protocol).
 //
-//   TxnClient tc(thread_client);                  // one per thread: ids, address cache, counters
-//   Transaction t = tc.begin();                   // or tc.begin_read_only()
+//   auto tc = co_await TxnClient::create(c);      // one per thread: ids, cache, log slots
+//   Transaction t = (*tc)->begin();               // or begin_read_only()
 //   std::string v;
 //   Status s = co_await t.read_for_update(accounts, key, &v);
 //   ... s = co_await t.update(accounts, key, new_value);
@@ -11,7 +11,8 @@
 //  * Execution. read() fetches the record (the slot through the address cache, or the whole
 //    bucket) from its primary and remembers its version; a record locked by another
 //    transaction aborts (kLockConflict). read_for_update() CASes the slot's lock word from 0 to
-//    the coordinator's session id on that node and, ordered after it (fence), reads the slot:
+//    the transaction's lock value (its log slot's address) and, ordered after it (fence),
+//    reads the slot:
 //    FORD's hitchhiked read+lock, one round trip. insert() and erase() also lock the bucket
 //    header (the bucket's key set). Writes are buffered locally: a transaction reads its own
 //    writes; its inserts and erases become visible to others only at commit.
@@ -39,7 +40,8 @@
 // Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
 // abort), kAlreadyExists (insert of a present key), kInvalidArgument (wrong value size, write
 // in a read-only transaction, unknown table), kResourceExhausted (bucket full), transport
-// errors (the transaction is then aborted too).
+// errors (the transaction is then aborted too; a transport error after the log was written
+// leaves the locks for recovery, see commit()).
 // Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
 #pragma once
 
