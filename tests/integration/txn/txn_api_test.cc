@@ -15,6 +15,7 @@
 namespace farmem::testing {
 namespace {
 
+using runtime::Task;
 using txn::AbortReason;
 using txn::Table;
 using txn::Transaction;
@@ -262,6 +263,49 @@ TEST_P(TxnApiTest, BadInput) {
   ASSERT_TRUE(c_->run(f.commit()).ok());
   EXPECT_EQ(c_->run(t.destroy(c_)).code(), StatusCode::kOk);
   EXPECT_EQ(c_->run(Table::open(c_, "bad")).status().code(), StatusCode::kNotFound);
+}
+
+Task<Status> update_key_5(Transaction& t, const Table* table) {
+  Status s = co_await t.update(*table, 5, u64_value(55));
+  co_return s;
+}
+struct UpdateKey5 {
+  const Table* table;
+  Task<Status> operator()(Transaction& t) const { return update_key_5(t, table); }
+};
+Task<Status> user_abort(Transaction& t) {
+  Status s = co_await t.abort();
+  co_return s;
+}
+struct UserAbort {
+  Task<Status> operator()(Transaction& t) const { return user_abort(t); }
+};
+
+TEST_P(TxnApiTest, RunTransactionRetriesOnlyConflicts) {
+  Table t = make_table("retries", 8, 64);
+  uint32_t attempts = 0;
+  // kNotFound is the body's answer: returned at once, not retried.
+  Status s = c_->run(txn::run_transaction(tc_.get(), 5, UpdateKey5{&t}, &attempts));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(attempts, 1u);
+  put(t, 5, 50);
+  // A user abort is not retried either.
+  s = c_->run(txn::run_transaction(tc_.get(), 5, UserAbort{}, &attempts));
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(attempts, 1u);
+  // A lock held elsewhere: every attempt conflicts, the caller's bound ends it.
+  Transaction holder = tc_->begin();
+  std::string v;
+  ASSERT_TRUE(c_->run(holder.read_for_update(t, 5, &v)).ok());
+  s = c_->run(txn::run_transaction(tc_.get(), 3, UpdateKey5{&t}, &attempts));
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(attempts, 3u);
+  ASSERT_TRUE(c_->run(holder.commit()).ok());
+  // Free again: it commits at the first attempt.
+  s = c_->run(txn::run_transaction(tc_.get(), 3, UpdateKey5{&t}, &attempts));
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(attempts, 1u);
+  EXPECT_EQ(get(t, 5), 55u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TxnApiTest, ::testing::ValuesIn(all_transports()),
