@@ -106,6 +106,9 @@ Task<Result<std::unique_ptr<TxnClient>>> TxnClient::create(client::ThreadClient*
     co_return InvalidArgument("log_slot_bytes must be 256..1 MiB, a multiple of 64");
   }
   if (o.cache_log2 > 30) co_return InvalidArgument("cache_log2 must be at most 30");
+  if (o.max_records == 0 || o.max_records > 65536) {
+    co_return InvalidArgument("max_records must be 1..65536");
+  }
   auto logs = co_await logs_object(c);
   if (!logs.ok()) co_return logs.status();
   std::vector<uint16_t> ids;
@@ -291,6 +294,13 @@ Status Transaction::check_write(const Table& table, std::string_view value, bool
   return OkStatus();
 }
 
+Status Transaction::check_room() const {
+  const size_t records = reads_.size() + writes_.size() + buckets_.size();
+  if (records < tc_->options_.max_records) return OkStatus();
+  return ResourceExhausted(fmt::format("a transaction touches at most {} records and buckets",
+                                       tc_->options_.max_records));
+}
+
 Transaction::ReadEntry* Transaction::find_read(const Table& t, uint64_t key) {
   for (auto& r : reads_) {
     if (r.table == &t && r.key == key) return &r;
@@ -441,6 +451,7 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
 }
 
 Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry** entry) {
+  FARMEM_CO_RETURN_IF_ERROR(check_room());
   const uint64_t b = t.bucket_of(key);
   const size_t rb = t.record_bytes();
   uint32_t slot = tc_->cached_slot(t, key);
@@ -531,6 +542,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     *value = r->value;
     co_return OkStatus();
   }
+  FARMEM_CO_RETURN_IF_ERROR(check_room());
   const uint64_t b = t.bucket_of(key);
   const size_t rb = t.record_bytes();
   const uint32_t cached = tc_->cached_slot(t, key);
@@ -615,6 +627,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
     w->value.assign(value.data(), value.size());
     co_return OkStatus();
   }
+  FARMEM_CO_RETURN_IF_ERROR(check_room());
   const uint64_t b = t.bucket_of(key);
   BucketLock* bl = nullptr;
   Status s = co_await lock_bucket(t, b, &bl);

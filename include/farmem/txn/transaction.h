@@ -39,7 +39,8 @@
 // An aborted transaction has released everything; further calls return the same kAborted.
 // Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
 // abort), kAlreadyExists (insert of a present key), kInvalidArgument (wrong value size, write
-// in a read-only transaction, unknown table), kResourceExhausted (bucket full), transport
+// in a read-only transaction, unknown table), kResourceExhausted (bucket full, more than
+// max_records records, a redo log larger than a log slot), transport
 // errors (the transaction is then aborted too; a transport error after the log was written
 // leaves the locks for recovery, see commit()).
 // Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
@@ -92,6 +93,7 @@ struct TxnClientOptions {
   uint32_t log_slots = 32;         // transactions of this coordinator open at once (1..1024)
   uint32_t log_slot_bytes = 8192;  // the largest redo log of one transaction (256..1 MiB, x64)
   uint64_t recovery_check_ns = 20'000'000;  // a lock holder's liveness is asked at most this often
+  uint32_t max_records = 1024;  // records (and buckets) one transaction may touch (1..65536)
 };
 
 // The coordinator of one thread: transaction ids, the address cache, its log slots on one
@@ -236,6 +238,9 @@ class Transaction {
   };
 
   Status check_write(const Table& table, std::string_view value, bool sized);
+  // kResourceExhausted once the transaction touches max_records records and buckets (its read
+  // and write sets are searched linearly and must fit a log slot).
+  Status check_room() const;
   Status fail(AbortReason reason, std::string_view what);
   Status fail_error(Status s);
   ReadEntry* find_read(const Table& t, uint64_t key);

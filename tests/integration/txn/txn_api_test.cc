@@ -308,6 +308,39 @@ TEST_P(TxnApiTest, RunTransactionRetriesOnlyConflicts) {
   EXPECT_EQ(get(t, 5), 55u);
 }
 
+TEST_P(TxnApiTest, BoundsAreErrors) {
+  Table t = make_table("bounds", 8, 64);
+  for (uint64_t k = 0; k < 8; ++k) put(t, k, k);
+  txn::TxnClientOptions o;
+  o.max_records = 4;
+  o.log_slot_bytes = 256;  // a 64-byte header and three 64-byte entries (two replicas, 8 B)
+  o.log_slots = 1;
+  auto small = c_->run(txn::TxnClient::create(c_, o));
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  std::string v;
+  Transaction r = (*small)->begin_read_only();
+  for (uint64_t k = 0; k < 4; ++k) ASSERT_TRUE(c_->run(r.read(t, k, &v)).ok());
+  EXPECT_EQ(c_->run(r.read(t, 4, &v)).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(c_->run(r.commit()).ok());
+  // Four updates need 64 + 4 x 64 bytes of log: more than a 256-byte slot.
+  Transaction w = (*small)->begin();
+  for (uint64_t k = 0; k < 4; ++k) ASSERT_TRUE(c_->run(w.update(t, k, u64_value(100))).ok());
+  // The only log slot is this transaction's: a second one cannot lock anything.
+  Transaction w2 = (*small)->begin();
+  EXPECT_EQ(c_->run(w2.update(t, 6, u64_value(1))).code(), StatusCode::kResourceExhausted);
+  Status s = c_->run(w.commit());
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
+  EXPECT_TRUE(w.finished());
+  EXPECT_EQ(get(t, 0), 0u);  // nothing applied, every lock released:
+  Transaction again = (*small)->begin();
+  ASSERT_TRUE(c_->run(again.update(t, 0, u64_value(100))).ok());
+  ASSERT_TRUE(c_->run(again.commit()).ok());
+  EXPECT_EQ(get(t, 0), 100u);
+  EXPECT_TRUE(c_->run((*small)->close()).ok());
+  o.max_records = 0;
+  EXPECT_EQ(c_->run(txn::TxnClient::create(c_, o)).status().code(), StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TxnApiTest, ::testing::ValuesIn(all_transports()),
                          transport_name);
 
