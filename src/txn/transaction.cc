@@ -275,6 +275,12 @@ uint32_t TxnClient::cached_slot(const Table& t, uint64_t key) {
   return e.slot_plus_one - 1;
 }
 
+void TxnClient::forget(const Table& t, uint64_t key) {
+  if (!cache_.enabled()) return;
+  CacheEntry& e = cache_.at(key * 0x9e3779b97f4a7c15ull ^ t.tag());
+  if (e.key == key && e.tag == t.tag()) e.slot_plus_one = 0;
+}
+
 void TxnClient::remember(const Table& t, uint64_t key, uint32_t slot) {
   if (!cache_.enabled()) return;
   cache_.at(key * 0x9e3779b97f4a7c15ull ^ t.tag()) = CacheEntry{key, t.tag(), slot + 1};
@@ -455,7 +461,14 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
   const uint64_t b = t.bucket_of(key);
   const size_t rb = t.record_bytes();
   uint32_t slot = tc_->cached_slot(t, key);
+  for (const auto& w : writes_) {
+    // A stale entry naming a slot this transaction already holds (for another key).
+    if (w.table == &t && w.bucket == b && w.slot == slot) slot = kSlotsPerBucket;
+  }
   if (slot < kSlotsPerBucket) {
+    // Forgotten until the lock is won (remembered again below): if the entry is stale and its
+    // slot is locked by someone else, the retry searches the bucket instead of aborting again.
+    tc_->forget(t, key);
     const GlobalAddress a = t.slot_address(b, slot, 0);
     Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
     if (!s.ok()) co_return s;

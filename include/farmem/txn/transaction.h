@@ -135,6 +135,7 @@ class TxnClient {
   TxnClient(client::ThreadClient* c, TxnClientOptions options);
   uint32_t cached_slot(const Table& t, uint64_t key);  // kSlotsPerBucket when unknown
   void remember(const Table& t, uint64_t key, uint32_t slot);
+  void forget(const Table& t, uint64_t key);
   GlobalAddress log_slot(uint32_t i) const {
     return log_base_ + uint64_t{i} * options_.log_slot_bytes;
   }

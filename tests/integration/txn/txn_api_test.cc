@@ -341,6 +341,28 @@ TEST_P(TxnApiTest, BoundsAreErrors) {
   EXPECT_EQ(c_->run(txn::TxnClient::create(c_, o)).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_P(TxnApiTest, StaleAddressCacheNeverAbortsForever) {
+  Table t = make_table("stale", 8, 1);
+  uint64_t k1 = 1, k2 = 2;
+  while (t.bucket_of(k2) != t.bucket_of(k1)) ++k2;
+  put(t, k2, 2);  // cached: k2 -> the bucket's first slot
+  {
+    Transaction e = tc_->begin();
+    ASSERT_TRUE(c_->run(e.erase(t, k2)).ok());
+    ASSERT_TRUE(c_->run(e.commit()).ok());
+  }
+  put(t, k1, 1);  // takes the freed first slot: the cache entry of k2 is now stale
+  // Locking k1 and then asking for k2 must not conflict with our own lock on k1's slot.
+  Transaction x = tc_->begin();
+  std::string v;
+  ASSERT_TRUE(c_->run(x.read_for_update(t, k1, &v)).ok());
+  EXPECT_EQ(c_->run(x.read_for_update(t, k2, &v)).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(c_->run(x.insert(t, k2, u64_value(22))).ok());
+  ASSERT_TRUE(c_->run(x.commit()).ok());
+  EXPECT_EQ(get(t, k1), 1u);
+  EXPECT_EQ(get(t, k2), 22u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TxnApiTest, ::testing::ValuesIn(all_transports()),
                          transport_name);
 
