@@ -42,13 +42,15 @@ asan: deps
 	  ctest --test-dir $(ASAN_BUILD) -j 1 $(CTEST_FLAGS)
 
 # ThreadSanitizer on the unit tests (runtime, allocators, workload generators, the far service
-# handlers, prefetcher and manager; no UCX traffic).
+# handlers, prefetcher and manager, the graph framework's thread pool and algorithms, the agent's
+# cache; no UCX traffic). Every binary labelled unit must be built here.
 # UCX's memory hooks (libucm) are switched off: they intercept madvise inside TSan's thread exit.
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_TSAN=ON \
 	  -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target farmem_unit_tests farmem_far_unit_tests \
-	  farmem_fuzz_server_input
+	  farmem_txn_unit_tests farmem_paged_unit_tests farmem_graph_unit_tests \
+	  farmem_agent_unit_tests farmem_fuzz_server_input
 	TSAN_OPTIONS=halt_on_error=1 UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no \
 	  ctest --test-dir $(TSAN_BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
 

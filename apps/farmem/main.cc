@@ -7,6 +7,8 @@
 //   farmem status [--servers h:p,...|--config FILE]
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
 //   farmem graph generate|convert|run ...  (graph_cmd.cc)
+//   farmem bench txn --workload smallbank|tatp [--coroutines N] [--scale X] [--max-attempts N]
+//                    <bench flags>   (bench_txn.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
 //                           [--repeat N] <bench flags>   (needs a node with ADO plugins)
 //   farmem bench paged fault|scan [--page-bytes N] [--bytes N] [--local-memory BYTES|PCT%]
@@ -25,6 +27,7 @@
 #include "bench_far.h"
 #include "bench_harness.h"
 #include "bench_paged.h"
+#include "bench_txn.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -198,6 +201,8 @@ int main(int argc, char** argv) {
   CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
   farmem::apps::BenchPagedFlags paged_flags;
   CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
+  farmem::apps::BenchTxnFlags txn_flags;
+  CLI::App* bench_txn = farmem::apps::add_bench_txn(bench, &txn_flags);
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
@@ -222,6 +227,7 @@ int main(int argc, char** argv) {
   if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
   if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
   if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
+  if (bench_txn->parsed()) return farmem::apps::run_bench_txn(txn_flags);
   if (bench_ycsb->parsed()) {
     for (char& ch : ycsb.workload) ch = static_cast<char>(std::tolower(ch));
     return farmem::apps::run_bench_ycsb(ycsb);

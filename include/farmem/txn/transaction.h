@@ -1,0 +1,352 @@
+// Serializable distributed transactions over one-sided operations (FORD's protocol).
+//
+//   auto tc = co_await TxnClient::create(c);      // one per thread: ids, cache, log slots
+//   Transaction t = (*tc)->begin();               // or begin_read_only()
+//   std::string v;
+//   Status s = co_await t.read_for_update(accounts, key, &v);
+//   ... s = co_await t.update(accounts, key, new_value);
+//   s = co_await t.commit();                      // OK, or kAborted with a reason, or an error
+//
+// Protocol (docs/formats/txn.md "Protocol"):
+//  * Execution. read() fetches the record (the slot through the address cache, or the whole
+//    bucket) from its primary and remembers its version; a record locked by another
+//    transaction aborts (kLockConflict). read_for_update() CASes the slot's lock word from 0 to
+//    the transaction's lock value (its log slot's address) and, ordered after it (fence),
+//    reads the slot:
+//    FORD's hitchhiked read+lock, one round trip. insert() and erase() also lock the bucket
+//    header (the bucket's key set). Writes are buffered locally: a transaction reads its own
+//    writes; its inserts and erases become visible to others only at commit.
+//  * Validation: the versions (and lock words) of everything read but not locked are read
+//    again; any change or foreign lock aborts (kVersionChanged / kLockConflict). A key read as
+//    absent is validated by its bucket header's version.
+//  * Commit: the redo log goes to the coordinator's log slot (one write); then the new image of
+//    each written slot (version + 1) goes to the primary and every backup in one batch, bucket
+//    versions of inserts/erases likewise; once all are complete at the nodes, the locks are
+//    released and the log slot cleared (one more batch).
+//  * Abort: every lock taken is released; nothing was written in place.
+// Read-only transactions take no locks: execution reads plus one validation round trip.
+// Serializability: writes hold their locks from execution until after their in-place commit
+// (two-phase locking), reads are validated after every lock is held (OCC), so a transaction
+// is serialized at its validation point.
+//
+// Logs and recovery: a transaction's locks name its log slot (TxnClient). Before writing in
+// place, commit writes a checksummed redo log (every locked record, its new image and where the
+// images go) to that slot with state "committing", so a coordinator that dies at any point
+// leaves either no committing log (its locks are simply released by whoever meets them:
+// nothing was written in place) or a complete one (the meeting client rolls it forward). See
+// TxnClient::recover. Not yet: promotion of a backup when a primary's node dies.
+//
+// An aborted transaction has released everything; further calls return the same kAborted.
+// Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
+// abort), kAlreadyExists (insert of a present key), kInvalidArgument (wrong value size, write
+// in a read-only transaction, unknown table), kResourceExhausted (bucket full, more than
+// max_records records, a redo log larger than a log slot), transport
+// errors (the transaction is then aborted too; a transport error after the log was written
+// leaves the locks for recovery, see commit()).
+// Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "farmem/client/thread_client.h"
+#include "farmem/ds/common/direct_mapped_cache.h"
+#include "farmem/ds/common/retry.h"
+#include "farmem/runtime/task.h"
+#include "farmem/txn/table.h"
+
+namespace farmem::txn {
+
+enum class AbortReason : uint8_t {
+  kNone = 0,
+  kLockConflict,    // a lock another transaction holds
+  kVersionChanged,  // something read changed before commit
+  kInvisible,       // a record being inserted or erased by another transaction
+  kUserAbort,       // abort() by the caller
+  kError,           // a transport or node error
+};
+const char* abort_reason_name(AbortReason r);
+
+// Unique across processes and hosts: the coordinator thread's session id with the cluster's
+// lowest node (the node hands out each id once) and a per-coordinator sequence number.
+struct TxnId {
+  uint64_t coordinator = 0;
+  uint64_t sequence = 0;
+  friend bool operator==(const TxnId&, const TxnId&) = default;
+};
+
+struct TxnCounters {
+  uint64_t round_trips = 0;  // awaited one-sided operations and batches
+  uint64_t commits = 0;
+  uint64_t aborts = 0;
+};
+
+class Transaction;
+
+struct TxnClientOptions {
+  int cache_log2 = 16;             // address cache entries 2^cache_log2 (< 0: none)
+  uint32_t log_slots = 32;         // transactions of this coordinator open at once (1..1024)
+  uint32_t log_slot_bytes = 8192;  // the largest redo log of one transaction (256..1 MiB, x64)
+  uint64_t recovery_check_ns = 20'000'000;  // a lock holder's liveness is asked at most this often
+  uint32_t max_records = 1024;  // records (and buckets) one transaction may touch (1..65536)
+};
+
+// The coordinator of one thread: transaction ids, the address cache, its log slots on one
+// memory node (owned by the persistent object "txn/logs"), and recovery of locks whose holder's
+// coordinator has ended.
+class TxnClient {
+ public:
+  static runtime::Task<Result<std::unique_ptr<TxnClient>>> create(client::ThreadClient* c,
+                                                                  TxnClientOptions options = {});
+  ~TxnClient();
+  TxnClient(const TxnClient&) = delete;
+  TxnClient& operator=(const TxnClient&) = delete;
+  // Frees the log slots on their node; no transaction may be open. Without close() they stay
+  // allocated to "txn/logs" (as those of a coordinator that died do).
+  runtime::Task<Status> close();
+
+  Transaction begin();
+  Transaction begin_read_only();
+  client::ThreadClient* client() const { return client_; }
+  const TxnCounters& counters() const { return counters_; }
+  uint64_t coordinator() const { return coordinator_; }
+
+  // Recovery (runs in this surviving client): if the coordinator whose log slot `holder` is
+  // (a lock word's value) has ended, rolls its committing transaction forward from the log
+  // (every entry whose lock still names it gets its new images on every replica, then is
+  // unlocked) or, if it was not committing, releases `word`. true when it acted; false when the
+  // holder is alive or was checked less than recovery_check_ns ago. Transactions call it on a
+  // lock conflict.
+  runtime::Task<Result<bool>> recover(GlobalAddress word, uint64_t holder);
+
+ private:
+  friend class Transaction;
+  struct CacheEntry {
+    uint64_t key;
+    uint32_t tag;
+    uint32_t slot_plus_one;  // 0: empty
+  };
+  enum class CrashAt : uint8_t { kNever, kBeforeLog, kAfterLog, kAfterWrite };
+  TxnClient(client::ThreadClient* c, TxnClientOptions options);
+  uint32_t cached_slot(const Table& t, uint64_t key);  // kSlotsPerBucket when unknown
+  void remember(const Table& t, uint64_t key, uint32_t slot);
+  void forget(const Table& t, uint64_t key);
+  GlobalAddress log_slot(uint32_t i) const {
+    return log_base_ + uint64_t{i} * options_.log_slot_bytes;
+  }
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  uint32_t take_slot();
+  void give_slot(uint32_t i) { free_slots_.push_back(i); }
+  struct Check {
+    uint64_t holder = 0;
+    uint64_t at_ns = 0;
+    bool dead = false;
+  };
+  Check* find_check(uint64_t holder);
+  runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder, bool* dead);
+  runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
+  // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point.
+  void crash_point(CrashAt at) const;
+
+  client::ThreadClient* client_;
+  TxnClientOptions options_;
+  uint64_t coordinator_;
+  uint64_t next_sequence_ = 1;
+  ds::DirectMappedCache<CacheEntry> cache_;
+  TxnCounters counters_;
+  GlobalAddress log_base_;  // log_slots + 1 slots (the last one for recoveries)
+  std::vector<uint32_t> free_slots_;
+  std::array<Check, 16> checks_{};  // recent liveness checks (bounded)
+  uint32_t next_check_ = 0;
+  uint64_t window_start_ns_ = 0;  // liveness questions asked since then (bounded)
+  uint32_t window_checks_ = 0;
+  bool recovering_ = false;
+  CrashAt crash_at_ = CrashAt::kNever;
+};
+
+class Transaction {
+ public:
+  Transaction(Transaction&&) = default;
+  Transaction& operator=(Transaction&&) = default;
+  // Finish every transaction (commit or abort): an unfinished one's locks stay (naming a log
+  // slot that is then never reused, so that they are recovered once this coordinator ends).
+  ~Transaction() {
+    if (!finished_ && (!writes_.empty() || !buckets_.empty())) log_slot_.retire();
+  }
+
+  const TxnId& id() const { return id_; }
+  bool read_only() const { return read_only_; }
+  bool finished() const { return finished_; }
+  AbortReason reason() const { return reason_; }
+
+  // *value receives the record (table.record_bytes() bytes). kNotFound when absent.
+  runtime::Task<Status> read(const Table& table, uint64_t key, std::string* value);
+  // As read(), and locks the record for a later update/erase.
+  runtime::Task<Status> read_for_update(const Table& table, uint64_t key, std::string* value);
+  // value: exactly table.record_bytes() bytes. kNotFound when absent.
+  runtime::Task<Status> update(const Table& table, uint64_t key, std::string_view value);
+  // kAlreadyExists when present.
+  runtime::Task<Status> insert(const Table& table, uint64_t key, std::string_view value);
+  // kNotFound when absent.
+  runtime::Task<Status> erase(const Table& table, uint64_t key);
+  runtime::Task<Status> commit();
+  // Releases everything; returns kAborted (kUserAbort).
+  runtime::Task<Status> abort();
+
+  // The versions this transaction saw and produced (for history checkers): per record read,
+  // (table tag, key, version read); per record written, (tag, key, version read, erased/new).
+  struct Access {
+    uint32_t tag;
+    uint64_t key;
+    uint64_t version;  // the version read (for writes: the one replaced)
+    bool write;
+  };
+  std::vector<Access> accesses() const;
+
+ private:
+  friend class TxnClient;
+  Transaction(TxnClient* tc, TxnId id, bool read_only)
+      : tc_(tc), log_slot_(tc), id_(id), read_only_(read_only) {}
+
+  enum class Kind : uint8_t { kLocked, kUpdate, kInsert, kErase };
+  struct ReadEntry {
+    const Table* table;
+    uint64_t key;
+    uint64_t bucket;
+    uint32_t slot;     // kSlotsPerBucket: an absent key (validated by the bucket header)
+    uint64_t version;  // slot's or bucket's
+    std::string value;
+  };
+  struct WriteEntry {
+    const Table* table;
+    uint64_t key;
+    uint64_t bucket;
+    uint32_t slot;
+    uint64_t version;  // the slot's version when locked
+    Kind kind;
+    std::string value;
+  };
+  struct BucketLock {
+    const Table* table;
+    uint64_t bucket;
+    uint64_t version;  // when locked
+    bool changed;      // an insert or erase of this transaction
+  };
+
+  Status check_write(const Table& table, std::string_view value, bool sized);
+  // kResourceExhausted once the transaction touches max_records records and buckets (its read
+  // and write sets are searched linearly and must fit a log slot).
+  Status check_room() const;
+  Status fail(AbortReason reason, std::string_view what);
+  Status fail_error(Status s);
+  ReadEntry* find_read(const Table& t, uint64_t key);
+  WriteEntry* find_write(const Table& t, uint64_t key);
+  BucketLock* find_bucket(const Table& t, uint64_t bucket);
+  // Reads bucket b's primary (header + slots) into bucket_.
+  runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
+  // The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
+  uint32_t find_in_bucket(const Table& t, uint64_t key) const;
+  const SlotHeader* bucket_slot(const Table& t, uint32_t slot) const;
+  // `key` is not in bucket_ (bucket b, just read): kInvisible if another transaction holds the
+  // bucket's lock, else remembers the bucket's version for validation and returns kNotFound.
+  runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
+  // One round trip: CAS the lock word at addr 0 -> our lock value, then (fenced) read `bytes`
+  // from addr into *out. OK when locked; otherwise the transaction is aborted (kLockConflict,
+  // `what`, or the transport's error) and that status returned.
+  runtime::Task<Status> lock_and_read(GlobalAddress addr, size_t bytes, std::string* out,
+                                      const char* what);
+  // Locks and reads the record; on success adds a kLocked write entry.
+  runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
+  runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
+  runtime::Task<Status> validate();
+  runtime::Task<Status> release_all();
+  runtime::Task<Status> finish_abort(Status why);
+  // The log slot this transaction's locks name, taken at its first lock (kResourceExhausted
+  // when all are in use); returned when the transaction ends.
+  Status ensure_log_slot();
+  uint64_t lock_value() const { return tc_->log_slot(log_slot_.index).pack(); }
+  void conflict(GlobalAddress word, uint64_t holder) {
+    conflict_word_ = word;
+    conflict_holder_ = holder;
+  }
+  struct Op {
+    GlobalAddress addr;
+    const char* src;
+    size_t bytes;
+  };
+  // The redo log of the commit (in *log) and the writes it describes (pointing into *log).
+  Status plan_commit(std::string* log, std::vector<Op>* ops);
+  runtime::Task<Status> write_ops(const std::vector<Op>& ops);
+  // A log slot held by a transaction (movable; given back when dropped).
+  struct SlotHold {
+    TxnClient* tc = nullptr;
+    uint32_t index = TxnClient::kNoSlot;
+    SlotHold() = default;
+    explicit SlotHold(TxnClient* t) : tc(t) {}
+    SlotHold(SlotHold&& o) noexcept : tc(o.tc), index(std::exchange(o.index, TxnClient::kNoSlot)) {}
+    SlotHold& operator=(SlotHold&& o) noexcept {
+      std::swap(tc, o.tc);
+      std::swap(index, o.index);
+      return *this;
+    }
+    ~SlotHold() { reset(); }
+    void reset() {
+      if (index != TxnClient::kNoSlot) tc->give_slot(std::exchange(index, TxnClient::kNoSlot));
+    }
+    // The slot's log may be stale (a failed clear): never reuse it.
+    void retire() { index = TxnClient::kNoSlot; }
+  };
+
+  TxnClient* tc_ = nullptr;
+  SlotHold log_slot_;
+  bool log_written_ = false;  // the slot's state may be kLogCommitting: clear it when unlocking
+  GlobalAddress conflict_word_;
+  uint64_t conflict_holder_ = 0;
+  TxnId id_;
+  bool read_only_ = false;
+  bool finished_ = false;
+  AbortReason reason_ = AbortReason::kNone;
+  Status abort_status_;
+  std::vector<ReadEntry> reads_;
+  std::vector<WriteEntry> writes_;
+  std::vector<BucketLock> buckets_;
+  std::string bucket_;  // scratch: the last bucket read
+  std::string slot_;    // scratch: the last slot read
+};
+
+// Runs body(Transaction&) -> Task<Status> in fresh transactions until it commits, returns an
+// error other than kAborted, or max_attempts attempts aborted (then the last kAborted status),
+// backing off between attempts. body must not be a capturing lambda coroutine (docs/runtime.md):
+// a plain function, a captureless lambda or a function object whose coroutine copies what it
+// needs into its parameters. If body returns OK the transaction is committed here; if body
+// returns another status the transaction is aborted and that status returned (kNotFound etc.
+// are not retried).
+template <typename Body>
+runtime::Task<Status> run_transaction(TxnClient* tc, uint32_t max_attempts, Body body,
+                                      uint32_t* attempts = nullptr) {
+  ds::RetryLoop loop(tc->client(), "transaction", max_attempts);
+  for (;;) {
+    Transaction t = tc->begin();
+    Status s = co_await body(t);
+    if (s.ok()) {
+      s = co_await t.commit();
+    } else if (!t.finished()) {
+      Status a = co_await t.abort();
+      (void)a;
+    }
+    if (attempts != nullptr) *attempts = loop.attempts() + 1;
+    if (s.code() != StatusCode::kAborted || t.reason() == AbortReason::kUserAbort) {
+      loop.succeeded();
+      co_return s;
+    }
+    if (loop.attempts() + 1 >= max_attempts || loop.exhausted()) co_return s;
+    co_await loop.retry();
+  }
+}
+
+}  // namespace farmem::txn
