@@ -70,7 +70,7 @@ class Session : public FarGraphSession {
     }
     (*rec)["agent_cache_hit_rate"] = hit_rate;
     (*rec)["traffic"] = std::move(t);
-    (*rec)["agent"] = std::move(agent_json);
+    (*rec)["agent_stats"] = std::move(agent_json);
   }
   ~Session() override {
     manager.reset();  // before the clusters its sources use

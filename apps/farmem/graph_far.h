@@ -24,7 +24,7 @@ class FarGraphSession {
   // Fills the run record's "traffic" (bytes and messages per path since the session opened:
   // "host->memnode" direct and "host->agent" from the paged counters, "agent->memnode" from the
   // agent's stats), "agent_cache_hit_rate" (reads the agent served from a cache / reads it
-  // served, null without an agent) and "agent" (the agent's counters over the session). The
+  // served, null without an agent) and "agent_stats" (the agent's counters over the session). The
   // agent's counters are agent-wide: other hosts' requests in the meantime count too.
   virtual void fill_record(nlohmann::ordered_json* rec) = 0;
 };

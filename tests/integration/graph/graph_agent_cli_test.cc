@@ -99,8 +99,8 @@ TEST_P(GraphAgentCliTest, EveryAlgorithmThroughTheAgentMatchesLocal) {
   uint64_t static_hits = 0, dynamic_hits = 0;
   while (std::getline(runs, line)) {
     auto j = nlohmann::json::parse(line);
-    ASSERT_TRUE(j["agent"].is_object()) << line;
-    EXPECT_FALSE(j["agent"].contains("error")) << line;
+    ASSERT_TRUE(j["agent_stats"].is_object()) << line;
+    EXPECT_FALSE(j["agent_stats"].contains("error")) << line;
     EXPECT_TRUE(j["agent_cache_hit_rate"].is_number()) << line;
     for (const char* p : {"host->agent", "agent->memnode", "host->memnode"}) {
       ASSERT_TRUE(j["traffic"].contains(p)) << p << " missing in " << line;
@@ -114,13 +114,13 @@ TEST_P(GraphAgentCliTest, EveryAlgorithmThroughTheAgentMatchesLocal) {
       EXPECT_GT(j["traffic"]["agent->memnode"]["bytes"].get<uint64_t>(), 0u) << line;
     }
     if (cache != "static") {
-      EXPECT_EQ(j["agent"]["static_hits"].get<uint64_t>(), 0u) << line;
+      EXPECT_EQ(j["agent_stats"]["static_hits"].get<uint64_t>(), 0u) << line;
     }
     if (cache != "dynamic") {
-      EXPECT_EQ(j["agent"]["dynamic_hits"].get<uint64_t>(), 0u) << line;
+      EXPECT_EQ(j["agent_stats"]["dynamic_hits"].get<uint64_t>(), 0u) << line;
     }
-    if (cache == "static") static_hits += j["agent"]["static_hits"].get<uint64_t>();
-    if (cache == "dynamic") dynamic_hits += j["agent"]["dynamic_hits"].get<uint64_t>();
+    if (cache == "static") static_hits += j["agent_stats"]["static_hits"].get<uint64_t>();
+    if (cache == "dynamic") dynamic_hits += j["agent_stats"]["dynamic_hits"].get<uint64_t>();
     ++records;
   }
   EXPECT_EQ(records, 15);
@@ -134,12 +134,13 @@ TEST_P(GraphAgentCliTest, KilledAgentEndsTheRunWithTheFaultStatus) {
   std::string out;
   ASSERT_EQ(farmem("generate --kron 12 --degree 8 --seed 5 --out " + path("g.fmg"), &out), 0)
       << out;
-  auto run = ChildProcess::start({FARMEM_CLI_BIN, "graph", "run", "pr", "--graph", path("g.fmg"),
-                                  "--trials", "1000", "--backend", "far", "--servers",
-                                  node_->address(), "--agent", agent_address_, "--cache", "off",
-                                  "--local-memory", "10%", "--page-bytes", "4KiB", "--output",
-                                  path("never.txt")},
-                                 {"UCX_TLS=" + tls_});
+  auto run =
+      ChildProcess::start({FARMEM_CLI_BIN, "graph",          "run",     "pr",           "--graph",
+                           path("g.fmg"),  "--trials",       "1000",    "--backend",    "far",
+                           "--servers",    node_->address(), "--agent", agent_address_, "--cache",
+                           "off",          "--local-memory", "10%",     "--page-bytes", "4KiB",
+                           "--output",     path("never.txt")},
+                          {"UCX_TLS=" + tls_});
   ASSERT_NE(run, nullptr);
   ASSERT_FALSE(run->wait_for_line("graph: trial 2/", 60000).empty()) << run->output();
   agent_->signal(SIGKILL);
