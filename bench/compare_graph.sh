@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Graph analytics on far memory beside all-local DRAM and OS paging (issue 12 item 4): one
 # generated Kronecker graph; per algorithm: local (all in DRAM), far (paged regions, direct,
-# local budget BUDGET), and mmap inside a memory cgroup of the same budget (page cache dropped
-# first) with the kernel's default readahead and with MADV_RANDOM. Prints seconds (median of
-# TRIALS), the ratio to local and the paging counters; appends every run's JSON record to OUT.
+# local budget BUDGET), far through farmem-agent with no caching (agent-off), with the vertex
+# arrays pinned in the agent's static cache (agent-static) and with the agent's dynamic cache on
+# for the graph's sections (agent-dynamic), and mmap inside a memory cgroup of the same budget
+# (page cache dropped first) with the kernel's default readahead and with MADV_RANDOM. Then two
+# host processes sharing one agent: BFS in the background plus SHARED_ALGORITHM on the same
+# preloaded graph. Prints seconds (median of TRIALS), the ratio to local, the paging counters and
+# the traffic per path (host->memnode direct, host->agent, agent->memnode); for PageRank the
+# percentage by which static vertex caching lowers memory-node traffic; the dynamic cache's hit
+# rate per algorithm. Appends every run's JSON record to OUT.
 #
 #   bench/compare_graph.sh                              # Kronecker scale 21, degree 16
 #   SCALE=16 ALGORITHMS="bfs pr" bench/compare_graph.sh # quick check
@@ -11,11 +17,18 @@
 # Environment: SCALE (21), DEGREE (16), SEED (1), THREADS (2), TRIALS (3), BUDGET (25%: of the
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
 # (sequential: the far backend reads ahead in the graph's sections; or random),
-# ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far mmap-default mmap-random"),
+# ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
+# mmap-default mmap-random"), SHARED (1: the two-process row), SHARED_ALGORITHM (pr),
+# SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),
+# AGENT_FRESH (1: a fresh agent before each agent-dynamic row and the shared row, so a dynamic
+# hit rate is the algorithm's own and not entries staged by an earlier row; 0: one agent for all),
 # GRAPH (WORK/kron-SCALE-DEGREE-SEED.fmg; generated when missing), WORK (/tmp/farmem-graph),
 # FARMEM (build/farmem), OUT (build/bench-compare-graph.json), RUN_TIMEOUT (1800 s per run).
-# The agent rows (far through farmem-agent, static and dynamic caching) are added when the agent
-# exists. The mmap rows need root (memory cgroup, /proc/sys/vm/drop_caches).
+# The agent rows start one farmem-server (preloading the graph from WORK) and one farmem-agent in
+# front of it (FARMEM_SERVER, FARMEM_AGENT: build/farmem-server, build/farmem-agent), both
+# sleeping when idle; the "far" row keeps farmem's embedded memory node. The agent's counters
+# are agent-wide (in the shared row they include both processes).
+# The mmap rows need root (memory cgroup, /proc/sys/vm/drop_caches).
 # Every process this script starts is stopped on exit, by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +42,14 @@ BUDGET=${BUDGET:-25%}
 PAGE_BYTES=${PAGE_BYTES:-64KiB}
 FAR_ADVICE=${FAR_ADVICE:-sequential}
 ALGORITHMS=${ALGORITHMS:-"bfs pr cc radii bc"}
-BACKENDS=${BACKENDS:-"local far mmap-default mmap-random"}
+BACKENDS=${BACKENDS:-"local far agent-off agent-static agent-dynamic mmap-default mmap-random"}
+SHARED=${SHARED:-1}
+SHARED_ALGORITHM=${SHARED_ALGORITHM:-pr}
+SHARED_CACHE=${SHARED_CACHE:-dynamic}
+AGENT_CACHE_BYTES=${AGENT_CACHE_BYTES:-256MiB}
+AGENT_FRESH=${AGENT_FRESH:-1}
+FARMEM_SERVER=${FARMEM_SERVER:-build/farmem-server}
+FARMEM_AGENT=${FARMEM_AGENT:-build/farmem-agent}
 WORK=${WORK:-/tmp/farmem-graph}
 GRAPH=${GRAPH:-$WORK/kron-$SCALE-$DEGREE-$SEED.fmg}
 FARMEM=${FARMEM:-build/farmem}
@@ -37,12 +57,22 @@ OUT=${OUT:-build/bench-compare-graph.json}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 
 mkdir -p "$WORK" "$(dirname "$OUT")"
+WORK=$(cd "$WORK" && pwd)  # the memory node's --preload-dir must be absolute
 CHILD=""
-cleanup() {
-  if [[ -n "$CHILD" ]] && kill -0 "$CHILD" 2>/dev/null; then
-    kill -TERM "$CHILD" 2>/dev/null || true
-    wait "$CHILD" 2>/dev/null || true
+NODE_PID=""
+AGENT_PID=""
+BG_PID=""
+stop_pid() {
+  if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+    kill -TERM "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop_pid "$CHILD"
+  stop_pid "$BG_PID"
+  stop_pid "$AGENT_PID"
+  stop_pid "$NODE_PID"
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
@@ -63,13 +93,61 @@ if [[ ! -f "$GRAPH" ]]; then
       --threads "$THREADS" --out "$GRAPH"
 fi
 
+# Waits (up to 30 s) for a port file and prints the port.
+wait_port() {
+  local i
+  for i in $(seq 300); do
+    if [[ -s "$1" ]]; then cat "$1"; return 0; fi
+    sleep 0.1
+  done
+  echo "no port in $1" >&2
+  return 1
+}
+NODE=""
+AGENT=""
+start_node() {
+  local port_file="$WORK/node-$$.port" bytes
+  rm -f "$port_file"
+  bytes=$(stat -c %s "$GRAPH")
+  "$FARMEM_SERVER" --port 0 --port-file "$port_file" --preload-dir "$WORK" --idle-spin-us 0 \
+      --capacity $((2 * bytes + (1 << 30))) > "$WORK/node-$$.log" 2>&1 &
+  NODE_PID=$!
+  NODE="127.0.0.1:$(wait_port "$port_file")"
+  echo "== memory node $NODE (pid $NODE_PID, preload dir $WORK)"
+}
+start_agent() {
+  local port_file="$WORK/agent-$$.port"
+  stop_pid "$AGENT_PID"
+  rm -f "$port_file"
+  "$FARMEM_AGENT" --servers "$NODE" --port-file "$port_file" --idle-spin-us 0 \
+      --cache-bytes "$AGENT_CACHE_BYTES" >> "$WORK/agent-$$.log" 2>&1 &
+  AGENT_PID=$!
+  AGENT="127.0.0.1:$(wait_port "$port_file")"
+  echo "== farmem-agent $AGENT (pid $AGENT_PID) in front of $NODE"
+}
+agent_args() {  # CACHE
+  echo --backend far --servers "$NODE" --agent "$AGENT" --cache "$1" \
+       --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES" --far-advice "$FAR_ADVICE"
+}
+if [[ " $BACKENDS " == *" agent-"* || "$SHARED" == 1 ]]; then
+  start_node
+  start_agent
+fi
+
 RESULTS="$WORK/compare-$$.json"
+SHARED_RESULTS="$WORK/compare-shared-$$.json"
 : > "$RESULTS"
+: > "$SHARED_RESULTS"
 for algorithm in $ALGORITHMS; do
   for backend in $BACKENDS; do
     args=(graph run "$algorithm" --graph "$GRAPH" --threads "$THREADS" --trials "$TRIALS"
           --seed "$SEED" --out "$RESULTS")
     case "$backend" in
+      agent-off|agent-static) read -ra extra <<< "$(agent_args "${backend#agent-}")"
+                              args+=("${extra[@]}") ;;
+      agent-dynamic) [[ "$AGENT_FRESH" == 1 ]] && start_agent
+                     read -ra extra <<< "$(agent_args dynamic)"
+                     args+=("${extra[@]}") ;;
       local) args+=(--backend local) ;;
       far) args+=(--backend far --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES"
                   --far-advice "$FAR_ADVICE") ;;
@@ -85,29 +163,85 @@ for algorithm in $ALGORITHMS; do
     fi
   done
 done
-cat "$RESULTS" >> "$OUT"
+
+# Two host processes sharing one agent: BFS in the background plus SHARED_ALGORITHM, on the same
+# preloaded graph (one shared remote copy; with dynamic caching, shared agent entries).
+if [[ "$SHARED" == 1 ]]; then
+  [[ "$AGENT_FRESH" == 1 ]] && start_agent
+  read -ra extra <<< "$(agent_args "$SHARED_CACHE")"
+  echo "== shared agent: bfs in the background + $SHARED_ALGORITHM (cache $SHARED_CACHE)"
+  timeout --signal=TERM "$RUN_TIMEOUT" "$FARMEM" graph run bfs --graph "$GRAPH" \
+      --threads "$THREADS" --trials "$TRIALS" --seed "$SEED" --out "$SHARED_RESULTS" \
+      "${extra[@]}" &
+  BG_PID=$!
+  if ! run "$FARMEM" graph run "$SHARED_ALGORITHM" --graph "$GRAPH" --threads "$THREADS" \
+      --trials "$TRIALS" --seed "$SEED" --out "$SHARED_RESULTS" "${extra[@]}"; then
+    echo "   ($SHARED_ALGORITHM beside bfs failed or timed out)"
+  fi
+  rc=0
+  wait "$BG_PID" || rc=$?
+  BG_PID=""
+  [[ $rc -ne 0 ]] && echo "   (background bfs failed: status $rc)"
+fi
+cat "$RESULTS" "$SHARED_RESULTS" >> "$OUT"
 
 echo
 echo "Kronecker scale $SCALE degree $DEGREE, $THREADS threads, budget $BUDGET, median of $TRIALS"
-python3 - "$RESULTS" <<'PY'
+python3 - "$RESULTS" "$SHARED_RESULTS" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+shared = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+def name(r):
+    if r["backend"] == "mmap":
+        return "mmap/" + r["advice"]
+    if r["backend"] == "far" and r.get("agent", "none") != "none":
+        return "agent/" + r["cache"]
+    return r["backend"]
+def mib(r, path):
+    t = r.get("traffic", {}).get(path)
+    return f'{t["bytes"] / 2**20:9.1f}' if t else "        -"
 local = {r["algorithm"]: r["median_seconds"] for r in rows if r["backend"] == "local"}
-print(f'{"algorithm":9} {"backend":13} {"seconds":>9} {"x local":>8} {"budget MiB":>10} '
-      f'{"footprint MiB":>13} {"faults":>9} {"fetched MiB":>11} {"written MiB":>11}')
-for r in rows:
-    name = r["backend"] + (("/" + r["advice"]) if r["backend"] == "mmap" else "")
-    base = local.get(r["algorithm"])
-    ratio = f'{r["median_seconds"] / base:8.2f}' if base else "       -"
-    print(f'{r["algorithm"]:9} {name:13} {r["median_seconds"]:9.3f} {ratio} '
-          f'{r["local_memory_bytes"] / 2**20:10.1f} {r["footprint_bytes"] / 2**20:13.1f} '
-          f'{r["faults"]:9d} {r["bytes_fetched"] / 2**20:11.1f} '
-          f'{r["bytes_written_back"] / 2**20:11.1f}')
+def table(rows):
+    print(f'{"algorithm":9} {"backend":13} {"seconds":>9} {"x local":>8} {"budget MiB":>10} '
+          f'{"faults":>9} {"fetched MiB":>11} {"written MiB":>11} {"h->mn MiB":>9} '
+          f'{"h->ag MiB":>9} {"ag->mn MiB":>10} {"agent hit":>9}')
+    for r in rows:
+        base = local.get(r["algorithm"])
+        ratio = f'{r["median_seconds"] / base:8.2f}' if base else "       -"
+        hit = r.get("agent_cache_hit_rate")
+        hit = f'{100 * hit:8.1f}%' if hit is not None else "        -"
+        print(f'{r["algorithm"]:9} {name(r):13} {r["median_seconds"]:9.3f} {ratio} '
+              f'{r["local_memory_bytes"] / 2**20:10.1f} {r["faults"]:9d} '
+              f'{r["bytes_fetched"] / 2**20:11.1f} {r["bytes_written_back"] / 2**20:11.1f} '
+              f'{mib(r, "host->memnode")} {mib(r, "host->agent")} {mib(r, "agent->memnode"):>10} '
+              f'{hit}')
+table(rows)
+def find(a, n):
+    got = [r for r in rows if r["algorithm"] == a and name(r) == n]
+    return got[0] if got else None
 for a in local:
-    far = [r for r in rows if r["algorithm"] == a and r["backend"] == "far"]
+    far = find(a, "far")
     mm = [r["median_seconds"] for r in rows if r["algorithm"] == a and r["backend"] == "mmap"]
     if far and mm:
-        print(f'{a}: far is {min(mm) / far[0]["median_seconds"]:.2f}x faster than the better mmap, '
-              f'{far[0]["median_seconds"] / local[a]:.2f}x local')
+        print(f'{a}: far is {min(mm) / far["median_seconds"]:.2f}x faster than the better mmap, '
+              f'{far["median_seconds"] / local[a]:.2f}x local')
+for a in sorted({r["algorithm"] for r in rows}):
+    off, st, dyn = find(a, "agent/off"), find(a, "agent/static"), find(a, "agent/dynamic")
+    if a == "pr" and off and st and off["traffic"].get("agent->memnode", {}).get("bytes"):
+        o = off["traffic"]["agent->memnode"]["bytes"]
+        s = st["traffic"]["agent->memnode"]["bytes"]
+        print(f'pr: static vertex caching lowers memory-node traffic by {100 * (1 - s / o):.1f}% '
+              f'({o / 2**20:.1f} -> {s / 2**20:.1f} MiB agent->memnode)')
+    if dyn and dyn.get("agent_stats"):
+        d = dyn["agent_stats"]
+        rate = d.get("dynamic_hit_rate")
+        rate = f'{100 * rate:.1f}%' if rate is not None else "-"
+        print(f'{a}: dynamic cache hit rate {rate} ({d["dynamic_hits"]} hits, '
+              f'{d["dynamic_misses"]} misses, {d["staged_bytes"] / 2**20:.1f} MiB staged, '
+              f'{d["dynamic_switches"]} adaptive switches, enabled at the end: '
+              f'{d["dynamic_enabled_now"]})')
+if shared:
+    print("two host processes sharing one agent (agent counters are agent-wide):")
+    table(shared)
 PY
 echo "(records appended to $OUT)"

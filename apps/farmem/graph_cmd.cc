@@ -11,6 +11,12 @@
 // generate symmetrizes (unless --directed) and drops self loops and duplicate edges; convert
 // keeps the file's edges as they are (self loops and duplicates included), adding reverse edges
 // with --symmetrize (a symmetric .mtx is mirrored either way).
+//
+// --backend far --agent ADDR --servers NODES: paged regions in agent mode (graph_far.h); the
+// record's traffic, agent_cache_hit_rate and agent fields come from the agent's stats. Far
+// memory failing under a run (memory node or agent dead) ends it with paged::kFaultExitStatus
+// (86) and one "fatal" line, from a page fault ("farmem paged: fatal: ...") or from an explicit
+// call between faults ("farmem graph: fatal: ..."); never wrong output, never a hang.
 #include "graph_cmd.h"
 
 #include <fmt/format.h>
@@ -29,6 +35,7 @@
 #include "farmem/graph/builder.h"
 #include "farmem/graph/input.h"
 #include "farmem/graph/memory.h"
+#include "farmem/paged/manager.h"
 #include "graph_far.h"
 #include "memory_cgroup.h"
 #include "report.h"
@@ -274,7 +281,18 @@ int run_run(const GraphFlags& f) {
     const double start = now_s();
     auto outcome = run_algorithm(ctx, f, sources);
     const double took = now_s() - start;
-    if (!outcome.ok()) return fail(outcome.status().to_string());
+    if (!outcome.ok()) {
+      const StatusCode code = outcome.status().code();
+      if (f.backend == "far" && (code == StatusCode::kPeerFailed || code == StatusCode::kTimedOut ||
+                                 code == StatusCode::kUnavailable)) {
+        // Far memory (a memory node or the agent) failed in an explicit call (an allocation or
+        // a free between faults): the same exit as a fault that could not be served.
+        fmt::print(stderr, "farmem graph: fatal: far memory failed in trial {}: {}\n", t + 1,
+                   outcome.status().to_string());
+        return paged::kFaultExitStatus;
+      }
+      return fail(outcome.status().to_string());
+    }
     seconds.push_back(took);
     fmt::print(stderr, "graph: trial {}/{}: {:.4f} s {}\n", t + 1, f.trials, took,
                outcome->summary);
@@ -319,7 +337,8 @@ int run_run(const GraphFlags& f) {
   rec["bytes_written_back"] = after.bytes_written_back - before.bytes_written_back;
   rec["faults"] = after.faults - before.faults;
   rec["agent_cache_hit_rate"] = nullptr;
-  rec["traffic"] = far != nullptr ? far->traffic_json() : nlohmann::ordered_json::object();
+  rec["traffic"] = nlohmann::ordered_json::object();
+  if (far != nullptr) far->fill_record(&rec);
   if (cgroup != nullptr) rec["cgroup_usage_bytes"] = cgroup_usage;
   rec["summary"] = last.summary;
   rec["unix_time"] = static_cast<uint64_t>(::time(nullptr));

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
+#include "farmem/agent/client.h"
+#include "farmem/agent/page_source.h"
 #include "farmem/client/cluster.h"
 #include "farmem/graph/far_memory.h"
 #include "farmem/paged/manager.h"
@@ -14,35 +17,127 @@ namespace {
 
 class Session : public FarGraphSession {
  public:
-  nlohmann::ordered_json traffic_json() const override {
-    nlohmann::ordered_json t = nlohmann::ordered_json::object();
+  void fill_record(nlohmann::ordered_json* rec) override {
+    std::map<std::string, paged::PathTraffic> paths;
+    paths["host->memnode"].path = "host->memnode";
     for (const paged::PathTraffic& p : manager->stats().traffic) {
-      t[p.path] = {{"bytes", p.bytes}, {"messages", p.messages}};
+      paged::PathTraffic& t = paths[p.path];  // one entry per path (several agent sources)
+      t.bytes += p.bytes;
+      t.messages += p.messages;
     }
-    return t;
+    nlohmann::ordered_json agent_json = nullptr;
+    nlohmann::ordered_json hit_rate = nullptr;
+    if (agent_client != nullptr) {
+      auto now = agent_client->thread_client().run(agent_client->stats());
+      if (now.ok()) {
+        const agent::wire::StatsResponse& a = *now;
+        const agent::wire::StatsResponse& b = agent_before;
+        const uint64_t reads = a.host_reads - b.host_reads;
+        const uint64_t static_hits = a.static_hits - b.static_hits;
+        const uint64_t dynamic_hits = a.dynamic_hits - b.dynamic_hits;
+        const uint64_t dynamic_misses = a.dynamic_misses - b.dynamic_misses;
+        paths["agent->memnode"] = {
+            "agent->memnode",
+            a.node_read_bytes - b.node_read_bytes + a.node_write_bytes - b.node_write_bytes,
+            a.node_reads - b.node_reads + a.node_writes - b.node_writes};
+        if (reads > 0) hit_rate = static_cast<double>(static_hits + dynamic_hits) / reads;
+        agent_json = {
+            {"address", agent_address},
+            {"cache", cache},
+            {"host_reads", reads},
+            {"static_hits", static_hits},
+            {"dynamic_hits", dynamic_hits},
+            {"dynamic_misses", dynamic_misses},
+            {"dynamic_hit_rate", dynamic_hits + dynamic_misses > 0
+                                     ? nlohmann::ordered_json(static_cast<double>(dynamic_hits) /
+                                                              (dynamic_hits + dynamic_misses))
+                                     : nlohmann::ordered_json(nullptr)},
+            {"node_read_bytes", a.node_read_bytes - b.node_read_bytes},
+            {"node_write_bytes", a.node_write_bytes - b.node_write_bytes},
+            {"staged_bytes", a.staged_bytes - b.staged_bytes},
+            {"aggregated_reads", a.aggregated_reads - b.aggregated_reads},
+            {"static_bytes_now", a.static_bytes},
+            {"dynamic_enabled_now", a.dynamic_enabled != 0},
+            {"dynamic_switches", a.dynamic_switches - b.dynamic_switches},
+            {"static_pin_refusals", agent::pin_refusals(*buffer_source)}};
+      } else {
+        agent_json = {{"address", agent_address}, {"error", now.status().to_string()}};
+      }
+    }
+    nlohmann::ordered_json t = nlohmann::ordered_json::object();
+    for (const auto& [path, p] : paths) {
+      t[path] = {{"bytes", p.bytes}, {"messages", p.messages}};
+    }
+    (*rec)["agent_cache_hit_rate"] = hit_rate;
+    (*rec)["traffic"] = std::move(t);
+    (*rec)["agent_stats"] = std::move(agent_json);
   }
   ~Session() override {
-    manager.reset();  // before the cluster it uses
+    manager.reset();  // before the clusters its sources use
+    graph_source.reset();
+    buffer_source.reset();
+    if (agent_client != nullptr) {
+      agent_client.reset();
+      agent_cluster->release_thread_client();
+    }
+    agent_cluster.reset();
     cluster.reset();
   }
 
   std::unique_ptr<LocalNode> local;  // outlives the cluster
   std::unique_ptr<client::Cluster> cluster;
+  // Agent mode: the agent's cluster, this thread's client of it (stats), the two page sources.
+  std::string agent_address, cache;
+  std::unique_ptr<client::Cluster> agent_cluster;
+  std::unique_ptr<agent::AgentClient> agent_client;
+  agent::wire::StatsResponse agent_before{};
+  std::shared_ptr<paged::PageSource> graph_source, buffer_source;
   std::unique_ptr<paged::Manager> manager;
 };
+
+// Connects to the agent (same transport options as the memory nodes) and makes the sources.
+Status open_agent(const GraphFlags& f, const client::ClusterConfig& nodes, Session* s) {
+  auto cfg = client::ClusterConfig::from_server_list(f.agent);
+  if (!cfg.ok()) return cfg.status();
+  cfg->options = nodes.options;
+  auto c = client::Cluster::connect(*cfg);
+  if (!c.ok()) {
+    return Status(c.status().code(), fmt::format("--agent {}: {}", f.agent, c.status().message()));
+  }
+  s->agent_cluster = std::move(*c);
+  auto client = agent::AgentClient::create(*s->agent_cluster);
+  if (!client.ok()) return client.status();
+  s->agent_client = std::move(*client);
+  auto before = s->agent_client->thread_client().run(s->agent_client->stats());
+  if (!before.ok()) {
+    return Status(before.status().code(),
+                  fmt::format("--agent {}: stats: {}", f.agent, before.status().message()));
+  }
+  s->agent_before = *before;
+  s->agent_address = f.agent;
+  s->cache = f.cache;
+  agent::AgentSourceOptions graph_options;
+  graph_options.dynamic_cache = f.cache == "dynamic";
+  agent::AgentSourceOptions buffer_options;
+  buffer_options.dynamic_cache = false;
+  buffer_options.pin_static = f.cache == "static";
+  s->graph_source = agent::make_agent_source(*s->agent_cluster, graph_options);
+  s->buffer_source = agent::make_agent_source(*s->agent_cluster, buffer_options);
+  return OkStatus();
+}
 
 }  // namespace
 
 Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
                                                            uint64_t budget_bytes,
                                                            std::unique_ptr<FarGraphSession>* out) {
-  if (f.agent != "none") {
-    return Unavailable(
-        fmt::format("--agent {}: the offload agent is not available in this build "
-                    "(use --agent none: far memory direct)",
-                    f.agent));
+  const bool use_agent = f.agent != "none";
+  if (!use_agent && f.cache != "off") return InvalidArgument("--cache needs --agent ADDR");
+  if (use_agent && f.cluster.servers.empty() && f.cluster.config.empty()) {
+    return InvalidArgument(
+        "--agent needs the memory nodes the agent serves (--servers or --config, listed as the "
+        "agent lists them)");
   }
-  if (f.cache != "off") return InvalidArgument("--cache needs --agent ADDR");
   auto header = graph::read_fmg_header(f.graph);
   if (!header.ok()) return header.status();
   auto s = std::make_unique<Session>();
@@ -61,6 +156,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   auto cluster = client::Cluster::connect(*config);
   if (!cluster.ok()) return cluster.status();
   s->cluster = std::move(*cluster);
+  if (use_agent) {
+    if (Status st = open_agent(f, *config, s.get()); !st.ok()) return st;
+  }
   paged::ManagerOptions mo;
   mo.local_bytes = budget_bytes;
   if (budget_bytes == 0) mo.local_percent = 100;
@@ -73,6 +171,8 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
       f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
   fo.random_array_advice = f.far_pin == "on" ? paged::Advice::kStatic : paged::Advice::kRandom;
   fo.preload_name = std::filesystem::path(f.graph).filename().string();
+  fo.graph_source = s->graph_source;
+  fo.buffer_source = s->buffer_source;
   graph::FarLoad load;
   auto memory = graph::open_far(*s->manager, f.graph, fo, &load);
   if (!memory.ok()) return memory.status();
@@ -82,8 +182,10 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   } else {
     fmt::print(stderr, "graph: far: the memory nodes preloaded {}\n", fo.preload_name);
   }
-  fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes\n",
-             s->manager->budget_bytes(), f.page_bytes);
+  fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes{}\n",
+             s->manager->budget_bytes(), f.page_bytes,
+             use_agent ? fmt::format(", through the agent at {} (cache {})", f.agent, f.cache)
+                       : std::string(", direct"));
   *out = std::move(s);
   return memory;
 }

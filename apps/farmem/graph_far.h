@@ -1,5 +1,12 @@
 // The far backend of `farmem graph run` (graph_far.cc): the cluster connection and paged
 // Manager that a far GraphMemory lives in, kept alive for the run.
+//
+// With --agent ADDR (which needs --servers or --config: the agent serves those memory nodes,
+// listed in the same order) every region is in agent mode (agent::make_agent_source): the
+// graph's sections through a source whose reads use the agent's dynamic cache only with
+// --cache dynamic; the vertex arrays (every buffer an algorithm allocates: results, state,
+// frontiers) through a source that pins each of them whole in the agent's static cache with
+// --cache static and never uses the dynamic cache. --cache off: neither.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +21,12 @@ namespace farmem::apps {
 class FarGraphSession {
  public:
   virtual ~FarGraphSession() = default;
-  // Bytes and messages per path ({"host_to_memnode": {"bytes":..,"messages":..}, ...}).
-  virtual nlohmann::ordered_json traffic_json() const = 0;
+  // Fills the run record's "traffic" (bytes and messages per path since the session opened:
+  // "host->memnode" direct and "host->agent" from the paged counters, "agent->memnode" from the
+  // agent's stats), "agent_cache_hit_rate" (reads the agent served from a cache / reads it
+  // served, null without an agent) and "agent_stats" (the agent's counters over the session). The
+  // agent's counters are agent-wide: other hosts' requests in the meantime count too.
+  virtual void fill_record(nlohmann::ordered_json* rec) = 0;
 };
 
 // Opens f.graph on paged far memory with a local budget of budget_bytes (0: unlimited).

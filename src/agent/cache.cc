@@ -49,7 +49,7 @@ bool AgentCache::record_access(GlobalAddress addr) {
 }
 
 std::optional<CacheHit> AgentCache::lookup(GlobalAddress addr, uint32_t bytes,
-                                           std::vector<GlobalAddress>* stage) {
+                                           std::vector<GlobalAddress>* stage, bool use_dynamic) {
   const GlobalAddress base = entry_base(addr);
   const uint64_t off = addr.offset() - base.offset();
   std::lock_guard lock(mu_);
@@ -59,7 +59,7 @@ std::optional<CacheHit> AgentCache::lookup(GlobalAddress addr, uint32_t bytes,
     ++counters_.static_hits;
     return CacheHit{it->second, off, true};
   }
-  if (!options_.dynamic_cache) return std::nullopt;
+  if (!options_.dynamic_cache || !use_dynamic) return std::nullopt;
   const bool ascending = record_access(addr);
   if (!counters_.dynamic_enabled) {
     const bool would_hit = ghost_hit_locked(base.pack());

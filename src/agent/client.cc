@@ -46,11 +46,12 @@ runtime::Task<Status> AgentClient::call(wire::Op op, std::vector<uint8_t> reques
   }
 }
 
-runtime::Task<Status> AgentClient::read(GlobalAddress addr, void* dst, uint32_t bytes) {
+runtime::Task<Status> AgentClient::read(GlobalAddress addr, void* dst, uint32_t bytes,
+                                        uint32_t flags) {
   if (bytes == 0 || bytes > wire::kMaxReadBytes) {
     co_return InvalidArgument("agent read: size out of range");
   }
-  wire::ReadRequest q{addr.pack(), bytes, 0};
+  wire::ReadRequest q{addr.pack(), bytes, flags};
   uint32_t got = 0;
   Status s = co_await call(wire::Op::kRead, bytes_of(q), dst, bytes, &got);
   if (s.ok() && got != bytes) s = ProtocolError("agent read: short reply");

@@ -200,7 +200,7 @@ void AgentCore::round(std::vector<Job>& jobs) {
     } else if (j.op == wire::Op::kRead) {
       ++host_reads_;
       done[i].bytes = static_cast<uint32_t>(j.bytes);
-      done[i].hit = cache_.lookup(j.addr, static_cast<uint32_t>(j.bytes), &stage);
+      done[i].hit = cache_.lookup(j.addr, static_cast<uint32_t>(j.bytes), &stage, j.use_dynamic);
       if (!done[i].hit) {
         done[i].data.resize(j.bytes);
         reads.push_back(NodeOp{j.addr, done[i].data.data(), static_cast<uint32_t>(j.bytes), {}});

@@ -28,6 +28,7 @@ struct Job {
   uint64_t bytes = 0;
   std::vector<uint8_t> data;  // kWrite
   bool acked = false;         // kWrite: answered already (asynchronous write-back)
+  bool use_dynamic = true;    // kRead: may use the dynamic cache (wire::kReadNoDynamic clear)
   uint32_t worker = 0;        // the server worker holding the Responder
   uint64_t token = 0;
 };

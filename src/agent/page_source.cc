@@ -1,6 +1,9 @@
 #include "farmem/agent/page_source.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 #include "farmem/agent/client.h"
@@ -11,7 +14,8 @@ namespace {
 
 class AgentPageSource : public paged::PageSource {
  public:
-  explicit AgentPageSource(client::Cluster& agent) : agent_(agent) {}
+  AgentPageSource(client::Cluster& agent, const AgentSourceOptions& options)
+      : agent_(agent), options_(options) {}
   std::string_view name() const override { return "agent"; }
 
   runtime::Task<Status> fetch(const paged::RemoteLayout& layout,
@@ -25,7 +29,7 @@ class AgentPageSource : public paged::PageSource {
       for (uint64_t off = 0; off < layout.page_bytes; off += wire::kMaxReadBytes) {
         const auto n =
             static_cast<uint32_t>(std::min<uint64_t>(wire::kMaxReadBytes, layout.page_bytes - off));
-        parts.push_back(c->read(at + off, buf + off, n));
+        parts.push_back(c->read(at + off, buf + off, n, read_flags()));
       }
     }
     Status s = first_error(co_await runtime::when_all(std::move(parts)));
@@ -51,7 +55,9 @@ class AgentPageSource : public paged::PageSource {
   // agent must not keep copies of it from before or after. A shared file copy stays (other
   // processes read it through the same entries).
   runtime::Task<Status> region_opened(const paged::RemoteLayout& layout) override {
-    co_return co_await invalidate(layout);
+    FARMEM_CO_RETURN_IF_ERROR(co_await invalidate(layout));
+    if (!options_.pin_static || layout.shared) co_return OkStatus();
+    co_return co_await pin_whole(layout);
   }
   runtime::Task<Status> region_closed(const paged::RemoteLayout& layout) override {
     co_return co_await invalidate(layout);
@@ -78,6 +84,34 @@ class AgentPageSource : public paged::PageSource {
     publish(*c);
     co_return OkStatus();
   }
+
+  // Pins every stripe of the region in the agent's static cache; a refusal (budget, static
+  // caching off) leaves the region uncached (counted, one warning), other errors fail.
+  runtime::Task<Status> pin_whole(const paged::RemoteLayout& layout) {
+    AgentClient* c = nullptr;
+    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    Status st;
+    for (size_t s = 0; s < layout.stripes.size() && st.ok(); ++s) {
+      const uint64_t bytes = layout.stripe_bytes(s);
+      if (bytes != 0) st = co_await c->pin_static(layout.stripes[s], bytes);
+    }
+    publish(*c);
+    const StatusCode code = st.code();
+    if (code == StatusCode::kResourceExhausted || code == StatusCode::kPermissionDenied ||
+        code == StatusCode::kInvalidArgument) {
+      if (refusals_.fetch_add(1) == 0) {
+        fmt::print(stderr,
+                   "farmem agent source: the agent refused a static pin ({}); regions it "
+                   "refuses are served uncached\n",
+                   st.to_string());
+      }
+      co_return OkStatus();
+    }
+    co_return st;
+  }
+
+  uint64_t refusals() const { return refusals_.load(); }
+  uint32_t read_flags() const { return options_.dynamic_cache ? 0 : wire::kReadNoDynamic; }
 
   runtime::Task<Status> invalidate(const paged::RemoteLayout& layout) {
     if (layout.shared) co_return OkStatus();
@@ -130,14 +164,21 @@ class AgentPageSource : public paged::PageSource {
   }
 
   client::Cluster& agent_;
+  const AgentSourceOptions options_;
   std::unique_ptr<AgentClient> client_;  // pager thread only
-  std::atomic<uint64_t> bytes_{0}, messages_{0};
+  std::atomic<uint64_t> bytes_{0}, messages_{0}, refusals_{0};
 };
 
 }  // namespace
 
-std::shared_ptr<paged::PageSource> make_agent_source(client::Cluster& agent) {
-  return std::make_shared<AgentPageSource>(agent);
+std::shared_ptr<paged::PageSource> make_agent_source(client::Cluster& agent,
+                                                     const AgentSourceOptions& options) {
+  return std::make_shared<AgentPageSource>(agent, options);
+}
+
+uint64_t pin_refusals(const paged::PageSource& source) {
+  const auto* a = dynamic_cast<const AgentPageSource*>(&source);
+  return a != nullptr ? a->refusals() : 0;
 }
 
 }  // namespace farmem::agent

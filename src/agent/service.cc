@@ -103,12 +103,15 @@ class AgentWorker : public memnode::ServiceWorker {
       case wire::Op::kRead: {
         wire::ReadRequest q;
         FARMEM_RETURN_IF_ERROR(parse(r, &q, true));
-        if (q.flags != 0) return ProtocolError("agent: reserved flags set");
+        if ((q.flags & ~wire::kReadFlagsKnown) != 0) {
+          return ProtocolError("agent: reserved flags set");
+        }
         if (q.bytes == 0 || q.bytes > wire::kMaxReadBytes) {
           return InvalidArgument("agent: read size out of range");
         }
         job->addr = GlobalAddress::unpack(q.address);
         job->bytes = q.bytes;
+        job->use_dynamic = (q.flags & wire::kReadNoDynamic) == 0;
         return OkStatus();
       }
       case wire::Op::kWrite: {

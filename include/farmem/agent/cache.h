@@ -60,8 +60,10 @@ class AgentCache {
   // Looks up [addr, addr + bytes) (within one entry) and records the access in the ring. On a
   // dynamic miss, *stage receives the entries worth staging (the one missed, plus the next one
   // when the ring shows an ascending pattern), each already inserted as a placeholder.
+  // With use_dynamic false only a static entry can serve it (no dynamic lookup, nothing recorded
+  // or staged: wire::kReadNoDynamic).
   std::optional<CacheHit> lookup(GlobalAddress addr, uint32_t bytes,
-                                 std::vector<GlobalAddress>* stage);
+                                 std::vector<GlobalAddress>* stage, bool use_dynamic = true);
   // Applies a write to every entry it overlaps (copy-on-write for referenced entries) and
   // marks overlapping placeholders stale.
   void apply_write(GlobalAddress addr, const uint8_t* data, uint32_t bytes);

@@ -38,8 +38,8 @@ class AgentClient {
   // `agent`: a cluster whose only node is the agent. Uses agent.thread_client() of this thread.
   static Result<std::unique_ptr<AgentClient>> create(client::Cluster& agent);
 
-  // bytes: 1..wire::kMaxReadBytes.
-  runtime::Task<Status> read(GlobalAddress addr, void* dst, uint32_t bytes);
+  // bytes: 1..wire::kMaxReadBytes; flags: wire::kReadFlag* bits (kReadNoDynamic).
+  runtime::Task<Status> read(GlobalAddress addr, void* dst, uint32_t bytes, uint32_t flags = 0);
   // Any size: sent in pieces of wire::kMaxWriteBytes, concurrently.
   runtime::Task<Status> write(GlobalAddress addr, const void* src, uint64_t bytes);
   runtime::Task<Status> flush();

@@ -14,6 +14,13 @@
 // Manager's). A dead agent fails the call (kPeerFailed / kTimedOut): a page fault then ends
 // the process with paged::kFaultExitStatus and one clear line (no fallback to direct).
 // Traffic: path "host->agent" (payload bytes both ways, messages).
+// Options (per source, so one process can give its regions different treatment through one
+// agent): dynamic_cache false sets wire::kReadNoDynamic on every read (the agent's dynamic cache
+// is neither used nor filled for them); pin_static holds each private region of the source whole
+// in the agent's static cache from its creation (pinned in region_opened, after the
+// invalidation, and dropped by region_closed's), without pinning any page locally. The pin is
+// best effort: when the agent refuses it (static budget full, static caching off) the region is
+// served uncached, one warning is printed and pin_refusals() counts it; a dead agent still fails.
 // Thread safety: PageSource's contract (pager thread); traffic() from any thread.
 #pragma once
 
@@ -24,7 +31,16 @@
 
 namespace farmem::agent {
 
+struct AgentSourceOptions {
+  bool dynamic_cache = true;  // reads may use and fill the agent's dynamic cache
+  bool pin_static = false;    // private regions held whole in the agent's static cache
+};
+
 // `agent`: a cluster whose only node is the agent; it must outlive the source.
-std::shared_ptr<paged::PageSource> make_agent_source(client::Cluster& agent);
+std::shared_ptr<paged::PageSource> make_agent_source(client::Cluster& agent,
+                                                     const AgentSourceOptions& options = {});
+
+// Regions of an agent source whose static pin the agent refused (0 for other sources).
+uint64_t pin_refusals(const paged::PageSource& source);
 
 }  // namespace farmem::agent

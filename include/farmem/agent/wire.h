@@ -34,8 +34,12 @@ inline constexpr uint32_t kMaxWriteBytes = 32 * 1024;
 struct ReadRequest {
   uint64_t address;  // packed GlobalAddress
   uint32_t bytes;    // 1..kMaxReadBytes
-  uint32_t flags;    // 0
+  uint32_t flags;    // kReadFlag* bits (others must be 0)
 };
+// The read bypasses the dynamic cache: no lookup, no access recorded, nothing staged (static
+// entries still serve it). For data the host does not want dynamically cached.
+inline constexpr uint32_t kReadNoDynamic = 1u << 0;
+inline constexpr uint32_t kReadFlagsKnown = kReadNoDynamic;
 static_assert(sizeof(ReadRequest) == 16);
 
 // Followed by `bytes` bytes of data.

@@ -33,6 +33,10 @@ struct FarOptions {
   // Default random: with static advice, BC's second trial (its arrays above half the budget,
   // regions freed and allocated again) ran 50x slower than its first (paged API v1).
   paged::Advice random_array_advice = paged::Advice::kRandom;
+  // Where pages come from (RegionOptions::source; null = direct): the graph file's region and
+  // the vertex arrays' regions (agent mode: agent::make_agent_source with per-source caching).
+  std::shared_ptr<paged::PageSource> graph_source;
+  std::shared_ptr<paged::PageSource> buffer_source;
 };
 
 // How the graph got into far memory: "preloaded" or "copied".

@@ -66,6 +66,7 @@ class FarMemory : public GraphMemory {
     ro.page_bytes = o_.page_bytes;
     ro.name = std::string(what);
     ro.advice = access == Access::kSequential ? paged::Advice::kSequential : o_.random_array_advice;
+    ro.source = o_.buffer_source;
     auto r = manager_.allocate(std::max<uint64_t>(bytes, 1), ro);
     if (!r.ok()) return r.status();
     return std::unique_ptr<Buffer>(new RegionBuffer(this, &manager_, *r, bytes));
@@ -82,6 +83,7 @@ class FarMemory : public GraphMemory {
     paged::RegionOptions ro;
     ro.page_bytes = o_.page_bytes;
     ro.name = "graph " + path;
+    ro.source = o_.graph_source;
     std::string why = "no preload name";
     if (!o_.preload_name.empty()) {
       auto r = manager_.allocate_from_file(o_.preload_name, ro);

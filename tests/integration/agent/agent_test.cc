@@ -290,7 +290,7 @@ TEST_P(AgentTest, RefusesBadRequests) {
   using agent::wire::Op;
   EXPECT_EQ(raw(static_cast<uint16_t>(Op::kRead), {1, 2, 3}), StatusCode::kProtocolError);
   EXPECT_EQ(
-      raw(static_cast<uint16_t>(Op::kRead), bytes(agent::wire::ReadRequest{base.pack(), 64, 1})),
+      raw(static_cast<uint16_t>(Op::kRead), bytes(agent::wire::ReadRequest{base.pack(), 64, 2})),
       StatusCode::kProtocolError);
   EXPECT_EQ(
       raw(static_cast<uint16_t>(Op::kRead), bytes(agent::wire::ReadRequest{base.pack(), 0, 0})),

@@ -49,6 +49,29 @@ TEST(AgentCache, MissStagesThenHits) {
   EXPECT_FALSE(c.lookup(GlobalAddress(0, 2 * kEntry - 8), 16, &stage));
 }
 
+// A read without the dynamic cache (wire::kReadNoDynamic) neither stages nor counts, and is
+// served by a static entry only.
+TEST(AgentCache, ReadWithoutDynamicUsesStaticEntriesOnly) {
+  AgentCache c(small_options());
+  std::vector<GlobalAddress> stage;
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, kEntry), kPage, &stage, false));
+  EXPECT_TRUE(stage.empty());
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, kEntry), kPage, &stage));  // stages it
+  ASSERT_EQ(stage.size(), 1u);
+  c.finish_stage(GlobalAddress(0, kEntry), filled(3), true);
+  stage.clear();
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, kEntry), kPage, &stage, false));  // not from dynamic
+  ASSERT_TRUE(c.put_static(GlobalAddress(0, 0), filled(9)).ok());
+  auto hit = c.lookup(GlobalAddress(0, kPage), kPage, &stage, false);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(hit->is_static);
+  const CacheCounters k = c.counters();
+  EXPECT_EQ(k.dynamic_hits, 0u);
+  EXPECT_EQ(k.dynamic_misses, 1u);
+  EXPECT_EQ(k.static_hits, 1u);
+  EXPECT_TRUE(stage.empty());
+}
+
 TEST(AgentCache, AscendingAccessStagesTheNextEntry) {
   AgentOptions o = small_options();
   o.cache_bytes = 4 * kEntry;
