@@ -272,16 +272,27 @@ void Manager::Impl::run(std::promise<Status>* started) {
   client = *c;
   t_pager_client = client;
   started->set_value(OkStatus());
+  const uint64_t spin_ns = uint64_t{options.idle_spin_us} * 1000;
+  uint64_t idle_since = 0;  // when the loop last found nothing to do (0: it did work)
   while (!stopping || sched.live_coroutines() > 0) {
     bool work = drain_commands();
     work |= read_events();
     maybe_start_cleaner();
     const bool busy = sched.live_coroutines() > 0;
     work |= sched.poll_once();
-    if (!busy && !work) {
-      pollfd fds[2] = {{uffd, POLLIN, 0}, {event_fd, POLLIN, 0}};
-      (void)::poll(fds, 2, 10);
+    if (busy || work) {
+      idle_since = 0;
+      continue;
     }
+    pollfd fds[2] = {{uffd, POLLIN, 0}, {event_fd, POLLIN, 0}};
+    const uint64_t now = now_ns();
+    if (idle_since == 0) idle_since = now;
+    if (now - idle_since < spin_ns) {
+      (void)::poll(fds, 2, 0);  // spinning: one system call per round
+      continue;
+    }
+    (void)::poll(fds, 2, 10);
+    idle_since = 0;
   }
   // Stopped: every region is freed (kStop did it); sources and this thread release their
   // clients here, while the scheduler lives.
