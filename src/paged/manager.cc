@@ -387,11 +387,14 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
   if (!st.ok()) fatal(r, page, "cannot start a fetch", st);
   if (m.advice != Advice::kSequential) return;
   // A fault right after the previous window means a stream: the window doubles (up to 64
-  // pages); any other fault starts over at readahead_pages.
+  // pages). A fault whose previous page is mapped or in flight starts a stream at
+  // readahead_pages. Any other fault (the first of a stream, or a random access into a
+  // sequential section, e.g. a sparse BFS round reading one vertex's neighbours) reads no
+  // more than its page: a read-ahead there would mostly fetch what is never read.
+  const bool continues = page + 1 == r->seq_next || page == r->seq_next;
+  if (!continues && (page == 0 || r->pages[page - 1].state == PageState::kMissing)) return;
   const uint32_t base = std::max<uint32_t>(r->readahead, 1);
-  r->window = page + 1 == r->seq_next || page == r->seq_next
-                  ? std::min<uint32_t>(2 * r->window, PageSource::kMaxPagesPerCall)
-                  : base;
+  r->window = continues ? std::min<uint32_t>(2 * r->window, PageSource::kMaxPagesPerCall) : base;
   r->window = std::max(r->window, base);
   read_ahead(r, page + 1);
 }
