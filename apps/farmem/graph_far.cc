@@ -82,8 +82,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   } else {
     fmt::print(stderr, "graph: far: the memory nodes preloaded {}\n", fo.preload_name);
   }
-  fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes\n",
-             s->manager->budget_bytes(), f.page_bytes);
+  fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes, vertex arrays {}\n",
+             s->manager->budget_bytes(), f.page_bytes,
+             f.far_pin == "on" ? "pinned (static advice)" : "paged");
   *out = std::move(s);
   return memory;
 }
