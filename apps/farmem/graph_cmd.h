@@ -34,7 +34,7 @@ struct GraphFlags {
   std::string cache = "off";
   std::string advice = "default";     // mmap: default | random
   std::string far_advice = "random";  // far: random | sequential (graph sections)
-  std::string far_pin = "off";        // far: pin random-access vertex arrays (static advice)
+  std::string far_pin = "on";         // far: pin random-access vertex arrays (static advice)
   std::string mmap_dir = "/tmp";
   uint32_t pr_iterations = 20;
   double pr_epsilon = 0;

@@ -158,9 +158,11 @@ Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_
 }
 
 // Fetches the missing pages of [first, end) in groups, evicting others for room; at most the
-// budget's unpinned part (a larger range would evict its own beginning).
-runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first,
-                                     uint64_t end) {
+// budget's unpinned part (a larger range would evict its own beginning). With pinned_only, only
+// pinned pages whose contents are in far memory (static advice: pages beyond the pin limit stay
+// paged, and a page never written is zero-filled by its first fault, without a fetch).
+runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
+                                     bool pinned_only = false) {
   const uint64_t room =
       (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
       r->region->page_bytes();
@@ -172,6 +174,7 @@ runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t 
     for (; p < end && group.size() < PageSource::kMaxPagesPerCall; ++p) {
       PageMeta& meta = r->pages[p];
       if (meta.state != PageState::kMissing) continue;
+      if (pinned_only && !(meta.pinned && meta.remote_valid)) continue;
       meta.state = PageState::kFetching;
       meta.prefetched = true;
       group.push_back(p);
@@ -202,7 +205,7 @@ runtime::Task<Status> advise_pages(Manager::Impl* m, RegionState* r, uint64_t fi
   }
   Status st = co_await r->source->advise(r->region->layout(), first, end - first, advice);
   if (!st.ok() || advice != Advice::kStatic) co_return st;
-  co_return co_await prefetch_pages(m, r, first, end);
+  co_return co_await prefetch_pages(m, r, first, end, true);
 }
 
 runtime::Task<Status> flush_all(Manager::Impl* m) {

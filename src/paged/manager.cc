@@ -272,16 +272,27 @@ void Manager::Impl::run(std::promise<Status>* started) {
   client = *c;
   t_pager_client = client;
   started->set_value(OkStatus());
+  const uint64_t spin_ns = uint64_t{options.idle_spin_us} * 1000;
+  uint64_t idle_since = 0;  // when the loop last found nothing to do (0: it did work)
   while (!stopping || sched.live_coroutines() > 0) {
     bool work = drain_commands();
     work |= read_events();
     maybe_start_cleaner();
     const bool busy = sched.live_coroutines() > 0;
     work |= sched.poll_once();
-    if (!busy && !work) {
-      pollfd fds[2] = {{uffd, POLLIN, 0}, {event_fd, POLLIN, 0}};
-      (void)::poll(fds, 2, 10);
+    if (busy || work) {
+      idle_since = 0;
+      continue;
     }
+    pollfd fds[2] = {{uffd, POLLIN, 0}, {event_fd, POLLIN, 0}};
+    const uint64_t now = now_ns();
+    if (idle_since == 0) idle_since = now;
+    if (now - idle_since < spin_ns) {
+      (void)::poll(fds, 2, 0);  // spinning: one system call per round
+      continue;
+    }
+    (void)::poll(fds, 2, 10);
+    idle_since = 0;
   }
   // Stopped: every region is freed (kStop did it); sources and this thread release their
   // clients here, while the scheduler lives.
@@ -376,11 +387,14 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
   if (!st.ok()) fatal(r, page, "cannot start a fetch", st);
   if (m.advice != Advice::kSequential) return;
   // A fault right after the previous window means a stream: the window doubles (up to 64
-  // pages); any other fault starts over at readahead_pages.
+  // pages). A fault whose previous page is mapped or in flight starts a stream at
+  // readahead_pages. Any other fault (the first of a stream, or a random access into a
+  // sequential section, e.g. a sparse BFS round reading one vertex's neighbours) reads no
+  // more than its page: a read-ahead there would mostly fetch what is never read.
+  const bool continues = page + 1 == r->seq_next || page == r->seq_next;
+  if (!continues && (page == 0 || r->pages[page - 1].state == PageState::kMissing)) return;
   const uint32_t base = std::max<uint32_t>(r->readahead, 1);
-  r->window = page + 1 == r->seq_next || page == r->seq_next
-                  ? std::min<uint32_t>(2 * r->window, PageSource::kMaxPagesPerCall)
-                  : base;
+  r->window = continues ? std::min<uint32_t>(2 * r->window, PageSource::kMaxPagesPerCall) : base;
   r->window = std::max(r->window, base);
   read_ahead(r, page + 1);
 }

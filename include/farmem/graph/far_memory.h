@@ -30,8 +30,9 @@ struct FarOptions {
   // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
   // layer's limit of half the budget; random: paged like the rest). kSequential arrays get
   // sequential advice.
-  // Default random: with static advice, BC's second trial (its arrays above half the budget,
-  // regions freed and allocated again) ran 50x slower than its first (paged API v1).
+  // `farmem graph run` passes static unless --far-pin off (BC's later trials are no longer
+  // slower since each trial's result is freed before the next trial; pinning cut PageRank's
+  // faults 8x at Kronecker 21, 25% budget).
   paged::Advice random_array_advice = paged::Advice::kRandom;
   // Where pages come from (RegionOptions::source; null = direct): the graph file's region and
   // the vertex arrays' regions (agent mode: agent::make_agent_source with per-source caching).

@@ -41,6 +41,10 @@ struct ManagerOptions {
   uint32_t max_inflight = 32;
   // Deadline of each fetch/write-back (0 = the cluster's op_timeout_ms).
   uint32_t op_timeout_ms = 0;
+  // When idle, the pager thread polls its userfaultfd for this long before it sleeps in poll(2):
+  // a fault that comes soon after the previous one (a thread streaming through a region) is
+  // then served without waking the pager (0 = sleep at once).
+  uint32_t idle_spin_us = 50;
 };
 
 class Manager {
