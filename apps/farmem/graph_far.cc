@@ -182,11 +182,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   } else {
     fmt::print(stderr, "graph: far: the memory nodes preloaded {}\n", fo.preload_name);
   }
-  fmt::print(stderr,
-             "graph: far: local budget {} bytes, pages of {} bytes, vertex arrays {}{}
-             ",
-             s->manager->budget_bytes(),
-             f.page_bytes, f.far_pin == "on" ? "pinned (static advice)" : "paged",
+  fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes, vertex arrays {}{}\n",
+             s->manager->budget_bytes(), f.page_bytes,
+             f.far_pin == "on" ? "pinned (static advice)" : "paged",
              use_agent ? fmt::format(", through the agent at {} (cache {})", f.agent, f.cache)
                        : std::string(", direct"));
   *out = std::move(s);
