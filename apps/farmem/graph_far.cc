@@ -116,11 +116,15 @@ Status open_agent(const GraphFlags& f, const client::ClusterConfig& nodes, Sessi
   s->agent_before = *before;
   s->agent_address = f.agent;
   s->cache = f.cache;
+  // --cache alone decides what the agent caches: the paged layer's own pinning of vertex
+  // arrays (static advice, --far-pin) stays local.
   agent::AgentSourceOptions graph_options;
   graph_options.dynamic_cache = f.cache == "dynamic";
+  graph_options.pin_advised = false;
   agent::AgentSourceOptions buffer_options;
   buffer_options.dynamic_cache = false;
   buffer_options.pin_static = f.cache == "static";
+  buffer_options.pin_advised = false;
   s->graph_source = agent::make_agent_source(*s->agent_cluster, graph_options);
   s->buffer_source = agent::make_agent_source(*s->agent_cluster, buffer_options);
   return OkStatus();

@@ -65,7 +65,9 @@ class AgentPageSource : public paged::PageSource {
 
   runtime::Task<Status> advise(const paged::RemoteLayout& layout, uint64_t first_page,
                                uint64_t page_count, paged::Advice advice) override {
-    if (advice != paged::Advice::kStatic || page_count == 0) co_return OkStatus();
+    if (advice != paged::Advice::kStatic || page_count == 0 || !options_.pin_advised) {
+      co_return OkStatus();
+    }
     AgentClient* c = nullptr;
     FARMEM_CO_RETURN_IF_ERROR(client(&c));
     // Each stripe's pages of the range are contiguous on its node.

@@ -34,6 +34,9 @@ namespace farmem::agent {
 struct AgentSourceOptions {
   bool dynamic_cache = true;  // reads may use and fill the agent's dynamic cache
   bool pin_static = false;    // private regions held whole in the agent's static cache
+  // advise(kStatic) also pins the advised pages in the agent's static cache (false: the advice
+  // stays local to the paged layer, e.g. its own pinning of vertex arrays).
+  bool pin_advised = true;
 };
 
 // `agent`: a cluster whose only node is the agent; it must outlive the source.

@@ -141,11 +141,14 @@ TEST_P(PagedRegionTest, FlushesRacingWritersLoseNothing) {
   const uint64_t seed = test_seed();
   std::vector<std::vector<uint64_t>> counts(threads, std::vector<uint64_t>(n / threads + 1));
   std::atomic<int> running{threads};
+  // The writers go on until three flushes have finished, so that some writes certainly follow a
+  // flush that cleaned their pages (on shared memory the increments alone can end first).
+  std::atomic<int> flushes_done{0};
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
       std::mt19937_64 rng(seed + t);
-      for (int k = 0; k < increments; ++k) {
+      for (int k = 0; k < increments || flushes_done.load() < 3; ++k) {
         const uint64_t j = rng() % (n / threads);
         w[j * threads + t].fetch_add(1, std::memory_order_relaxed);
         ++counts[t][j];
@@ -155,7 +158,9 @@ TEST_P(PagedRegionTest, FlushesRacingWritersLoseNothing) {
   }
   int flushes = 0;
   while (running.load() > 0) {
-    ASSERT_TRUE(r->flush().ok());
+    Status fs = r->flush();
+    flushes_done.fetch_add(1);  // before any assertion: the writers wait for it
+    ASSERT_TRUE(fs.ok()) << fs.to_string();
     ++flushes;
   }
   for (auto& t : ts) t.join();
