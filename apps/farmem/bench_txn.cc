@@ -480,14 +480,16 @@ Task<Status> scan(TxnClient* tc, const Table* table, std::vector<uint64_t> keys,
     ds::RetryLoop loop(tc->client(), "checking", 10000);
     for (;;) {
       Transaction x = tc->begin_read_only();
-      int64_t part = 0;
+      // Summed modulo 2^64 (a table whose records are not balances, e.g. TATP's, is only
+      // counted; its "sum" is meaningless but must not overflow).
+      uint64_t part = 0;
       uint64_t found = 0;
       Status s;
       std::string v;
       for (size_t j = i; j < end && s.ok(); ++j) {
         s = co_await x.read(*table, keys[j], &v);
         if (s.ok()) {
-          part += i64_of(v);
+          part += static_cast<uint64_t>(i64_of(v));
           ++found;
         } else if (s.code() == StatusCode::kNotFound) {
           s = OkStatus();
@@ -495,7 +497,7 @@ Task<Status> scan(TxnClient* tc, const Table* table, std::vector<uint64_t> keys,
       }
       if (s.ok()) s = co_await x.commit();
       if (s.ok()) {
-        *sum += part;
+        *sum = static_cast<int64_t>(static_cast<uint64_t>(*sum) + part);
         *present += found;
         break;
       }

@@ -304,7 +304,7 @@ Status brandes_forward(Context& ctx, uint32_t source, BrandesState& st) {
     if (!next.ok()) return next.status();
     if (Status s = next->to_sparse(); !s.ok()) return s;
     const uint64_t at = st.level_start.back(), count = next->size();
-    std::memcpy(st.order + at, next->ids(), count * sizeof(uint32_t));
+    if (count != 0) std::memcpy(st.order + at, next->ids(), count * sizeof(uint32_t));
     st.level_start.push_back(at + count);
     const uint32_t* ids = next->ids();
     if (g.symmetric) {

@@ -100,7 +100,7 @@ Result<Frontier> Context::frontier_of(const std::vector<uint32_t>& ids) {
   auto f = empty_frontier();
   if (!f.ok()) return f;
   if (Status s = ensure_ids(*f); !s.ok()) return s;
-  std::memcpy(f->mutable_ids(), ids.data(), ids.size() * sizeof(uint32_t));
+  if (!ids.empty()) std::memcpy(f->mutable_ids(), ids.data(), ids.size() * sizeof(uint32_t));
   set(*f, ids.size(), false);
   return f;
 }

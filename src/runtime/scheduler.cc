@@ -117,10 +117,13 @@ void Scheduler::check_time(bool idle) {
   // of our own is not blamed on the peer.
   // (Real time: a jump of a virtual clock is not a pause.)
   const uint64_t real = steady_now_ns();
-  if (last_check_ns_ != 0 && real - last_check_ns_ > kPauseNs) pause_grace_checks_ = 2;
+  if (last_check_ns_ != 0 && real - last_check_ns_ > kPauseNs) {
+    pause_grace_checks_ = kPauseGraceChecks;
+    pause_grace_until_ns_ = real + kPauseGraceNs;
+  }
   last_check_ns_ = real;
-  if (pause_grace_checks_ > 0) {
-    --pause_grace_checks_;
+  if (pause_grace_checks_ > 0 || real < pause_grace_until_ns_) {
+    if (pause_grace_checks_ > 0) --pause_grace_checks_;
   } else {
     for (fabric::Worker* w : workers_) {
       if (w->next_deadline_ns() <= now) w->expire(now);

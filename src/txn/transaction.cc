@@ -824,9 +824,11 @@ Status Transaction::plan_commit(std::string* log, std::vector<Op>* ops) {
     LogEntryHeader e{p.lock_word, static_cast<uint32_t>(p.targets.size()),
                      static_cast<uint32_t>(p.image.size())};
     std::memcpy(log->data() + at, &e, sizeof(e));
-    std::memcpy(log->data() + at + sizeof(e), p.targets.data(), 8 * p.targets.size());
+    if (!p.targets.empty()) {
+      std::memcpy(log->data() + at + sizeof(e), p.targets.data(), 8 * p.targets.size());
+    }
     const uint64_t image_at = at + sizeof(e) + 8 * p.targets.size();
-    std::memcpy(log->data() + image_at, p.image.data(), p.image.size());
+    if (!p.image.empty()) std::memcpy(log->data() + image_at, p.image.data(), p.image.size());
     for (uint64_t target : p.targets) {
       ops->push_back({GlobalAddress::unpack(target), log->data() + image_at, p.image.size()});
     }

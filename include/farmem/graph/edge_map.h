@@ -94,7 +94,9 @@ Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicat
   for (size_t c = 0; c < found.size(); ++c) start[c + 1] = start[c] + found[c].size();
   uint32_t* out_ids = out->mutable_ids();
   ctx.pool().parallel_for(found.size(), 1, [&](uint64_t c, uint64_t, uint64_t) {
-    std::memcpy(out_ids + start[c], found[c].data(), found[c].size() * sizeof(uint32_t));
+    if (!found[c].empty()) {
+      std::memcpy(out_ids + start[c], found[c].data(), found[c].size() * sizeof(uint32_t));
+    }
     if (seen != nullptr) {
       for (uint32_t d : found[c]) seen[d] = 0;
     }

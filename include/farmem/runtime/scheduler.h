@@ -138,8 +138,14 @@ class Scheduler {
   };
 
   static constexpr uint64_t kPauseNs = 50'000'000;  // a gap this long means we were paused
+  // After a pause, deadlines are judged only after kPauseGraceChecks more checks and
+  // kPauseGraceNs of real time: a request the pause caught before it left (or a reply caught
+  // on its way in) needs a few progress rounds, longer under sanitizers.
+  static constexpr uint32_t kPauseGraceChecks = 2;
+  static constexpr uint64_t kPauseGraceNs = 100'000'000;
   uint64_t last_check_ns_ = 0;
   uint32_t pause_grace_checks_ = 0;
+  uint64_t pause_grace_until_ns_ = 0;  // steady_now_ns()
   SchedulerOptions options_;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> running_;
