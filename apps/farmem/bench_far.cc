@@ -334,12 +334,20 @@ uint64_t mmap_table_slots(uint64_t keys) {
 }
 
 // Lays out the table and the items (m's fields are set) through put(bytes, n, at) -> bool.
+// The layout's geometry (base left null): table slots, where the items start, the total size.
+MmapFront front_layout(uint64_t keys, uint64_t objects) {
+  MmapFront m;
+  const uint64_t slots = mmap_table_slots(keys);
+  m.mask = slots - 1;
+  m.items_at = (slots * kMmapSlotBytes + 4095) & ~uint64_t{4095};
+  m.file_bytes = m.items_at + objects * kItemBytes;
+  return m;
+}
+
 template <typename Put>
 Status write_front(uint64_t keys, uint64_t objects, MmapFront* m, Put put) {
-  const uint64_t slots = mmap_table_slots(keys);
-  m->mask = slots - 1;
-  m->items_at = (slots * kMmapSlotBytes + 4095) & ~uint64_t{4095};
-  m->file_bytes = m->items_at + objects * kItemBytes;
+  *m = front_layout(keys, objects);
+  const uint64_t slots = m->mask + 1;
   std::vector<uint64_t> table(2 * slots, 0);
   for (uint64_t k = 0; k < keys; ++k) {
     uint64_t b = far::hash_key(&k, sizeof(k)) & m->mask;
@@ -385,9 +393,7 @@ Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, uint64_t 
   auto m = paged::Manager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
-  MmapFront probe;  // the layout's size first
-  (void)write_front(f.keys, 1, &probe, [](const void*, uint64_t, uint64_t) { return true; });
-  const uint64_t bytes = probe.items_at + objects * kItemBytes;
+  const uint64_t bytes = front_layout(f.keys, objects).file_bytes;
   paged::RegionOptions ro;
   ro.page_bytes = f.page_bytes;
   ro.name = "frontend";
