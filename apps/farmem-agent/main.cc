@@ -11,26 +11,19 @@
 // (default 60000) and a small exported region. SIGTERM/SIGINT stop it (exit 0); bad flags or
 // unreachable memory nodes exit 2 with a message.
 #include <fmt/format.h>
-#include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include "farmem/agent/agent.h"
 #include "farmem/client/cluster_config.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
+#include "farmem/memnode/serve.h"
 #include "farmem/memnode/server.h"
 
 namespace {
-
-farmem::memnode::Server* g_server = nullptr;
-
-void on_signal(int) {
-  if (g_server != nullptr) g_server->stop();
-}
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "farmem-agent: %s\n", msg.c_str());
@@ -70,18 +63,6 @@ farmem::Status to_options(const Flags& f, farmem::agent::AgentOptions* o) {
   if (f.model_window) o->model_window = *f.model_window;
   if (f.cost_weight) o->cost_weight = *f.cost_weight;
   return o->validate();
-}
-
-farmem::Status write_port_file(const std::string& path, uint16_t port) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!(f << port << "\n") || !f.flush()) return farmem::InvalidArgument("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return farmem::InvalidArgument("cannot write " + path);
-  }
-  return farmem::OkStatus();
 }
 
 }  // namespace
@@ -145,27 +126,17 @@ int main(int argc, char** argv) {
   if (!agent.ok()) return fail("cannot start: " + agent.status().to_string());
   auto server = farmem::memnode::Server::create(config, {(*agent)->service()});
   if (!server.ok()) return fail(server.status().to_string());
-  g_server = server->get();
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  const uint16_t port = (*server)->port();
-  std::printf(
-      "farmem-agent: listening on %s:%u for %zu memory node(s); aggregation %s, "
-      "write-back %s, static cache %s, dynamic cache %s (entry %llu bytes, budget %llu)\n",
-      f.listen.c_str(), port, nodes->memnodes.size(), options.aggregation ? "on" : "off",
-      options.async_writeback ? "async" : "sync", options.static_cache ? "on" : "off",
-      options.dynamic_cache ? (options.adaptive ? "adaptive" : "on") : "off",
-      static_cast<unsigned long long>(options.entry_bytes),
-      static_cast<unsigned long long>(options.cache_bytes));
-  std::fflush(stdout);
-  if (!f.port_file.empty()) {
-    if (auto s = write_port_file(f.port_file, port); !s.ok()) return fail(s.to_string());
-  }
-  farmem::Status st = (*server)->run();
-  g_server = nullptr;
+  farmem::Status st =
+      farmem::memnode::serve_until_signalled(server->get(), f.port_file, [&](uint16_t port) {
+        std::printf(
+            "farmem-agent: listening on %s:%u for %zu memory node(s); aggregation %s, "
+            "write-back %s, static cache %s, dynamic cache %s (entry %llu bytes, budget %llu)\n",
+            f.listen.c_str(), port, nodes->memnodes.size(), options.aggregation ? "on" : "off",
+            options.async_writeback ? "async" : "sync", options.static_cache ? "on" : "off",
+            options.dynamic_cache ? (options.adaptive ? "adaptive" : "on") : "off",
+            static_cast<unsigned long long>(options.entry_bytes),
+            static_cast<unsigned long long>(options.cache_bytes));
+      });
   server->reset();
   agent->reset();
   std::printf("farmem-agent: stopped\n");

@@ -9,48 +9,26 @@
 // FARMEM_CLUSTER_KEY, never from the command line. SIGTERM/SIGINT stop it cleanly (exit 0).
 // --port-file writes the bound port once the node is ready (used by `farmem` and the tests).
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/far/service.h"
 #include "farmem/kv/service.h"
+#include "farmem/memnode/serve.h"
 #include "farmem/memnode/server.h"
 #include "farmem/paged/service.h"
 
 namespace {
 
-farmem::memnode::Server* g_server = nullptr;
-
-void on_signal(int) {
-  if (g_server != nullptr) g_server->stop();
-}
-
 int fail(const std::string& msg) {
   std::fprintf(stderr, "farmem-server: %s\n", msg.c_str());
   return 2;
-}
-
-// Writes the port atomically (temp file + rename), so a reader never sees a partial file.
-farmem::Status write_port_file(const std::string& path, uint16_t port) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!(f << port << "\n") || !f.flush()) {
-      return farmem::InvalidArgument(fmt::format("cannot write --port-file {}", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return farmem::InvalidArgument(fmt::format("cannot write --port-file {}", path));
-  }
-  return farmem::OkStatus();
 }
 
 struct Flags {
@@ -140,24 +118,14 @@ int main(int argc, char** argv) {
   services.push_back(farmem::paged::make_paged_service());  // paged regions' file preload
   auto server = farmem::memnode::Server::create(config, std::move(services));
   if (!server.ok()) return fail(server.status().to_string());
-  g_server = server->get();
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  const uint16_t port = (*server)->port();
-  std::printf("farmem-server: node %u listening on %s:%u, capacity %llu bytes, %u worker(s)%s\n",
-              config.node_id, config.listen.c_str(), port,
-              static_cast<unsigned long long>(config.capacity_bytes), config.workers,
-              config.cluster_key.empty() ? "" : ", cluster key required");
-  std::fflush(stdout);
-  if (!f.port_file.empty()) {
-    if (auto s = write_port_file(f.port_file, port); !s.ok()) return fail(s.to_string());
-  }
-  farmem::Status st = (*server)->run();
-  g_server = nullptr;
+  farmem::Status st =
+      farmem::memnode::serve_until_signalled(server->get(), f.port_file, [&](uint16_t port) {
+        std::printf(
+            "farmem-server: node %u listening on %s:%u, capacity %llu bytes, %u worker(s)%s\n",
+            config.node_id, config.listen.c_str(), port,
+            static_cast<unsigned long long>(config.capacity_bytes), config.workers,
+            config.cluster_key.empty() ? "" : ", cluster key required");
+      });
   server->reset();
   std::printf("farmem-server: node %u stopped\n", config.node_id);
   return st.ok() ? 0 : fail(st.to_string());
