@@ -49,20 +49,13 @@ class Array {
   }
   runtime::Task<Result<T>> read(uint64_t i) {
     if (i >= size_) co_return OutOfRange("far array index out of range");
-    auto scope = co_await DerefScope::enter(*store_.cache());
-    if (!scope.ok()) co_return scope.status();
-    auto p = co_await at(*scope, i);
-    if (!p.ok()) co_return p.status();
-    co_return **p;
+    auto v = co_await store_.read(i);
+    co_return v;
   }
   runtime::Task<Status> write(uint64_t i, T value) {
     if (i >= size_) co_return OutOfRange("far array index out of range");
-    auto scope = co_await DerefScope::enter(*store_.cache());
-    if (!scope.ok()) co_return scope.status();
-    auto p = co_await at_mut(*scope, i);
-    if (!p.ok()) co_return p.status();
-    **p = value;
-    co_return OkStatus();
+    Status s = co_await store_.write(i, value);
+    co_return s;
   }
   void prefetch(uint64_t start, int64_t stride, uint64_t count) {
     store_.prefetch(start, stride, count);

@@ -76,6 +76,22 @@ class ChunkedStore {
     observe(c);
     return DerefOp<U>(chunks_[c], &scope, static_cast<uint32_t>((i % per_chunk_) * sizeof(T)));
   }
+  // Element i by value / overwritten, each in a scope of its own (callers check the bounds).
+  runtime::Task<Result<T>> read(uint64_t i) {
+    auto scope = co_await DerefScope::enter(*cache_);
+    if (!scope.ok()) co_return scope.status();
+    auto p = co_await element<const T>(*scope, i);
+    if (!p.ok()) co_return p.status();
+    co_return **p;
+  }
+  runtime::Task<Status> write(uint64_t i, T value) {
+    auto scope = co_await DerefScope::enter(*cache_);
+    if (!scope.ok()) co_return scope.status();
+    auto p = co_await element<T>(*scope, i);
+    if (!p.ok()) co_return p.status();
+    **p = value;
+    co_return OkStatus();
+  }
   // Fetches chunks of elements start, start + stride, ... (count of them) in the background.
   void prefetch(uint64_t start, int64_t stride, uint64_t count) {
     uint64_t last = UINT64_MAX;
