@@ -657,7 +657,7 @@ Task<Status> queries_offload(Table t, QueryOut* out) {
   if (!cells.ok()) co_return cells.status();
   for (size_t g = 0; g < cells->size(); ++g) {
     out->count_by_pax[g] = (*cells)[g].count;
-    out->sum_by_pax[g] = (*cells)[g].count ? far::value_of<double>((*cells)[g].sum) : 0;
+    out->sum_by_pax[g] = (*cells)[g].count ? far::wire::from_bits<double>((*cells)[g].sum) : 0;
   }
   auto top = co_await t.fare->top_k(10);
   if (!top.ok()) co_return top.status();

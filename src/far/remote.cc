@@ -77,19 +77,6 @@ Task<Result<std::string>> call(ThreadCache* cache, uint16_t node, w::Op op, std:
 }
 
 template <typename T>
-T from_bits(uint64_t b) {
-  T v;
-  std::memcpy(&v, &b, sizeof(v));
-  return v;
-}
-template <typename T>
-uint64_t to_bits(T v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof(b));
-  return b;
-}
-
-template <typename T>
 void merge_cell(w::AggregateCell* into, const w::AggregateCell& c) {
   if (c.count == 0) return;
   if (into->count == 0) {
@@ -98,12 +85,12 @@ void merge_cell(w::AggregateCell* into, const w::AggregateCell& c) {
   }
   into->count += c.count;
   if constexpr (std::is_floating_point_v<T>) {
-    into->sum = to_bits(from_bits<T>(into->sum) + from_bits<T>(c.sum));
+    into->sum = w::to_bits(w::from_bits<T>(into->sum) + w::from_bits<T>(c.sum));
   } else {
     into->sum += c.sum;
   }
-  into->min = to_bits(std::min(from_bits<T>(into->min), from_bits<T>(c.min)));
-  into->max = to_bits(std::max(from_bits<T>(into->max), from_bits<T>(c.max)));
+  into->min = w::to_bits(std::min(w::from_bits<T>(into->min), w::from_bits<T>(c.min)));
+  into->max = w::to_bits(std::max(w::from_bits<T>(into->max), w::from_bits<T>(c.max)));
 }
 
 void merge(w::ElemType t, w::AggregateCell* into, const w::AggregateCell& c) {
@@ -322,9 +309,9 @@ Task<Result<std::vector<w::TopKItem>>> remote_top_k(ThreadCache* cache, w::ElemT
         case w::ElemType::kU64:
           return a.value > b.value;
         case w::ElemType::kI64:
-          return from_bits<int64_t>(a.value) > from_bits<int64_t>(b.value);
+          return w::from_bits<int64_t>(a.value) > w::from_bits<int64_t>(b.value);
         case w::ElemType::kF64:
-          return from_bits<double>(a.value) > from_bits<double>(b.value);
+          return w::from_bits<double>(a.value) > w::from_bits<double>(b.value);
       }
     }
     return a.position < b.position;

@@ -30,20 +30,8 @@ constexpr wire::ElemType elem_type() {
   if constexpr (std::is_same_v<T, double>) return wire::ElemType::kF64;
 }
 template <typename T>
-uint64_t bits_of(T v) {
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
-}
-template <typename T>
-T value_of(uint64_t b) {
-  T v;
-  std::memcpy(&v, &b, sizeof(T));
-  return v;
-}
-template <typename T>
 Predicate make_predicate(wire::Pred op, T a, T b = T{}) {
-  return Predicate{op, elem_type<T>(), bits_of(a), bits_of(b)};
+  return Predicate{op, elem_type<T>(), wire::to_bits(a), wire::to_bits(b)};
 }
 
 template <typename T>
@@ -159,7 +147,7 @@ class Vector {
     if (!vs.ok()) co_return vs.status();
     auto r = co_await remote_top_k(store_.cache(), elem_type<T>(), &*vs, k);
     if (!r.ok()) co_return r.status();
-    for (const auto& it : *r) out.emplace_back(value_of<T>(it.value), it.position);
+    for (const auto& it : *r) out.emplace_back(wire::from_bits<T>(it.value), it.position);
     co_return out;
   }
   // *dst becomes this[indices[0]], this[indices[1]], ... (copied on the memory nodes).

@@ -10,6 +10,7 @@
 // Thread safety: plain data.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,6 +28,17 @@ enum class Op : uint16_t {
 };
 
 enum class ElemType : uint8_t { kU64 = 1, kI64 = 2, kF64 = 3 };
+// An element (u64, i64 or f64) as the 64 bits the messages carry, and back.
+template <typename T>
+uint64_t to_bits(T v) {
+  static_assert(sizeof(T) == 8, "far elements in messages are 64-bit");
+  return std::bit_cast<uint64_t>(v);
+}
+template <typename T>
+T from_bits(uint64_t bits) {
+  static_assert(sizeof(T) == 8, "far elements in messages are 64-bit");
+  return std::bit_cast<T>(bits);
+}
 enum class Pred : uint8_t {
   kNone = 0,
   kLt = 1,

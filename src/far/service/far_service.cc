@@ -90,18 +90,6 @@ T load(const uint8_t* region, uint64_t offset) {
   std::memcpy(&v, region + offset, sizeof(T));
   return v;
 }
-template <typename T>
-T from_bits(uint64_t bits) {
-  T v;
-  std::memcpy(&v, &bits, sizeof(T));
-  return v;
-}
-template <typename T>
-uint64_t to_bits(T v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof(b));
-  return b;
-}
 
 template <typename T>
 bool matches(w::Pred p, T x, T a, T b) {
@@ -133,11 +121,11 @@ bool pred_at(const uint8_t* region, uint64_t offset, uint8_t pred_type, w::Pred 
     case w::ElemType::kU64:
       return matches<uint64_t>(p, load<uint64_t>(region, offset), a, b);
     case w::ElemType::kI64:
-      return matches<int64_t>(p, load<int64_t>(region, offset), from_bits<int64_t>(a),
-                              from_bits<int64_t>(b));
+      return matches<int64_t>(p, load<int64_t>(region, offset), w::from_bits<int64_t>(a),
+                              w::from_bits<int64_t>(b));
     case w::ElemType::kF64:
-      return matches<double>(p, load<double>(region, offset), from_bits<double>(a),
-                             from_bits<double>(b));
+      return matches<double>(p, load<double>(region, offset), w::from_bits<double>(a),
+                             w::from_bits<double>(b));
   }
   return false;
 }
@@ -160,7 +148,9 @@ struct Acc {
     }
     ++count;
   }
-  w::AggregateCell cell() const { return {count, to_bits(sum), to_bits(min), to_bits(max)}; }
+  w::AggregateCell cell() const {
+    return {count, w::to_bits(sum), w::to_bits(min), w::to_bits(max)};
+  }
 };
 
 template <typename T>
@@ -367,7 +357,7 @@ void top_k_typed(const uint8_t* region, const std::vector<w::Range>& vals, uint3
   }
   std::sort(best.begin(), best.end(), better);
   for (const auto& [v, p] : best) {
-    w::TopKItem it{to_bits(v), p};
+    w::TopKItem it{w::to_bits(v), p};
     out->append(reinterpret_cast<const char*>(&it), sizeof(it));
   }
 }

@@ -274,9 +274,9 @@ Task<Status> remote_compute(ThreadCache* cache, uint64_t n, uint64_t seed) {
   double sum = 0;
   for (double f : lf) sum += f;
   const auto& c0 = (*all)[0];
-  if (c0.count != n || std::abs(far::value_of<double>(c0.sum) - sum) > 1e-6 * sum ||
-      far::value_of<double>(c0.min) != *std::min_element(lf.begin(), lf.end()) ||
-      far::value_of<double>(c0.max) != *std::max_element(lf.begin(), lf.end())) {
+  if (c0.count != n || std::abs(far::wire::from_bits<double>(c0.sum) - sum) > 1e-6 * sum ||
+      far::wire::from_bits<double>(c0.min) != *std::min_element(lf.begin(), lf.end()) ||
+      far::wire::from_bits<double>(c0.max) != *std::max_element(lf.begin(), lf.end())) {
     co_return Internal("remote sum/min/max differ");
   }
   // Filtered, grouped.

@@ -55,7 +55,7 @@ Task<Status> objects_and_containers(ThreadCache* cache, std::vector<far::UniqueP
   }
   auto agg = co_await vec.aggregate();
   if (!agg.ok()) co_return agg.status();
-  if ((*agg)[0].count != 3000 || far::value_of<double>((*agg)[0].sum) != sum) {
+  if ((*agg)[0].count != 3000 || far::wire::from_bits<double>((*agg)[0].sum) != sum) {
     co_return Internal("remote aggregate differs");
   }
   auto idx = co_await vec.filter(far::make_predicate(far::wire::Pred::kGt, 50.0));
