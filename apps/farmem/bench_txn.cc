@@ -113,8 +113,7 @@ Task<void> txn_client(BenchThread* t, TxnClient* tc, const TxnWorkload* w, uint3
 
 // Inserts rows in transactions of kLoadBatch, retrying conflicts (loaders share buckets);
 // *loaded counts the rows committed (for progress lines).
-Task<Status> insert_rows(TxnClient* tc, std::vector<LoadRow> rows,
-                         std::atomic<uint64_t>* loaded) {
+Task<Status> insert_rows(TxnClient* tc, std::vector<LoadRow> rows, std::atomic<uint64_t>* loaded) {
   for (size_t i = 0; i < rows.size(); i += kLoadBatch) {
     const size_t end = std::min(rows.size(), i + kLoadBatch);
     ds::RetryLoop loop(tc->client(), "loading", 10000);
@@ -182,8 +181,8 @@ double rate(uint64_t part, uint64_t whole) {
 }  // namespace
 
 CLI::App* add_bench_txn(CLI::App* bench, BenchTxnFlags* f) {
-  CLI::App* sub = bench->add_subcommand(
-      "txn", "distributed transactions (FORD): smallbank | tatp | tpcc");
+  CLI::App* sub =
+      bench->add_subcommand("txn", "distributed transactions (FORD): smallbank | tatp | tpcc");
   add_bench_flags(sub, &f->bench, "measured seconds");
   sub->add_option("--workload", f->workload, "smallbank | tatp | tpcc")
       ->check(CLI::IsMember({"smallbank", "tatp", "tpcc"}));
@@ -318,9 +317,9 @@ int run_bench_txn(const BenchTxnFlags& f) {
       "txn {}: commits/s={:.0f} attempted/s={:.0f} abort_rate={:.4f} p50={:.1f}us p99={:.1f}us "
       "p999={:.1f}us round_trips/commit={:.2f} threads={} coroutines={} scale={} "
       "replicas={}{}{}\n",
-      f.workload, commits_per_s, attempted_per_s, rate(all.aborts, all.attempts), lat.p50,
-      lat.p99, lat.p999, rt_per_commit, threads, f.coroutines, f.scale, w->replicas(),
-      w->result_words(), bench.result_suffix());
+      f.workload, commits_per_s, attempted_per_s, rate(all.aborts, all.attempts), lat.p50, lat.p99,
+      lat.p999, rt_per_commit, threads, f.coroutines, f.scale, w->replicas(), w->result_words(),
+      bench.result_suffix());
   fmt::print("{}\n", check.line);
   rec["workload"] = f.workload;
   rec["threads"] = threads;

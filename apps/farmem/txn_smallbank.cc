@@ -135,8 +135,7 @@ Task<Status> SmallBank::check(txn::TxnClient* tc, int64_t committed_delta, TxnCh
   out->line = fmt::format(
       "smallbank invariant: total money {} = initial {} + net committed deposits {}: {} "
       "({} of {} rows)",
-      total, initial, committed_delta, out->ok ? "conserved" : "VIOLATED", present,
-      2 * accounts_);
+      total, initial, committed_delta, out->ok ? "conserved" : "VIOLATED", present, 2 * accounts_);
   co_return OkStatus();
 }
 
