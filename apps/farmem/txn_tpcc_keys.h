@@ -40,6 +40,8 @@ inline constexpr uint64_t kCLastLoad = 157;
 inline constexpr uint64_t kCLastRun = 223;
 inline constexpr uint64_t kCId = 259;
 inline constexpr uint64_t kCItem = 7911;
+static_assert(kCLastRun - kCLastLoad >= 65 && kCLastRun - kCLastLoad <= 119);
+static_assert(kCLastRun - kCLastLoad != 96 && kCLastRun - kCLastLoad != 112);
 
 constexpr uint64_t warehouse_key(uint64_t w) { return w; }
 constexpr uint64_t district_key(uint64_t w, uint64_t d) { return w << 4 | d; }
