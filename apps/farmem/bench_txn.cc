@@ -195,7 +195,7 @@ CLI::App* add_bench_txn(CLI::App* bench, BenchTxnFlags* f) {
   sub->add_option("--max-attempts", f->max_attempts, "attempts per transaction")
       ->check(CLI::Range(1, 1'000'000));
   sub->add_option("--tpcc-orders-per-s", f->tpcc_orders_per_s,
-                  "tpcc: NewOrders/s per thread the ORDER, NEW-ORDER, ORDER-LINE and HISTORY "
+                  "tpcc: NewOrders/s (whole run) the ORDER, NEW-ORDER, ORDER-LINE and HISTORY "
                   "tables are sized for (no resizes; a full table ends the run)")
       ->check(CLI::Range(1.0, 1e7));
   sub->add_option("--tpcc-items", f->tpcc_items,

@@ -43,10 +43,10 @@ TEST_P(TxnBenchTest, TatpKeepsItsRecordCounts) {
 
 TEST_P(TxnBenchTest, TpccMeetsItsConsistencyConditions) {
   int rc = -1;
-  // Room for 4,000 NewOrders/s per thread over the run: ample on TCP and on shared memory at
+  // Room for 8,000 NewOrders/s over the run: ample on TCP and on shared memory at
   // this size, and the order tables stay well inside the test nodes' memory.
   const std::string out = run_bench(
-      "tpcc", "1", &rc, " --tpcc-items 1000 --tpcc-customers 30 --tpcc-orders-per-s 4000");
+      "tpcc", "1", &rc, " --tpcc-items 1000 --tpcc-customers 30 --tpcc-orders-per-s 8000");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("tpcc consistency conditions 1-4 (1 warehouses): OK"), std::string::npos)
       << out;

@@ -16,7 +16,8 @@ TEST(TpccKeys, FieldsDoNotOverlap) {
   std::set<uint64_t> customers, lines, stock, names;
   for (uint64_t w : std::vector<uint64_t>{1ull, 2ull, 3ull, uint64_t{kMaxWarehouses}}) {
     for (uint64_t d = 1; d <= kDistricts; ++d) {
-      for (uint64_t c : std::vector<uint64_t>{1ull, 2ull, 1000ull, 3000ull, uint64_t{kMaxCustomers}}) {
+      for (uint64_t c :
+           std::vector<uint64_t>{1ull, 2ull, 1000ull, 3000ull, uint64_t{kMaxCustomers}}) {
         EXPECT_TRUE(customers.insert(customer_key(w, d, c)).second);
       }
       for (uint64_t o : std::vector<uint64_t>{1ull, 3001ull, kMaxOrders}) {
@@ -24,7 +25,8 @@ TEST(TpccKeys, FieldsDoNotOverlap) {
           EXPECT_TRUE(lines.insert(order_line_key(w, d, o, ol)).second);
         }
       }
-      for (uint64_t n : std::vector<uint64_t>{0, 1, 999}) EXPECT_TRUE(names.insert(name_key(w, d, n)).second);
+      for (uint64_t n : std::vector<uint64_t>{0, 1, 999})
+        EXPECT_TRUE(names.insert(name_key(w, d, n)).second);
     }
     for (uint64_t i : std::vector<uint64_t>{1ull, 100000ull, uint64_t{kMaxItems}}) {
       EXPECT_TRUE(stock.insert(stock_key(w, i)).second);
