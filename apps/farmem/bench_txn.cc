@@ -145,7 +145,8 @@ Task<Status> load_range(TxnClient* tc, const TxnWorkload* w, uint64_t from, uint
     const uint64_t a = from + n * i / coroutines, b = from + n * (i + 1) / coroutines;
     if (a == b) continue;
     std::vector<LoadRow> rows;
-    w->load_rows(a, b, &rows);
+    Status s = w->load_rows(a, b, &rows);
+    if (!s.ok()) co_return s;
     tasks.push_back(insert_rows(tc, std::move(rows), loaded));
   }
   std::vector<Status> r = co_await runtime::when_all(std::move(tasks));
@@ -329,6 +330,7 @@ int run_bench_txn(const BenchTxnFlags& f) {
   rec["commits_per_s"] = commits_per_s;
   rec["attempted_per_s"] = attempted_per_s;
   rec["abort_rate"] = rate(all.aborts, all.attempts);
+  rec["rolled_back"] = all.rolled_back;  // by the workload itself (not aborts)
   rec["p50_us"] = lat.p50;
   rec["p99_us"] = lat.p99;
   rec["p999_us"] = lat.p999;

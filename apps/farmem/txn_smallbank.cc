@@ -44,11 +44,12 @@ class SmallBank final : public TxnWorkload {
   }
   uint64_t load_row_count() const override { return 2 * accounts_; }
   uint64_t load_units() const override { return accounts_; }
-  void load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override {
+  Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override {
     for (uint64_t k = from; k < to; ++k) {
       rows->push_back({&savings_, k, u64s(kInitialBalance)});
       rows->push_back({&checking_, k, u64s(kInitialBalance)});
     }
+    return OkStatus();
   }
   TxnParams params(workload::Rng& rng, TxnStream*) const override {
     TxnParams p;

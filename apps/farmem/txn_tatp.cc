@@ -89,7 +89,7 @@ class Tatp final : public TxnWorkload {
   }
   uint64_t load_row_count() const override { return 12 * subscribers_; }
   uint64_t load_units() const override { return subscribers_; }  // unit u: s_id u + 1
-  void load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override;
+  Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override;
   TxnParams params(workload::Rng& rng, TxnStream*) const override {
     TxnParams p;
     int r = static_cast<int>(rng.uniform(100));
@@ -112,7 +112,7 @@ class Tatp final : public TxnWorkload {
   uint64_t loaded_ai_ = 0, loaded_sf_ = 0, loaded_cf_ = 0;
 };
 
-void Tatp::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const {
+Status Tatp::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const {
   for (uint64_t s_id = from + 1; s_id < to + 1; ++s_id) {
     std::string sub(kSubscriberBytes, '\0');
     const uint64_t nbr = sub_nbr(s_id);
@@ -137,6 +137,7 @@ void Tatp::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) con
       }
     }
   }
+  return OkStatus();
 }
 
 Task<Status> Tatp::sec_lookup(Transaction& x, uint64_t nbr, uint64_t* s_id) const {

@@ -191,7 +191,7 @@ class Tpcc final : public TxnWorkload {
     return o;
   }
   uint64_t load_units() const override { return uint64_t{warehouses_} * kDistricts; }
-  void load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override;
+  Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override;
   TxnParams params(Rng& rng, TxnStream* stream) const override;
   Task<Status> body(Transaction& x, TxnParams p, int64_t* delta) const override;
   Task<Status> check(txn::TxnClient* tc, int64_t committed_delta, TxnCheck* out) const override;
@@ -224,7 +224,7 @@ class Tpcc final : public TxnWorkload {
   NewOrderInput new_order_input(Rng& rng, uint32_t w) const;
   Status full(Status s, const char* table) const;
 
-  void load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const;
+  Status load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const;
   void load_orders(Rng& rng, uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const;
 
   Task<Status> new_order(Transaction& x, uint32_t w, uint64_t seed) const;
@@ -317,16 +317,18 @@ Status Tpcc::full(Status s, const char* table) const {
 
 // ------------------------------------------------------------------------------ loading
 
-void Tpcc::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const {
+Status Tpcc::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const {
   for (uint64_t u = from; u < to; ++u) {
-    load_district(static_cast<uint32_t>(u / kDistricts + 1),
-                  static_cast<uint32_t>(u % kDistricts + 1), rows);
+    Status s = load_district(static_cast<uint32_t>(u / kDistricts + 1),
+                             static_cast<uint32_t>(u % kDistricts + 1), rows);
+    if (!s.ok()) return s;
   }
+  return OkStatus();
 }
 
 // Unit (w, d): the district, its customers, history, orders and name index, its tenth of the
 // warehouse's stock (and of the items, for w = 1), and the warehouse itself for d = 1.
-void Tpcc::load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const {
+Status Tpcc::load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const {
   Rng rng(seed_ * 0x9E3779B97F4A7C15ull + district_key(w, d));
   const int64_t now = unix_now();
   if (d == 1) {
@@ -396,8 +398,9 @@ void Tpcc::load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) con
   }
   for (auto& [name, list] : by_name) {
     if (list.size() > kMaxSameName) {
-      throw std::length_error(
-          fmt::format("tpcc: {} customers named {} (at most {})", list.size(), name, kMaxSameName));
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("tpcc: {} customers of district ({}, {}) named {} (at most {})",
+                                list.size(), w, d, last_name(name), kMaxSameName));
     }
     std::sort(list.begin(), list.end());
     NameIndex ix{};
@@ -406,6 +409,7 @@ void Tpcc::load_district(uint32_t w, uint32_t d, std::vector<LoadRow>* rows) con
     rows->push_back({&by_name_, name_key(w, d, name), bytes_of(ix)});
   }
   load_orders(rng, w, d, rows);
+  return OkStatus();
 }
 
 void Tpcc::load_orders(Rng& rng, uint32_t w, uint32_t d, std::vector<LoadRow>* rows) const {

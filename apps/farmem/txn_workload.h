@@ -71,9 +71,9 @@ class TxnWorkload {
   virtual uint64_t local_bytes() const;
   virtual txn::TxnClientOptions client_options() const { return {}; }
   // The load is [0, load_units()), split over threads then coroutines; load_rows(from, to)
-  // gives the rows of units [from, to).
+  // appends the rows of units [from, to) (an error: the data cannot be loaded as specified).
   virtual uint64_t load_units() const = 0;
-  virtual void load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const = 0;
+  virtual Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const = 0;
   virtual TxnParams params(workload::Rng& rng, TxnStream* stream) const = 0;
   // One attempt of the transaction p in x (not committed here). *delta: the workload's
   // invariant delta of this attempt, counted if it commits.
