@@ -63,6 +63,10 @@ class TxnWorkload {
 
   virtual const std::vector<std::string>& type_names() const = 0;
   virtual bool read_only(int type) const = 0;
+  // false: a read-only type whose reads need not be validated (an isolation level below
+  // serializable that its specification allows; its reads still never see uncommitted data,
+  // a locked record aborts the read). It ends with abort(), counted as its commit.
+  virtual bool validated(int type) const { return true; }
   // The tables (created before the load, destroyed at the end).
   virtual std::vector<TableSpec> tables() = 0;
   // Rows the load inserts (for the loading line and the local node's size).
