@@ -39,8 +39,8 @@ runtime::Task<int> promote_all(client::ThreadClient* c, const TxnFlags& f) {
     fmt::print(
         "table {}: promoted {} buckets off node {}; {} held locks seen, {} logs rolled forward, "
         "{} stray locks cleared; failed-node marks {:#x}\n",
-        name, r->promoted_buckets, f.node, r->locks_seen, r->logs_rolled_forward,
-        r->locks_cleared, r->failed_nodes);
+        name, r->promoted_buckets, f.node, r->locks_seen, r->logs_rolled_forward, r->locks_cleared,
+        r->failed_nodes);
   }
   Status closed = co_await (*tc)->close();
   if (!closed.ok()) fmt::print(stderr, "warning: {}\n", closed.to_string());

@@ -22,8 +22,8 @@ constexpr uint64_t kZero = 0;
 
 // What the scan of the surviving replicas found.
 struct ScanResult {
-  std::set<uint64_t> holders;         // lock values on current primaries and promoted replicas
-  std::vector<GlobalAddress> stray;   // nonzero lock words on replicas about to be promoted
+  std::set<uint64_t> holders;        // lock values on current primaries and promoted replicas
+  std::vector<GlobalAddress> stray;  // nonzero lock words on replicas about to be promoted
   uint64_t promoted = 0;
   uint64_t locks = 0;
 };
@@ -103,18 +103,19 @@ Status check_promotable(const Table& t, uint16_t dead, uint32_t index, uint64_t 
 
 }  // namespace
 
-Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc,
-                                          std::string name, uint16_t dead) {
+Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc, std::string name,
+                                          uint16_t dead) {
   if (!c->cluster().is_down(dead)) {
-    co_return InvalidArgument(fmt::format(
-        "node {} must be named down (down_nodes) to be promoted away from", dead));
+    co_return InvalidArgument(
+        fmt::format("node {} must be named down (down_nodes) to be promoted away from", dead));
   }
   auto opened = co_await Table::open(c, name);
   if (!opened.ok()) {
     if (opened.status().code() != StatusCode::kUnavailable) co_return opened.status();
-    co_return Unavailable(fmt::format("table '{}' cannot be opened without node {} (its root or "
-                                      "metadata is there): {}",
-                                      name, dead, opened.status().message()));
+    co_return Unavailable(
+        fmt::format("table '{}' cannot be opened without node {} (its root or "
+                    "metadata is there): {}",
+                    name, dead, opened.status().message()));
   }
   const Table& t = *opened;
   PromoteReport report;
@@ -158,9 +159,10 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
   Status s = co_await c->cas(marks, old_failed, new_failed, &found);
   if (!s.ok()) co_return s;
   if (found != old_failed) {
-    co_return Busy(fmt::format("table '{}' changed its failed-node marks meanwhile (another "
-                               "promotion?); run the promotion again",
-                               name));
+    co_return Busy(
+        fmt::format("table '{}' changed its failed-node marks meanwhile (another "
+                    "promotion?); run the promotion again",
+                    name));
   }
   report.failed_nodes = new_failed;
   co_return report;

@@ -27,13 +27,13 @@ namespace farmem::txn {
 
 struct PromoteReport {
   std::string table;
-  uint16_t node = 0;               // the dead node
-  bool already_failed = false;     // its bit was set before: nothing else done
-  uint64_t promoted_buckets = 0;   // buckets whose primary moved off the dead node
-  uint64_t locks_seen = 0;         // lock words held on the surviving replicas
+  uint16_t node = 0;              // the dead node
+  bool already_failed = false;    // its bit was set before: nothing else done
+  uint64_t promoted_buckets = 0;  // buckets whose primary moved off the dead node
+  uint64_t locks_seen = 0;        // lock words held on the surviving replicas
   uint64_t logs_rolled_forward = 0;
-  uint64_t locks_cleared = 0;      // nonzero lock words found (and cleared) on promoted replicas
-  uint64_t failed_nodes = 0;       // the table's failed-node marks afterwards (bit per index)
+  uint64_t locks_cleared = 0;  // nonzero lock words found (and cleared) on promoted replicas
+  uint64_t failed_nodes = 0;   // the table's failed-node marks afterwards (bit per index)
 };
 
 runtime::Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc,

@@ -39,8 +39,8 @@ class TxnPromoteTest : public ::testing::TestWithParam<Transport> {
     }
   }
   client::ClusterConfig config(bool name_dead_down) const {
-    client::ClusterConfig cfg = config_for(
-        {servers_[0].get(), servers_[1].get(), servers_[2].get()}, GetParam().tls, 2000);
+    client::ClusterConfig cfg =
+        config_for({servers_[0].get(), servers_[1].get(), servers_[2].get()}, GetParam().tls, 2000);
     if (name_dead_down) {
       auto hp = parse_host_port(servers_[dead_]->address());
       cfg.options.down_nodes.push_back(client::DownNode{*hp, dead_});
@@ -52,16 +52,17 @@ class TxnPromoteTest : public ::testing::TestWithParam<Transport> {
   }
   // Runs `farmem txn promote` for node `node` with the nodes `down` named down; returns its
   // exit status.
-  int promote(uint16_t node, const std::vector<uint16_t>& down, std::string* output) {
+  int promote(uint16_t node, const std::vector<uint16_t>& down, std::string* output,
+              const std::string& table = "promo") {
     std::string list;
     for (uint16_t d : down) {
       if (!list.empty()) list.push_back(',');
       list.append(fmt::format("{}={}", servers_[d]->address(), d));
     }
-    auto child = ChildProcess::start(
-        {FARMEM_CLI_BIN, "txn", "promote", "--node", std::to_string(node), "--table", "promo",
-         "--servers", server_list(), "--down-nodes", list},
-        {"UCX_TLS=" + GetParam().tls});
+    auto child =
+        ChildProcess::start({FARMEM_CLI_BIN, "txn", "promote", "--node", std::to_string(node),
+                             "--table", table, "--servers", server_list(), "--down-nodes", list},
+                            {"UCX_TLS=" + GetParam().tls});
     if (child == nullptr) return -1;
     const int status = child->wait_exit(120000);  // hang guard
     *output = child->output();
@@ -222,6 +223,96 @@ TEST_P(TxnPromoteTest, BackupsTakeOverFromADeadPrimary) {
   ASSERT_TRUE(get(ca, tca->get(), t, on_dead_primary[0], &got).ok());
   EXPECT_EQ(got, 4242u);
   // Nothing stays behind on the surviving nodes' side of this client.
+  (void)ca->run((*tca)->close());
+}
+
+// A coordinator killed right after writing its redo log (FARMEM_TXN_CRASH_AT=after_log: its
+// locks held, nothing written in place), then a node holding the primary of some of its
+// records killed: promotion finds the log through the locks on the surviving primaries and
+// rolls it forward, the dead primaries' records onto their backups (by version).
+TEST_P(TxnPromoteTest, PromotionRollsForwardACommittedTransactionOfADeadCoordinator) {
+  auto a = client::Cluster::connect(config(false));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  client::ThreadClient* ca = *(*a)->thread_client();
+  auto tca = ca->run(txn::TxnClient::create(ca));
+  ASSERT_TRUE(tca.ok()) << tca.status().to_string();
+  // The crash client updates keys 0..3, inserts 500 and erases 4. Find a table name whose
+  // placement puts some of keys 0..3 on the dead node's primaries and some on neither of its
+  // replicas (their locks survive and name the log).
+  Table t;
+  std::string name;
+  for (int attempt = 0; attempt < 64 && !t.valid(); ++attempt) {
+    name = "promo" + std::to_string(attempt);
+    txn::TableOptions o;
+    o.record_bytes = 8;
+    o.capacity = 96;
+    o.temporary = true;
+    auto created = ca->run(Table::create(ca, name, o));
+    ASSERT_TRUE(created.ok()) << created.status().to_string();
+    const uint16_t root = (*a)->root_node("txn/" + name);
+    dead_ = root == 1 ? 2 : 1;
+    bool on_dead = false, elsewhere = false;
+    for (uint64_t k = 0; k < 4; ++k) {
+      const uint64_t b = created->bucket_of(k);
+      on_dead |= b % kNodes == dead_;
+      elsewhere |= b % kNodes == (dead_ + 1u) % kNodes;
+    }
+    if (on_dead && elsewhere) {
+      t = std::move(*created);
+    } else {
+      ASSERT_TRUE(ca->run(created->destroy(ca)).ok());
+    }
+  }
+  ASSERT_TRUE(t.valid()) << "no table name splits keys 0..3 as needed";
+  std::printf("table %s, killing node %u\n", name.c_str(), dead_);
+  std::map<uint64_t, uint64_t> load;
+  for (uint64_t k = 0; k <= 4; ++k) load[k] = k;
+  ASSERT_TRUE(put_all(ca, tca->get(), t, load).ok());
+
+  auto child = ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers", server_list(),
+                                    "--table", name, "--keys", "4", "--tls", GetParam().tls},
+                                   {"UCX_TLS=" + GetParam().tls, "FARMEM_TXN_CRASH_AT=after_log"});
+  ASSERT_NE(child, nullptr);
+  const int cs = child->wait_exit(60000);  // hang guard
+  ASSERT_TRUE(WIFSIGNALED(cs) && WTERMSIG(cs) == SIGKILL) << cs << ": " << child->output();
+  servers_[dead_]->signal(SIGKILL);
+
+  // The log's node notices the coordinator's ended session when its connection closes; until
+  // then promotion refuses (kBusy, nothing changed). A hang guard bounds the attempts.
+  std::string out;
+  int status = -1;
+  for (int i = 0; i < 50; ++i) {
+    status = promote(dead_, {dead_}, &out, name);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
+    EXPECT_NE(out.find("still running"), std::string::npos) << out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << ": " << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("1 logs rolled forward"), std::string::npos) << out;
+
+  auto b = client::Cluster::connect(config(true));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  client::ThreadClient* cb = *(*b)->thread_client();
+  auto tcb = cb->run(txn::TxnClient::create(cb));
+  ASSERT_TRUE(tcb.ok()) << tcb.status().to_string();
+  auto opened = cb->run(Table::open(cb, name));
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  // Every record of the transaction is visible, and nothing stays locked: one read-write
+  // transaction locks them all at its first attempt.
+  Transaction x = (*tcb)->begin();
+  std::string v;
+  for (uint64_t k = 0; k < 4; ++k) {
+    Status s = cb->run(x.read_for_update(*opened, k, &v));
+    ASSERT_TRUE(s.ok()) << "key " << k << ": " << s.to_string();
+    EXPECT_EQ(value_u64(v), 1000 + k) << "key " << k;
+  }
+  Status s = cb->run(x.read_for_update(*opened, 500, &v));
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(value_u64(v), 500u);
+  EXPECT_EQ(cb->run(x.read_for_update(*opened, 4, &v)).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(cb->run(x.commit()).ok());
+  EXPECT_TRUE(cb->run((*tcb)->close()).ok());
   (void)ca->run((*tca)->close());
 }
 
