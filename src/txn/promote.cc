@@ -145,6 +145,12 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
   report.promoted_buckets = scan.promoted;
   report.locks_seen = scan.locks;
   for (uint64_t holder : scan.holders) {
+    if (GlobalAddress::unpack(holder).node() == dead) {
+      co_return Unavailable(fmt::format(
+          "table '{}' has a record locked by a transaction whose redo log was on node {}: its "
+          "outcome cannot be known (logs are not replicated)",
+          name, dead));
+    }
     auto settled = co_await tc->settle_for_promotion(holder, dead);
     if (!settled.ok()) co_return settled.status();
     if (*settled) ++report.logs_rolled_forward;

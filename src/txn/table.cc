@@ -139,7 +139,8 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
       m.record_bytes == 0 || m.record_bytes > kMaxRecordBytes || m.replicas == 0 ||
       m.replicas > m.node_count || m.buckets == 0 ||
       m.bucket_bytes != txn::bucket_bytes(m.record_bytes) ||
-      m.buckets_per_node != (m.buckets + m.node_count - 1) / m.node_count) {
+      m.buckets_per_node != (m.buckets + m.node_count - 1) / m.node_count ||
+      (m.node_count < 64 && (m.failed_nodes >> m.node_count) != 0)) {
     t.meta_ = TableMeta{};
     co_return InvalidArgument(fmt::format(
         "table '{}' has layout version {} over {} nodes; this client reads version {} over {}",
