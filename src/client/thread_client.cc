@@ -795,6 +795,7 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
+  if (cluster_->is_down(addr.node())) co_return cluster_->down_status(addr.node());
   if (endpoint(addr.node()) == nullptr) {
     co_return NotFound(fmt::format("no memory node with id {}", addr.node()));
   }

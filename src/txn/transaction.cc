@@ -206,6 +206,20 @@ Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
   co_return r;
 }
 
+Task<Result<bool>> TxnClient::read_log(GlobalAddress slot, const LogSlotHeader& h,
+                                       std::string* log) {
+  if (h.state != kLogCommitting || h.body_bytes > options_.log_slot_bytes - sizeof(h)) {
+    co_return false;
+  }
+  log->assign(sizeof(h) + h.body_bytes, '\0');
+  Status s = co_await client_->read(slot, log->data(), log->size());
+  if (!s.ok()) co_return s;
+  LogSlotHeader now;
+  std::memcpy(&now, log->data(), sizeof(now));
+  co_return now.state == kLogCommitting&& XXH3_64bits(log->data() + 24, log->size() - 24) ==
+      now.checksum;
+}
+
 Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, bool* dead) {
   const GlobalAddress slot = GlobalAddress::unpack(holder);
   LogSlotHeader h{};
@@ -219,16 +233,13 @@ Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, 
     *dead = true;
   }
   // The holder's coordinator has ended: it sends nothing more, so its log is final.
-  if (h.state == kLogCommitting && h.body_bytes <= options_.log_slot_bytes - sizeof(h)) {
-    std::string log(sizeof(h) + h.body_bytes, '\0');
-    s = co_await client_->read(slot, log.data(), log.size());
+  std::string log;
+  auto committing = co_await read_log(slot, h, &log);
+  if (!committing.ok()) co_return committing.status();
+  if (*committing) {
+    s = co_await roll_forward(holder, log);
     if (!s.ok()) co_return s;
-    std::memcpy(&h, log.data(), sizeof(h));
-    if (h.state == kLogCommitting && XXH3_64bits(log.data() + 24, log.size() - 24) == h.checksum) {
-      s = co_await roll_forward(holder, log);
-      if (!s.ok()) co_return s;
-      co_return true;
-    }
+    co_return true;
   }
   // Not committing (or a torn log): nothing was written in place; release the lock.
   uint64_t old = 0;
@@ -265,16 +276,10 @@ Task<Result<bool>> TxnClient::settle_for_promotion(uint64_t holder, uint16_t dea
   LogSlotHeader h{};
   Status s = co_await client_->read(slot, &h, sizeof(h));
   if (!s.ok()) co_return s;
-  if (h.state != kLogCommitting || h.body_bytes > options_.log_slot_bytes - sizeof(h)) {
-    co_return false;  // not committing: nothing of it is in place; its locks go when met
-  }
-  std::string log(sizeof(h) + h.body_bytes, '\0');
-  s = co_await client_->read(slot, log.data(), log.size());
-  if (!s.ok()) co_return s;
-  std::memcpy(&h, log.data(), sizeof(h));
-  if (h.state != kLogCommitting || XXH3_64bits(log.data() + 24, log.size() - 24) != h.checksum) {
-    co_return false;
-  }
+  std::string log;
+  auto committing = co_await read_log(slot, h, &log);
+  if (!committing.ok()) co_return committing.status();
+  if (!*committing) co_return false;  // nothing of it is in place; its locks go when met
   if (!log_touches(log, dead_node)) co_return false;  // recovered as usual when met
   std::vector<uint64_t> ids(1, h.owner_session);
   auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));

@@ -156,6 +156,10 @@ class TxnClient {
   };
   Check* find_check(uint64_t holder);
   runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder, bool* dead);
+  // Reads the log of `slot` (whose header h was just read) into *log: true when it is complete
+  // and committing (state 1, checksum holds), false when not committing or torn.
+  runtime::Task<Result<bool>> read_log(GlobalAddress slot, const LogSlotHeader& h,
+                                       std::string* log);
   runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
   // For an entry whose primary lock word is on a node named down (its primary died): writes
   // the image to every target whose version is older than the image's (nobody can have
