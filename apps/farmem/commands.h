@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "farmem/client/cluster_config.h"
 #include "local_node.h"
@@ -21,6 +22,7 @@ struct ClusterFlags {
   uint64_t local_capacity_bytes = 1ull << 30;
   int64_t local_idle_spin_us = -1;  // the local node's idle_spin_us; -1: the node's default
   std::string local_preload_dir;    // the local node's --preload-dir ("" = none)
+  std::string down_nodes;           // host:port=ID,...: listed nodes known to be down
 };
 
 // The cluster named by --servers / --config; with neither, starts a local memory node
@@ -136,5 +138,14 @@ struct KvFlags {
 // Registers `farmem kv` and its commands on `app`; run_kv runs the parsed one.
 CLI::App* add_kv_commands(CLI::App* app, KvFlags* flags);
 int run_kv(const KvFlags& flags);
+
+// `farmem txn <command>` (txn_cmd.cc): operator commands for transactional tables.
+struct TxnFlags {
+  ClusterFlags cluster;
+  uint16_t node = 0;                // promote: the dead node's id
+  std::vector<std::string> tables;  // promote: the tables
+};
+CLI::App* add_txn_commands(CLI::App* app, TxnFlags* flags);
+int run_txn(const TxnFlags& flags);
 
 }  // namespace farmem::apps

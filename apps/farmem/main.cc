@@ -7,6 +7,7 @@
 //   farmem status [--servers h:p,...|--config FILE]
 //   farmem kv pools|create-pool|delete-pool|put|get|erase|find|count|stats|invoke ... (kv_cmd.cc)
 //   farmem graph generate|convert|run ...  (graph_cmd.cc)
+//   farmem txn promote --node ID --table NAME... --down-nodes h:p=ID <cluster>  (txn_cmd.cc)
 //   farmem bench txn --workload smallbank|tatp [--coroutines N] [--scale X] [--max-attempts N]
 //                    <bench flags>   (bench_txn.cc)
 //   farmem bench ado-filter [--records N] [--value-bytes N] [--query Q] [--coroutines N]
@@ -52,8 +53,17 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
   if (!flags.servers.empty() && !flags.config.empty()) {
     return InvalidArgument("give either --servers or --config, not both");
   }
-  if (!flags.config.empty()) return client::ClusterConfig::from_toml_file(flags.config);
-  if (!flags.servers.empty()) return client::ClusterConfig::from_server_list(flags.servers);
+  if (!flags.config.empty() || !flags.servers.empty()) {
+    auto config = !flags.config.empty() ? client::ClusterConfig::from_toml_file(flags.config)
+                                        : client::ClusterConfig::from_server_list(flags.servers);
+    if (!config.ok() || flags.down_nodes.empty()) return config;
+    auto down = client::parse_down_nodes(flags.down_nodes);
+    if (!down.ok()) return down.status();
+    config->options.down_nodes = std::move(*down);
+    FARMEM_RETURN_IF_ERROR(config->validate());
+    return config;
+  }
+  if (!flags.down_nodes.empty()) return InvalidArgument("--down-nodes needs --servers or --config");
   auto node = LocalNode::start(flags.local_capacity_bytes, 1, flags.local_idle_spin_us,
                                flags.local_preload_dir);
   if (!node.ok()) return node.status();
@@ -64,6 +74,9 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
 void add_cluster_flags(CLI::App* sub, ClusterFlags* f) {
   sub->add_option("--servers", f->servers, "memory nodes, host:port[,host:port...]");
   sub->add_option("--config", f->config, "cluster TOML file ([[memnode]] address = ...)");
+  sub->add_option("--down-nodes", f->down_nodes,
+                  "listed memory nodes known to be down, host:port=ID[,...] (not connected; "
+                  "operations on them fail at once)");
 }
 
 // `farmem bench ops` and its flags.
@@ -215,7 +228,11 @@ int main(int argc, char** argv) {
   const farmem::apps::GraphCommands graph_cmds =
       farmem::apps::add_graph_commands(&app, &graph_flags);
 
+  farmem::apps::TxnFlags txn_cmd_flags;
+  CLI::App* txn_cmd = farmem::apps::add_txn_commands(&app, &txn_cmd_flags);
+
   CLI11_PARSE(app, argc, argv);
+  if (txn_cmd->parsed()) return farmem::apps::run_txn(txn_cmd_flags);
   if (graph_cmds.run->parsed() || graph_cmds.generate->parsed() || graph_cmds.convert->parsed()) {
     return farmem::apps::run_graph(graph_cmds, graph_flags);
   }

@@ -25,6 +25,14 @@ Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
   for (const HostPort& hp : config.memnodes) {
     NodeInfo n;
     n.address = hp;
+    for (const DownNode& d : config.options.down_nodes) {
+      if (d.address.host == hp.host && d.address.port == hp.port) {
+        n.down = true;
+        n.node_id = d.node_id;
+        if (c->down_.size() <= d.node_id) c->down_.resize(d.node_id + 1, false);
+        c->down_[d.node_id] = true;
+      }
+    }
     c->nodes_.push_back(n);
   }
   auto first = c->thread_client();
@@ -66,6 +74,16 @@ void Cluster::release_thread_client() {
     clients_.erase(it);
   }
   victim.reset();  // outside the lock: closing endpoints progresses the worker
+}
+
+Status Cluster::down_status(uint16_t node) const {
+  for (const NodeInfo& n : nodes_) {
+    if (n.down && n.node_id == node) {
+      return Unavailable(fmt::format("memory node {} ({}:{}) is down (named in down_nodes)", node,
+                                     n.address.host, n.address.port));
+    }
+  }
+  return Unavailable(fmt::format("memory node {} is down", node));
 }
 
 uint16_t Cluster::root_node(std::string_view name) const {

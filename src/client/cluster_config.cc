@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -14,6 +15,10 @@
 
 namespace farmem::client {
 namespace {
+
+bool same_address(const HostPort& a, const HostPort& b) {
+  return a.host == b.host && a.port == b.port;
+}
 
 #define FARMEM_ASSIGN_INT(field, key, dflt, lo, hi)                  \
   do {                                                               \
@@ -43,13 +48,13 @@ Result<ClusterConfig> parse(const toml::table& root) {
     c.memnodes.push_back(*hp);
   }
   if (const toml::table* t = root["client"].as_table()) {
-    static const std::set<std::string> known = {"op_timeout_ms",   "connect_timeout_ms",
-                                                "max_coroutines",  "max_inflight",
-                                                "throttle",        "throttle_cap",
-                                                "backoff",         "chunk_bytes",
-                                                "direct_access",   "tls",
-                                                "net_devices",     "one_sided",
-                                                "cluster_key_file"};
+    static const std::set<std::string> known = {"op_timeout_ms",    "connect_timeout_ms",
+                                                "max_coroutines",   "max_inflight",
+                                                "throttle",         "throttle_cap",
+                                                "backoff",          "chunk_bytes",
+                                                "direct_access",    "tls",
+                                                "net_devices",      "one_sided",
+                                                "cluster_key_file", "down_nodes"};
     FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "client", known));
     FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
@@ -80,6 +85,11 @@ Result<ClusterConfig> parse(const toml::table& root) {
         toml_config::get_string(*t, "client", "net_devices", &c.options.net_devices));
     FARMEM_RETURN_IF_ERROR(
         toml_config::get_bytes(*t, "client", "chunk_bytes", {}, &c.options.chunk_bytes));
+    std::string down;
+    FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "down_nodes", &down));
+    auto parsed = parse_down_nodes(down);
+    if (!parsed.ok()) return parsed.status();
+    c.options.down_nodes = std::move(*parsed);
   }
   FARMEM_RETURN_IF_ERROR(c.validate());
   return c;
@@ -92,6 +102,29 @@ Result<OneSidedPath> parse_one_sided(std::string_view s) {
   if (s == "ucx") return OneSidedPath::kUcx;
   if (s == "served") return OneSidedPath::kServed;
   return InvalidArgument(fmt::format("one-sided path '{}' is not auto, ucx or served", s));
+}
+
+Result<std::vector<DownNode>> parse_down_nodes(std::string_view text) {
+  std::vector<DownNode> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t eq = item.rfind('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgument(fmt::format("down node '{}' is not host:port=ID", item));
+    }
+    auto hp = parse_host_port(std::string(item.substr(0, eq)));
+    if (!hp.ok()) return hp.status();
+    const std::string id_text(item.substr(eq + 1));
+    char* end = nullptr;
+    const unsigned long id = std::strtoul(id_text.c_str(), &end, 10);
+    if (id_text.empty() || *end != '\0' || id > UINT16_MAX) {
+      return InvalidArgument(fmt::format("down node '{}': the id must be 0..65535", item));
+    }
+    out.push_back(DownNode{*hp, static_cast<uint16_t>(id)});
+  }
+  return out;
 }
 
 Status ClusterConfig::load_cluster_key() {
@@ -120,6 +153,24 @@ Status ClusterConfig::load_cluster_key() {
 
 Status ClusterConfig::validate() const {
   if (memnodes.empty()) return InvalidArgument("a cluster needs at least one memory node");
+  for (size_t i = 0; i < options.down_nodes.size(); ++i) {
+    const DownNode& d = options.down_nodes[i];
+    if (std::none_of(memnodes.begin(), memnodes.end(),
+                     [&](const HostPort& m) { return same_address(m, d.address); })) {
+      return InvalidArgument(fmt::format("down node {}:{} is not one of the listed memory nodes",
+                                         d.address.host, d.address.port));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (same_address(options.down_nodes[j].address, d.address) ||
+          options.down_nodes[j].node_id == d.node_id) {
+        return InvalidArgument(fmt::format("down node {}:{} (id {}) is named twice", d.address.host,
+                                           d.address.port, d.node_id));
+      }
+    }
+  }
+  if (options.down_nodes.size() >= memnodes.size()) {
+    return InvalidArgument("every listed memory node is down");
+  }
   if (options.chunk_bytes < 4096 || options.chunk_bytes > (1ull << 30)) {
     return InvalidArgument("client.chunk_bytes must be 4KiB..1GiB");
   }

@@ -576,7 +576,9 @@ Status ThreadClient::connect_all() {
   if (o.throttle == runtime::ThrottleMode::kAdaptive) {
     ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { throttle_.tick(now); });
   }
-  for (size_t i = 0; i < cluster_->nodes_.size(); ++i) FARMEM_RETURN_IF_ERROR(connect_node(i));
+  for (size_t i = 0; i < cluster_->nodes_.size(); ++i) {
+    if (!cluster_->nodes_[i].down) FARMEM_RETURN_IF_ERROR(connect_node(i));
+  }
   allocators_.resize(by_node_.size());  // fixed from here on (coroutines index it)
   liveness_ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { check_liveness(now); });
   return OkStatus();
@@ -640,7 +642,12 @@ Status ThreadClient::connect_node(size_t index) {
     by_node_.resize(id + 1, nullptr);
     served_.resize(id + 1, false);
   }
-  if (by_node_[id] != nullptr) {
+  if (by_node_[id] != nullptr || cluster_->is_down(id)) {
+    if (by_node_[id] == nullptr) {
+      return InvalidArgument(fmt::format(
+          "memory node {} reports node id {}, which down_nodes gives to a node that is down",
+          ns.where(), id));
+    }
     return InvalidArgument(
         fmt::format("two memory nodes report node id {} ({} and {}); node ids must be unique", id,
                     by_node_[id]->peer(), ns.where()));
@@ -650,6 +657,14 @@ Status ThreadClient::connect_node(size_t index) {
                 (o.one_sided == OneSidedPath::kAuto && !ep->native_rma());
   sessions_.push_back(std::move(*session));
   return OkStatus();
+}
+
+Status ThreadClient::node_status(uint16_t node) const {
+  fabric::Endpoint* ep = endpoint(node);
+  if (ep == nullptr && cluster_->is_down(node)) return cluster_->down_status(node);
+  if (ep == nullptr) return NotFound("no memory node with that id in this cluster");
+  return ep->failed() ? (ep->failure().ok() ? PeerFailed("connection closed") : ep->failure())
+                      : OkStatus();
 }
 
 uint64_t ThreadClient::session_id(uint16_t node) const {
@@ -663,6 +678,7 @@ Status ThreadClient::resolve(GlobalAddress addr, size_t bytes, bool atomic, bool
                              fabric::Endpoint** ep, uint64_t* raddr) const {
   fabric::Endpoint* e = endpoint(addr.node());
   if (e == nullptr) {
+    if (cluster_->is_down(addr.node())) return cluster_->down_status(addr.node());
     return NotFound(fmt::format("no memory node with id {} in this cluster", addr.node()));
   }
   if (bytes == 0) return InvalidArgument("operation of 0 bytes");
@@ -720,6 +736,7 @@ Task<Status> ThreadClient::rpc(uint16_t node, uint16_t opcode, const void* reque
                                size_t request_bytes, void* reply, uint32_t reply_capacity,
                                uint32_t* reply_bytes) {
   fabric::Endpoint* ep = endpoint(node);
+  if (ep == nullptr && cluster_->is_down(node)) co_return cluster_->down_status(node);
   if (ep == nullptr) co_return NotFound(fmt::format("no memory node with id {}", node));
   uint32_t got = 0;
   Status s = co_await RpcAwaitable(this, ep, opcode, request, request_bytes, reply, reply_capacity,
@@ -748,13 +765,16 @@ Task<Status> ThreadClient::free_on(GlobalAddress addr) {
 
 Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes) {
   const auto& nodes = cluster_->nodes();
-  uint16_t node = nodes[next_node_++ % nodes.size()].node_id;
+  size_t i = next_node_++ % nodes.size();
+  while (nodes[i].down) i = next_node_++ % nodes.size();  // some node is up (validate())
+  uint16_t node = nodes[i].node_id;
   auto r = co_await allocate(bytes, node);
   co_return r;
 }
 
 Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node) {
   if (bytes == 0) co_return InvalidArgument("cannot allocate 0 bytes");
+  if (cluster_->is_down(node)) co_return cluster_->down_status(node);
   if (endpoint(node) == nullptr) {
     co_return NotFound(fmt::format("no memory node with id {}", node));
   }
@@ -775,6 +795,7 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
 }
 
 Task<Status> ThreadClient::free(GlobalAddress addr, uint64_t bytes) {
+  if (cluster_->is_down(addr.node())) co_return cluster_->down_status(addr.node());
   if (endpoint(addr.node()) == nullptr) {
     co_return NotFound(fmt::format("no memory node with id {}", addr.node()));
   }

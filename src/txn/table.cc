@@ -108,6 +108,7 @@ Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, Tab
       st = co_await c->write(meta_addr, image.data(), image.size() * 8);
     }
   }
+  t.meta_address_ = meta_addr;
   if (st.ok()) st = co_await t.object_.commit(c, meta_addr);
   if (!st.ok()) {
     (void)co_await t.object_.destroy(c);  // nothing of a failed create stays behind
@@ -126,6 +127,7 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
   }
   Table t;
   t.name_ = name;
+  t.meta_address_ = *root;
   Status rs = co_await c->read(*root, &t.meta_, sizeof(t.meta_));
   if (!rs.ok()) co_return rs;
   const TableMeta& m = t.meta_;
@@ -137,7 +139,8 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
       m.record_bytes == 0 || m.record_bytes > kMaxRecordBytes || m.replicas == 0 ||
       m.replicas > m.node_count || m.buckets == 0 ||
       m.bucket_bytes != txn::bucket_bytes(m.record_bytes) ||
-      m.buckets_per_node != (m.buckets + m.node_count - 1) / m.node_count) {
+      m.buckets_per_node != (m.buckets + m.node_count - 1) / m.node_count ||
+      (m.node_count < 64 && (m.failed_nodes >> m.node_count) != 0)) {
     t.meta_ = TableMeta{};
     co_return InvalidArgument(fmt::format(
         "table '{}' has layout version {} over {} nodes; this client reads version {} over {}",
@@ -151,6 +154,22 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
   if (!object.ok()) co_return object.status();
   t.object_ = std::move(*object);
   co_return t;
+}
+
+Status Table::check_bucket(uint64_t b) const {
+  if (primary_rank(b) < meta_.replicas) return OkStatus();
+  return Unavailable(fmt::format(
+      "bucket {} of table '{}' has no replica left: the nodes of all {} replicas failed", b, name_,
+      meta_.replicas));
+}
+
+Task<Status> Table::refresh(client::ThreadClient* c) {
+  if (!valid()) co_return InvalidArgument("unknown table (not created or opened)");
+  uint64_t failed = 0;
+  Status s = co_await c->read(meta_address_ + offsetof(TableMeta, failed_nodes), &failed, 8);
+  if (!s.ok()) co_return s;
+  meta_.failed_nodes = failed;
+  co_return OkStatus();
 }
 
 Task<Status> Table::destroy(client::ThreadClient* c) {

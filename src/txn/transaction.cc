@@ -20,10 +20,23 @@ namespace {
 
 constexpr uint64_t kZeroWord = 0;
 
+// The lowest node id that is not named down.
 uint16_t lowest_node(client::ThreadClient* c) {
   uint16_t lowest = UINT16_MAX;
-  for (const auto& n : c->cluster().nodes()) lowest = std::min(lowest, n.node_id);
+  for (const auto& n : c->cluster().nodes()) {
+    if (!n.down) lowest = std::min(lowest, n.node_id);
+  }
   return lowest;
+}
+
+// Session ids are unique per node: a coordinator id from a node other than the lowest listed
+// one (named down) carries that node's id in its top 16 bits.
+uint64_t coordinator_id(client::ThreadClient* c) {
+  const uint16_t node = lowest_node(c);
+  bool lowest = true;
+  for (const auto& n : c->cluster().nodes()) lowest &= n.node_id >= node;
+  const uint64_t session = c->session_id(node);
+  return lowest ? session : (uint64_t{node} << 48) | (session & ((1ull << 48) - 1));
 }
 
 SlotHeader header_of(const std::string& image, size_t at = 0) {
@@ -57,10 +70,7 @@ const char* abort_reason_name(AbortReason r) {
 // ---- TxnClient ----
 
 TxnClient::TxnClient(client::ThreadClient* c, TxnClientOptions options)
-    : client_(c),
-      options_(options),
-      coordinator_(c->session_id(lowest_node(c))),
-      cache_(options.cache_log2) {
+    : client_(c), options_(options), coordinator_(coordinator_id(c)), cache_(options.cache_log2) {
   const char* crash = std::getenv("FARMEM_TXN_CRASH_AT");
   const std::string at = crash == nullptr ? "" : crash;
   if (at == "before_log") crash_at_ = CrashAt::kBeforeLog;
@@ -112,7 +122,9 @@ Task<Result<std::unique_ptr<TxnClient>>> TxnClient::create(client::ThreadClient*
   auto logs = co_await logs_object(c);
   if (!logs.ok()) co_return logs.status();
   std::vector<uint16_t> ids;
-  for (const auto& n : c->cluster().nodes()) ids.push_back(n.node_id);
+  for (const auto& n : c->cluster().nodes()) {
+    if (!n.down) ids.push_back(n.node_id);
+  }
   std::sort(ids.begin(), ids.end());
   const uint16_t node = ids[c->index() % ids.size()];  // spread coordinators' logs over nodes
   const uint64_t bytes = uint64_t{o.log_slots + 1} * o.log_slot_bytes;
@@ -194,6 +206,20 @@ Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
   co_return r;
 }
 
+Task<Result<bool>> TxnClient::read_log(GlobalAddress slot, const LogSlotHeader& h,
+                                       std::string* log) {
+  if (h.state != kLogCommitting || h.body_bytes > options_.log_slot_bytes - sizeof(h)) {
+    co_return false;
+  }
+  log->assign(sizeof(h) + h.body_bytes, '\0');
+  Status s = co_await client_->read(slot, log->data(), log->size());
+  if (!s.ok()) co_return s;
+  LogSlotHeader now;
+  std::memcpy(&now, log->data(), sizeof(now));
+  co_return now.state == kLogCommitting&& XXH3_64bits(log->data() + 24, log->size() - 24) ==
+      now.checksum;
+}
+
 Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, bool* dead) {
   const GlobalAddress slot = GlobalAddress::unpack(holder);
   LogSlotHeader h{};
@@ -207,22 +233,66 @@ Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, 
     *dead = true;
   }
   // The holder's coordinator has ended: it sends nothing more, so its log is final.
-  if (h.state == kLogCommitting && h.body_bytes <= options_.log_slot_bytes - sizeof(h)) {
-    std::string log(sizeof(h) + h.body_bytes, '\0');
-    s = co_await client_->read(slot, log.data(), log.size());
+  std::string log;
+  auto committing = co_await read_log(slot, h, &log);
+  if (!committing.ok()) co_return committing.status();
+  if (*committing) {
+    s = co_await roll_forward(holder, log);
     if (!s.ok()) co_return s;
-    std::memcpy(&h, log.data(), sizeof(h));
-    if (h.state == kLogCommitting && XXH3_64bits(log.data() + 24, log.size() - 24) == h.checksum) {
-      s = co_await roll_forward(holder, log);
-      if (!s.ok()) co_return s;
-      co_return true;
-    }
+    co_return true;
   }
   // Not committing (or a torn log): nothing was written in place; release the lock.
   uint64_t old = 0;
   s = co_await client_->cas(word, holder, 0, &old);
   if (!s.ok()) co_return s;
   co_return old == holder;
+}
+
+namespace {
+
+// Whether a (checksummed) redo log has a lock word or a target on `node`.
+bool log_touches(const std::string& log, uint16_t node) {
+  uint64_t at = sizeof(LogSlotHeader);
+  while (at + sizeof(LogEntryHeader) <= log.size()) {
+    LogEntryHeader e;
+    std::memcpy(&e, log.data() + at, sizeof(e));
+    const uint64_t n = log_entry_bytes(e.targets, e.image_bytes);
+    if (e.targets > kMaxNodes || at + n > log.size()) return true;  // malformed: be careful
+    if (GlobalAddress::unpack(e.lock_word).node() == node) return true;
+    for (uint32_t t = 0; t < e.targets; ++t) {
+      uint64_t target = 0;
+      std::memcpy(&target, log.data() + at + sizeof(e) + 8ull * t, 8);
+      if (GlobalAddress::unpack(target).node() == node) return true;
+    }
+    at += n;
+  }
+  return false;
+}
+
+}  // namespace
+
+Task<Result<bool>> TxnClient::settle_for_promotion(uint64_t holder, uint16_t dead_node) {
+  const GlobalAddress slot = GlobalAddress::unpack(holder);
+  LogSlotHeader h{};
+  Status s = co_await client_->read(slot, &h, sizeof(h));
+  if (!s.ok()) co_return s;
+  std::string log;
+  auto committing = co_await read_log(slot, h, &log);
+  if (!committing.ok()) co_return committing.status();
+  if (!*committing) co_return false;  // nothing of it is in place; its locks go when met
+  if (!log_touches(log, dead_node)) co_return false;  // recovered as usual when met
+  std::vector<uint64_t> ids(1, h.owner_session);
+  auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
+  if (!alive.ok()) co_return alive.status();
+  if (alive->empty() || (*alive)[0]) {
+    co_return Busy(fmt::format(
+        "the coordinator of a transaction committing to node {} (its log at node {} offset {}, "
+        "session {}) is still running; stop it (or let it end) and promote again",
+        dead_node, slot.node(), slot.offset(), h.owner_session));
+  }
+  s = co_await roll_forward(holder, log);
+  if (!s.ok()) co_return s;
+  co_return true;
 }
 
 Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
@@ -238,15 +308,27 @@ Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
     const uint64_t n = log_entry_bytes(e.targets, e.image_bytes);
     if (e.targets > kMaxNodes || at + n > log.size()) co_return Internal("malformed redo log");
     const GlobalAddress word = GlobalAddress::unpack(e.lock_word);
+    const char* image = log.data() + at + sizeof(e) + 8ull * e.targets;
+    std::vector<GlobalAddress> targets;
+    for (uint32_t t = 0; t < e.targets; ++t) {
+      uint64_t target = 0;
+      std::memcpy(&target, log.data() + at + sizeof(e) + 8ull * t, 8);
+      const GlobalAddress a = GlobalAddress::unpack(target);
+      if (!client_->cluster().is_down(a.node())) targets.push_back(a);  // a dead replica
+    }
+    if (client_->cluster().is_down(word.node())) {
+      // The lock word died with its node (a promotion): apply by version instead.
+      s = co_await apply_unlocked(targets, image, e.image_bytes);
+      if (!s.ok()) co_return s;
+      at += n;
+      continue;
+    }
     uint64_t old = 0;
     s = co_await client_->cas(word, holder, mine.pack(), &old);
     if (!s.ok()) co_return s;
     if (old == holder || old == mine.pack()) {
-      const char* image = log.data() + at + sizeof(e) + 8ull * e.targets;
-      for (uint32_t t = 0; t < e.targets; ++t) {
-        uint64_t target = 0;
-        std::memcpy(&target, log.data() + at + sizeof(e) + 8ull * t, 8);
-        s = co_await client_->write(GlobalAddress::unpack(target), image, e.image_bytes);
+      for (const GlobalAddress& target : targets) {
+        s = co_await client_->write(target, image, e.image_bytes);
         if (!s.ok()) co_return s;
       }
       s = co_await client_->write(word, &kZeroWord, 8);
@@ -258,6 +340,24 @@ Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
   if (!s.ok()) co_return s;
   s = co_await client_->write(mine + 8, &kZeroWord, 8);
   co_return s;
+}
+
+Task<Status> TxnClient::apply_unlocked(const std::vector<GlobalAddress>& targets, const char* image,
+                                       uint32_t image_bytes) {
+  if (image_bytes < 8) co_return OkStatus();
+  uint64_t version = 0;  // every image starts with the version it gives its slot or bucket
+  std::memcpy(&version, image, 8);
+  for (const GlobalAddress& target : targets) {
+    uint64_t current = 0;
+    Status s = co_await client_->read(target, &current, 8);
+    if (!s.ok()) co_return s;
+    // Written already (or by a later transaction): a live coordinator's batch that failed only
+    // on the dead node reached this replica.
+    if (current >= version) continue;
+    s = co_await client_->write(target, image, image_bytes);
+    if (!s.ok()) co_return s;
+  }
+  co_return OkStatus();
 }
 
 Transaction TxnClient::begin() {
@@ -357,7 +457,7 @@ std::vector<Transaction::Access> Transaction::accesses() const {
 
 Task<Status> Transaction::read_bucket(const Table& t, uint64_t b) {
   bucket_.resize(t.bucket_bytes());
-  Status s = co_await tc_->client_->read(t.bucket_address(b, 0), bucket_.data(), bucket_.size());
+  Status s = co_await tc_->client_->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
   ++tc_->counters_.round_trips;
   co_return s;
 }
@@ -426,8 +526,8 @@ Status Transaction::fail_error(Status s) {
 Task<Status> Transaction::release_all() {
   client::ThreadClient* c = tc_->client_;
   std::vector<GlobalAddress> words;
-  for (const auto& w : writes_) words.push_back(w.table->slot_address(w.bucket, w.slot, 0));
-  for (const auto& b : buckets_) words.push_back(b.table->bucket_address(b.bucket, 0));
+  for (const auto& w : writes_) words.push_back(w.table->primary_slot(w.bucket, w.slot));
+  for (const auto& b : buckets_) words.push_back(b.table->primary_bucket(b.bucket));
   if (log_written_) words.push_back(tc_->log_slot(log_slot_.index) + 8);  // state := idle
   log_written_ = false;
   writes_.clear();
@@ -448,7 +548,7 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
   BucketHeader bh;
   std::memcpy(&bh, bucket_.data(), sizeof(bh));
   if (bh.lock != 0 && find_bucket(t, b) == nullptr) {
-    conflict(t.bucket_address(b, 0), bh.lock);  // an insert or erase in this bucket is under way
+    conflict(t.primary_bucket(b), bh.lock);  // an insert or erase in this bucket is under way
     Status e = co_await finish_abort(fail(AbortReason::kInvisible, "bucket being changed"));
     co_return e;
   }
@@ -459,6 +559,10 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
 Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry** entry) {
   FARMEM_CO_RETURN_IF_ERROR(check_room());
   const uint64_t b = t.bucket_of(key);
+  if (Status live = t.check_bucket(b); !live.ok()) {
+    Status e = co_await finish_abort(fail_error(live));
+    co_return e;
+  }
   const size_t rb = t.record_bytes();
   uint32_t slot = tc_->cached_slot(t, key);
   for (const auto& w : writes_) {
@@ -469,7 +573,7 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     // Forgotten until the lock is won (remembered again below): if the entry is stale and its
     // slot is locked by someone else, the retry searches the bucket instead of aborting again.
     tc_->forget(t, key);
-    const GlobalAddress a = t.slot_address(b, slot, 0);
+    const GlobalAddress a = t.primary_slot(b, slot);
     Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
     if (!s.ok()) co_return s;
     if (!holds(header_of(slot_), key)) {
@@ -494,7 +598,7 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
       Status e = co_await absent(t, key, b);
       co_return e;
     }
-    const GlobalAddress a = t.slot_address(b, slot, 0);
+    const GlobalAddress a = t.primary_slot(b, slot);
     s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
     if (!s.ok()) co_return s;
   }
@@ -528,7 +632,11 @@ Task<Status> Transaction::lock_bucket(const Table& t, uint64_t b, BucketLock** l
     *lock = held;
     co_return OkStatus();
   }
-  const GlobalAddress a = t.bucket_address(b, 0);
+  if (Status live = t.check_bucket(b); !live.ok()) {
+    Status e = co_await finish_abort(fail_error(live));
+    co_return e;
+  }
+  const GlobalAddress a = t.primary_bucket(b);
   Status s = co_await lock_and_read(a, t.bucket_bytes(), &bucket_, "bucket locked");
   if (!s.ok()) co_return s;
   BucketHeader bh;
@@ -557,12 +665,15 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   }
   FARMEM_CO_RETURN_IF_ERROR(check_room());
   const uint64_t b = t.bucket_of(key);
+  if (Status live = t.check_bucket(b); !live.ok()) {
+    Status e = co_await finish_abort(fail_error(live));
+    co_return e;
+  }
   const size_t rb = t.record_bytes();
   const uint32_t cached = tc_->cached_slot(t, key);
   if (cached < kSlotsPerBucket) {
     slot_.resize(t.slot_bytes());
-    Status s =
-        co_await tc_->client_->read(t.slot_address(b, cached, 0), slot_.data(), slot_.size());
+    Status s = co_await tc_->client_->read(t.primary_slot(b, cached), slot_.data(), slot_.size());
     ++tc_->counters_.round_trips;
     if (!s.ok()) {
       Status e = co_await finish_abort(fail_error(s));
@@ -571,7 +682,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     const SlotHeader h = header_of(slot_);
     if (holds(h, key)) {
       if (h.lock != 0) {
-        conflict(t.slot_address(b, cached, 0), h.lock);
+        conflict(t.primary_slot(b, cached), h.lock);
         Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
         co_return e;
       }
@@ -593,7 +704,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   SlotHeader h;
   std::memcpy(&h, bucket_slot(t, slot), sizeof(h));
   if (h.lock != 0) {
-    conflict(t.slot_address(b, slot, 0), h.lock);
+    conflict(t.primary_slot(b, slot), h.lock);
     Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
     co_return e;
   }
@@ -662,7 +773,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
     SlotHeader h;
     std::memcpy(&h, bucket_slot(t, present), sizeof(h));
     if (h.lock != 0) {
-      conflict(t.slot_address(b, present, 0), h.lock);
+      conflict(t.primary_slot(b, present), h.lock);
       Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
       co_return e;
     }
@@ -684,7 +795,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
   if (slot == kSlotsPerBucket) {
     co_return ResourceExhausted(fmt::format("bucket {} of table '{}' is full", b, t.name()));
   }
-  const GlobalAddress a = t.slot_address(b, slot, 0);
+  const GlobalAddress a = t.primary_slot(b, slot);
   s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "free slot locked");
   if (!s.ok()) co_return s;
   const SlotHeader h = header_of(slot_);
@@ -703,7 +814,7 @@ Task<Status> Transaction::erase(const Table& t, uint64_t key) {
   if (w != nullptr && w->kind == Kind::kErase) co_return NotFound("erased by this transaction");
   if (w != nullptr && w->kind == Kind::kInsert) {
     // Inserted by this transaction: forget it (the bucket stays locked until the end).
-    const GlobalAddress a = t.slot_address(w->bucket, w->slot, 0);
+    const GlobalAddress a = t.primary_slot(w->bucket, w->slot);
     writes_.erase(writes_.begin() + (w - writes_.data()));
     Status u = co_await tc_->client_->write(a, &kZeroWord, 8);
     ++tc_->counters_.round_trips;
@@ -742,8 +853,8 @@ Task<Status> Transaction::validate() {
     const size_t end = std::min(reads_.size(), i + client::Batch::kMaxOps);
     for (size_t j = i; j < end; ++j) {
       const ReadEntry& r = reads_[j];
-      const GlobalAddress a = r.slot < kSlotsPerBucket ? r.table->slot_address(r.bucket, r.slot, 0)
-                                                       : r.table->bucket_address(r.bucket, 0);
+      const GlobalAddress a = r.slot < kSlotsPerBucket ? r.table->primary_slot(r.bucket, r.slot)
+                                                       : r.table->primary_bucket(r.bucket);
       (void)batch.read(a, &seen[j], sizeof(BucketHeader));
     }
     Status s = co_await batch.wait();
@@ -778,7 +889,7 @@ Status Transaction::plan_commit(std::string* log, std::vector<Op>* ops) {
   std::vector<Pending> entries;
   for (const auto& w : writes_) {
     const Table& t = *w.table;
-    Pending p{t.slot_address(w.bucket, w.slot, 0).pack(), {}, {}};
+    Pending p{t.primary_slot(w.bucket, w.slot).pack(), {}, {}};
     if (w.kind != Kind::kLocked) {
       p.image.assign(t.slot_bytes() - 8, '\0');  // the slot from its version on
       SlotHeader h{};
@@ -790,22 +901,40 @@ Status Transaction::plan_commit(std::string* log, std::vector<Op>* ops) {
         std::memcpy(p.image.data() + sizeof(h) - 8, w.value.data(), w.value.size());
       }
       for (uint32_t r = 0; r < t.replicas(); ++r) {
-        p.targets.push_back((t.slot_address(w.bucket, w.slot, r) + 8).pack());
+        if (t.replica_live(w.bucket, r)) {
+          p.targets.push_back((t.slot_address(w.bucket, w.slot, r) + 8).pack());
+        }
       }
       if (w.kind == Kind::kInsert) tc_->remember(t, w.key, w.slot);
     }
     entries.push_back(std::move(p));
   }
   for (const auto& b : buckets_) {
-    Pending p{b.table->bucket_address(b.bucket, 0).pack(), {}, {}};
+    Pending p{b.table->primary_bucket(b.bucket).pack(), {}, {}};
     if (b.changed) {
       const uint64_t v = b.version + 1;
       p.image.assign(reinterpret_cast<const char*>(&v), 8);
       for (uint32_t r = 0; r < b.table->replicas(); ++r) {
-        p.targets.push_back((b.table->bucket_address(b.bucket, r) + 8).pack());
+        if (b.table->replica_live(b.bucket, r)) {
+          p.targets.push_back((b.table->bucket_address(b.bucket, r) + 8).pack());
+        }
       }
     }
     entries.push_back(std::move(p));
+  }
+  const client::Cluster& cluster = tc_->client_->cluster();
+  for (const auto& p : entries) {
+    for (uint64_t target : p.targets) {
+      const uint16_t node = GlobalAddress::unpack(target).node();
+      if (cluster.is_down(node)) {
+        // Checked before the log: the transaction aborts cleanly instead of committing with a
+        // replica it cannot write.
+        return Unavailable(fmt::format(
+            "a replica of this transaction's writes is on memory node {}, which is down; "
+            "promote its backups (farmem txn promote) and refresh the table",
+            node));
+      }
+    }
   }
   uint64_t bytes = sizeof(LogSlotHeader);
   for (const auto& p : entries) {

@@ -232,6 +232,51 @@ TEST_P(ControlTest, DuplicateNodeIdsAreRefusedAtConnect) {
   EXPECT_NE(c.status().message().find("unique"), std::string_view::npos);
 }
 
+// A listed node named down (client option down_nodes) is not connected (nothing listens at
+// its address here), keeps its id for root placement, and everything addressed to it fails at
+// once with kUnavailable naming it.
+TEST_P(ControlTest, DownNodesAreSkippedAndFailAtOnce) {
+  client::ClusterConfig cfg = config_for({server_.get()}, GetParam().tls, 3000);
+  auto gone = parse_host_port("127.0.0.1:1");
+  ASSERT_TRUE(gone.ok());
+  cfg.memnodes.push_back(*gone);
+  cfg.options.down_nodes.push_back(client::DownNode{*gone, 9});
+  auto c = Cluster::connect(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ASSERT_EQ((*c)->nodes().size(), 2u);
+  EXPECT_TRUE((*c)->nodes()[1].down);
+  EXPECT_TRUE((*c)->is_down(9));
+  ThreadClient* tc = *(*c)->thread_client();
+  uint64_t word = 0;
+  Status r = tc->read_sync(GlobalAddress(9, 4096), &word, 8);
+  EXPECT_EQ(r.code(), StatusCode::kUnavailable) << r.to_string();
+  EXPECT_NE(r.message().find("127.0.0.1:1"), std::string_view::npos) << r.to_string();
+  EXPECT_EQ(tc->run(tc->stats(9)).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(tc->node_status(9).code(), StatusCode::kUnavailable);
+  for (int i = 0; i < 8; ++i) {  // round-robin allocation passes the down node by
+    auto a = tc->run(tc->allocate(64));
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    EXPECT_EQ(a->node(), 5);
+  }
+  int on_down = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string name = "root-" + std::to_string(i);
+    Status p = tc->run(tc->publish_root(name, GlobalAddress(5, 4096)));
+    if ((*c)->root_node(name) == 9) {
+      ++on_down;
+      EXPECT_EQ(p.code(), StatusCode::kUnavailable) << p.to_string();
+    } else {
+      EXPECT_TRUE(p.ok()) << p.to_string();
+    }
+  }
+  EXPECT_GT(on_down, 0);  // the down node keeps its share of the roots
+  // A live node may not report an id given to a down node.
+  cfg.options.down_nodes[0].node_id = 5;
+  auto clash = Cluster::connect(cfg);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.status().code(), StatusCode::kInvalidArgument) << clash.status().to_string();
+}
+
 TEST_P(ControlTest, RootsSpreadOverSeveralNodes) {
   ServerOptions o;
   o.tls = GetParam().tls;

@@ -269,5 +269,25 @@ TEST(ClusterConfigTest, ValidateRequiresANodeAndASaneChunkSize) {
   EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ClusterConfigTest, DownNodesParseAndMustBeListed) {
+  const std::string two =
+      "[[memnode]]\naddress = \"127.0.0.1:7000\"\n[[memnode]]\naddress = \"127.0.0.1:7001\"\n";
+  auto r = Parse(two + "[client]\ndown_nodes = \"127.0.0.1:7001=3\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->options.down_nodes.size(), 1u);
+  EXPECT_EQ(r->options.down_nodes[0].address.port, 7001);
+  EXPECT_EQ(r->options.down_nodes[0].node_id, 3);
+  ExpectInvalid(two + "[client]\ndown_nodes = \"127.0.0.1:7002=3\"\n", "not one of the listed");
+  ExpectInvalid(two + "[client]\ndown_nodes = \"127.0.0.1:7001\"\n", "host:port=ID");
+  ExpectInvalid(two + "[client]\ndown_nodes = \"127.0.0.1:7001=x\"\n", "0..65535");
+  ExpectInvalid(two + "[client]\ndown_nodes = \"127.0.0.1:7000=1,127.0.0.1:7001=1\"\n",
+                "named twice");
+  ExpectInvalid(two + "[client]\ndown_nodes = \"127.0.0.1:7000=1,127.0.0.1:7001=2\"\n",
+                "every listed memory node is down");
+  auto none = parse_down_nodes("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 }  // namespace
 }  // namespace farmem::client

@@ -7,6 +7,10 @@
 //
 // Named roots live on the node chosen by hashing the name (XXH3) over the sorted node ids, so
 // every client that lists the same nodes finds the same root.
+//
+// Nodes known to be down (ClientOptions::down_nodes, "host:port=ID") are not connected: they
+// stay in nodes() and in the sorted ids with the id given (roots and placements do not move),
+// and every operation addressed to them fails at once with kUnavailable (down_status()).
 // Thread safety: thread_client(), release_thread_client() and the const accessors are callable
 // from any thread; destroy the Cluster after the threads that used it are done with it.
 #pragma once
@@ -32,6 +36,7 @@ struct NodeInfo {
   HostPort address;
   uint64_t region_bytes = 0;
   uint16_t worker_count = 0;  // 0 until the first thread connected
+  bool down = false;          // named in ClientOptions::down_nodes: never connected
 };
 
 class Cluster {
@@ -53,6 +58,10 @@ class Cluster {
   fabric::Context& context() { return *context_; }
   // Node that stores the root `name`.
   uint16_t root_node(std::string_view name) const;
+  // Whether `node` is named down (ClientOptions::down_nodes).
+  bool is_down(uint16_t node) const { return node < down_.size() && down_[node]; }
+  // The kUnavailable status of operations addressed to a down node.
+  Status down_status(uint16_t node) const;
   // Milliseconds connect() took (context, endpoints, handshakes).
   double connect_ms() const { return connect_ms_; }
   // Transports UCX chose for the first thread's endpoints, e.g. "posix/memory,cma/memory".
@@ -66,6 +75,7 @@ class Cluster {
   std::unique_ptr<fabric::Context> context_;
   std::vector<NodeInfo> nodes_;  // in config order
   std::vector<uint16_t> sorted_ids_;
+  std::vector<bool> down_;  // by node id
   std::mutex mu_;
   std::map<std::thread::id, std::unique_ptr<ThreadClient>> clients_;
   uint32_t next_index_ = 0;

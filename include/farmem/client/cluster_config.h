@@ -21,6 +21,10 @@
 //   cluster_key_file = ""           # file with the cluster key (else FARMEM_CLUSTER_KEY)
 //   tls = ""                        # overrides UCX_TLS for this client when set
 //   net_devices = ""                # overrides UCX_NET_DEVICES for this client when set
+//   down_nodes = ""                 # "host:port=ID,...": listed memory nodes known to be down
+//                                   # (dead): not connected; they keep their id (so named roots
+//                                   # and placements stay where they were) and every operation
+//                                   # addressed to them fails at once with kUnavailable
 //
 // Unknown keys are errors. Thread safety: a plain value.
 #pragma once
@@ -38,6 +42,12 @@ namespace farmem::client {
 
 enum class OneSidedPath : uint8_t { kAuto, kUcx, kServed };
 
+// A listed memory node known to be down, with the node id it had.
+struct DownNode {
+  HostPort address;
+  uint16_t node_id = 0;
+};
+
 struct ClientOptions {
   uint32_t op_timeout_ms = 5000;
   uint32_t connect_timeout_ms = 5000;
@@ -53,9 +63,12 @@ struct ClientOptions {
   std::string cluster_key;  // loaded by ClusterConfig::load_cluster_key(), never logged
   std::string tls;
   std::string net_devices;
+  std::vector<DownNode> down_nodes;  // each also listed in ClusterConfig::memnodes
 };
 
 Result<OneSidedPath> parse_one_sided(std::string_view text);
+// "host:port=ID[,host:port=ID...]" ("" = none).
+Result<std::vector<DownNode>> parse_down_nodes(std::string_view text);
 
 struct ClusterConfig {
   std::vector<HostPort> memnodes;

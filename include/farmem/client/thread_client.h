@@ -324,13 +324,9 @@ class ThreadClient {
   }
   // OK while this thread's session with `node` is usable; otherwise why not (kPeerFailed: the
   // node died, was stopped longer than op_timeout_ms, or cut off; kUnavailable: it shut down;
-  // kNotFound: no such node). An idle client learns of a lost node here.
-  Status node_status(uint16_t node) const {
-    fabric::Endpoint* ep = endpoint(node);
-    if (ep == nullptr) return NotFound("no memory node with that id in this cluster");
-    return ep->failed() ? (ep->failure().ok() ? PeerFailed("connection closed") : ep->failure())
-                        : OkStatus();
-  }
+  // kNotFound: no such node; kUnavailable: named down). An idle client learns of a lost node
+  // here.
+  Status node_status(uint16_t node) const;
   // Whether one-sided operations on `node` are served by the node (RPC) rather than UCX.
   bool served(uint16_t node) const { return node < served_.size() && served_[node]; }
   // Checks every node session (heartbeats, closed connections) now if due. Cheap when not.

@@ -13,8 +13,9 @@
 // Versions start at 0 and grow by one with every committed write of the slot (update, insert,
 // erase) or of the bucket's key set (insert, erase).
 //
-// Placement: bucket b of a table over N nodes (sorted by node id) has replica r (0 = primary)
-// on node index (b + r) % N, at local index r * ceil(B / N) + b / N of that node's array.
+// Placement: bucket b of a table over N nodes (sorted by node id) has replica r on node index
+// (b + r) % N, at local index r * ceil(B / N) + b / N of that node's array. The primary is the
+// lowest rank whose node is not marked in TableMeta::failed_nodes (rank 0 until a promotion).
 // Thread safety: constants and pure functions.
 #pragma once
 
@@ -42,9 +43,10 @@ struct TableMeta {
   uint32_t node_count;        // N: the packed array base addresses that follow
   uint32_t bucket_bytes;      // bucket_bytes(record_bytes)
   uint64_t seed;              // hash seed (derived from the name)
-  uint64_t reserved;
+  uint64_t failed_nodes;      // bit i: node index i failed; its replicas are not used (promote)
 };
 static_assert(sizeof(TableMeta) == 64);
+static_assert(offsetof(TableMeta, failed_nodes) == 56);
 static_assert(offsetof(TableMeta, buckets) == 16 && offsetof(TableMeta, slots_per_bucket) == 32);
 static_assert(offsetof(TableMeta, node_count) == 40 && offsetof(TableMeta, seed) == 48);
 static_assert(std::is_trivially_copyable_v<TableMeta>);
@@ -132,5 +134,17 @@ inline constexpr Placement placement(uint64_t b, uint32_t rank, uint32_t nodes,
   return Placement{static_cast<uint32_t>((b + rank) % nodes),
                    uint64_t{rank} * buckets_per_node + b / nodes};
 }
+
+// The primary's rank of bucket b: its lowest-rank replica on a node not in `failed` (bit per
+// node index); `replicas` when every replica's node failed.
+inline constexpr uint32_t primary_rank(uint64_t b, uint32_t replicas, uint32_t nodes,
+                                       uint64_t failed) {
+  for (uint32_t r = 0; r < replicas; ++r) {
+    if (((failed >> ((b + r) % nodes)) & 1) == 0) return r;
+  }
+  return replicas;
+}
+static_assert(primary_rank(4, 2, 3, 0) == 0 && primary_rank(4, 2, 3, 0b010) == 1);
+static_assert(primary_rank(4, 2, 3, 0b110) == 2);
 
 }  // namespace farmem::txn

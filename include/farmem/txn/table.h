@@ -8,8 +8,14 @@
 // (load factor 1/4: there are no overflow chains, so an insert into one of the rare full
 // buckets fails with kResourceExhausted; at capacity about one bucket in 10^6 is full), writes
 // the zeroed bucket arrays and the metadata and publishes the root "txn/<name>". open() reads
-// them. A Table is immutable after create/open: one value may be shared by every coroutine and
-// thread of a process (the ThreadClient given to create/open is only used during the call).
+// them. A Table is immutable after create/open except for refresh(): one value may be shared
+// by every coroutine and thread of a process (the ThreadClient given to create/open is only
+// used during the call).
+//
+// Failed nodes (docs/formats/txn.md "Promotion"): the metadata marks node indices that died
+// (farmem txn promote). A bucket's primary is its lowest-rank replica on a node not marked, and
+// commits write only the replicas on unmarked nodes; a bucket whose replicas all failed gives
+// kUnavailable. refresh() re-reads the marks, for a long-running process after a promotion.
 // Thread safety: const methods from any thread; create/open/destroy on the caller's client.
 #pragma once
 
@@ -40,6 +46,9 @@ class Table {
   static runtime::Task<Result<Table>> open(client::ThreadClient* c, std::string name);
   // Frees the table on every node; no transaction may use it any more.
   runtime::Task<Status> destroy(client::ThreadClient* c);
+  // Re-reads the failed-node marks from the metadata. Precondition: no transaction of this
+  // process uses the table during the call (it changes what primary_rank() returns).
+  runtime::Task<Status> refresh(client::ThreadClient* c);
 
   const std::string& name() const { return name_; }
   uint32_t record_bytes() const { return meta_.record_bytes; }
@@ -52,6 +61,31 @@ class Table {
   bool valid() const { return meta_.magic == kTableMagic; }
 
   uint64_t bucket_of(uint64_t key) const { return txn::bucket_of(key, meta_.seed, meta_.buckets); }
+  uint32_t node_count() const { return meta_.node_count; }
+  uint64_t buckets_per_node() const { return meta_.buckets_per_node; }
+  // Bit i: node index i (sorted node ids) failed.
+  uint64_t failed_nodes() const { return meta_.failed_nodes; }
+  // The node id at node index i (0..node_count-1).
+  uint16_t node_id(uint32_t index) const { return bases_[index].node(); }
+  GlobalAddress node_base(uint32_t index) const { return bases_[index]; }
+  GlobalAddress meta_address() const { return meta_address_; }
+  // Where the primary of bucket b is (replicas() when no replica is left: check_bucket()).
+  uint32_t primary_rank(uint64_t b) const {
+    return txn::primary_rank(b, meta_.replicas, meta_.node_count, meta_.failed_nodes);
+  }
+  // Whether replica `rank` of bucket b is on a node that did not fail.
+  bool replica_live(uint64_t b, uint32_t rank) const {
+    return ((meta_.failed_nodes >> placement(b, rank, meta_.node_count, 0).node_index) & 1) == 0;
+  }
+  // kUnavailable when every replica of bucket b is on a failed node.
+  Status check_bucket(uint64_t b) const;
+  GlobalAddress primary_bucket(uint64_t b) const {
+    const uint32_t r = primary_rank(b);
+    return bucket_address(b, r < meta_.replicas ? r : 0);
+  }
+  GlobalAddress primary_slot(uint64_t b, uint32_t slot) const {
+    return primary_bucket(b) + sizeof(BucketHeader) + slot * slot_bytes();
+  }
   // The address of replica `rank` (0 = primary) of bucket b.
   GlobalAddress bucket_address(uint64_t b, uint32_t rank) const {
     const Placement p = placement(b, rank, meta_.node_count, meta_.buckets_per_node);
@@ -65,6 +99,7 @@ class Table {
   std::string name_;
   TableMeta meta_{};
   std::vector<GlobalAddress> bases_;  // per node index (sorted node ids)
+  GlobalAddress meta_address_;
   ds::FarObject object_;
 };
 

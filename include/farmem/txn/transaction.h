@@ -34,7 +34,7 @@
 // images go) to that slot with state "committing", so a coordinator that dies at any point
 // leaves either no committing log (its locks are simply released by whoever meets them:
 // nothing was written in place) or a complete one (the meeting client rolls it forward). See
-// TxnClient::recover. Not yet: promotion of a backup when a primary's node dies.
+// TxnClient::recover. A primary's node that dies: txn/promote.h.
 //
 // An aborted transaction has released everything; further calls return the same kAborted.
 // Statuses: kAborted (reason()), kNotFound (reads/updates/erases of absent keys: not an
@@ -123,6 +123,13 @@ class TxnClient {
   // holder is alive or was checked less than recovery_check_ns ago. Transactions call it on a
   // lock conflict.
   runtime::Task<Result<bool>> recover(GlobalAddress word, uint64_t holder);
+  // Promotion (txn/promote.h): settles the transaction whose log slot is `holder` if its
+  // complete committing log has a lock or a replica on `dead_node` (named down in this client):
+  // kBusy when its coordinator's session is still open (it may still write in place),
+  // otherwise rolls it forward (true; entries whose primary died are applied by version, see
+  // apply_unlocked). false when there is nothing to settle (not committing: nothing of it is in
+  // place; or not touching the dead node: recovered as usual when met).
+  runtime::Task<Result<bool>> settle_for_promotion(uint64_t holder, uint16_t dead_node);
 
  private:
   friend class Transaction;
@@ -149,7 +156,17 @@ class TxnClient {
   };
   Check* find_check(uint64_t holder);
   runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder, bool* dead);
+  // Reads the log of `slot` (whose header h was just read) into *log: true when it is complete
+  // and committing (state 1, checksum holds), false when not committing or torn.
+  runtime::Task<Result<bool>> read_log(GlobalAddress slot, const LogSlotHeader& h,
+                                       std::string* log);
   runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
+  // For an entry whose primary lock word is on a node named down (its primary died): writes
+  // the image to every target whose version is older than the image's (nobody can have
+  // locked the record since: its lock was on the dead node, and promotion applies this before
+  // the backups serve as primaries).
+  runtime::Task<Status> apply_unlocked(const std::vector<GlobalAddress>& targets, const char* image,
+                                       uint32_t image_bytes);
   // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point.
   void crash_point(CrashAt at) const;
 

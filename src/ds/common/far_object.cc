@@ -31,6 +31,7 @@ Task<Result<FarObject>> FarObject::open(client::ThreadClient* c, std::string nam
   FarObject o;
   o.name_ = std::move(name);
   for (const client::NodeInfo& n : c->cluster().nodes()) {
+    if (n.down) continue;  // named down: its part is unreachable (and never used)
     auto id = co_await c->object_open(n.node_id, o.name_);
     if (!id.ok()) co_return id.status();
     o.ids_.emplace_back(n.node_id, *id);

@@ -33,7 +33,8 @@ class FarObject {
   // structure of that name exists.
   static runtime::Task<Result<FarObject>> create(client::ThreadClient* c, std::string name,
                                                  bool temporary);
-  // Opens an existing structure's objects (kNotFound when there is none).
+  // Opens an existing structure's objects (kNotFound when there is none), skipping nodes named
+  // down (client::ClientOptions::down_nodes).
   static runtime::Task<Result<FarObject>> open(client::ThreadClient* c, std::string name);
 
   // Publishes the root (owned by the object on the root's node) and persists the objects
