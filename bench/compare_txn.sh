@@ -14,13 +14,15 @@
 # Environment: BENCHBASE_DIR (required), JAVA (a java >= 23; default: JAVA_HOME, then the newest
 # /usr/lib/jvm/*/bin/java that is >= 23, then java on PATH), WORKLOADS ("tatp smallbank tpcc"),
 # DURATION (60 s measured per run), WARMUP (10 s per run, not measured), TERMINALS (2: BenchBase
-# terminals), THREADS (2) and COROUTINES (8 per thread) for farmem, TRANSPORTS ("shm"; add "tcp"
-# for UCX_TLS=tcp), TATP_SF (1), SMALLBANK_SF (1), TPCC_SF (1: warehouses, an integer), SEED (1:
-# BenchBase's randomSeed and farmem's --seed), QUICK (0; 1 = DURATION 5, WARMUP 2, TATP_SF and
-# SMALLBANK_SF 0.01 unless set), FARMEM (build/farmem), PG_BIN (default: the newest
-# /usr/lib/postgresql/*/bin), PG_OS_USER (postgres: the cluster's owner when run as root),
-# OUT (build/bench-compare-txn.json, rewritten by each run), KEEP_TMP (0; 1 keeps the temp dir
-# with PostgreSQL's and BenchBase's logs), LOAD_TIMEOUT (3600 s per BenchBase load).
+# terminals), RETRIES (64 attempts per transaction, both systems), THREADS (2) and COROUTINES
+# (8 per thread) for farmem, TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), TATP_SF (1),
+# SMALLBANK_SF (1), TPCC_SF (2 warehouses, an integer: BenchBase gives each terminal a
+# warehouse of its own), SEED (1: BenchBase's randomSeed and farmem's --seed), QUICK (0; 1 =
+# DURATION 5, WARMUP 2, TATP_SF and SMALLBANK_SF 0.01 unless set), FARMEM (build/farmem), PG_BIN
+# (default: the newest /usr/lib/postgresql/*/bin), PG_OS_USER (postgres: the cluster's owner
+# when run as root), PG_SETTINGS ("": extra postgresql.conf lines, ';'-separated, e.g.
+# "max_pred_locks_per_transaction = 1024"; shown in the output), OUT (build/bench-compare-txn.json, rewritten by each run), KEEP_TMP (0; 1
+# keeps the temp dir with PostgreSQL's and BenchBase's logs), LOAD_TIMEOUT (3600 s per load).
 #
 # Data sizes: the *_SF values are BenchBase scale factors; farmem's --scale is chosen so that
 # both hold the same rows, from BenchBase's loaders:
@@ -45,18 +47,20 @@
 # again. For each workload: a database of its own; BenchBase --create --load; a warm-up run of
 # WARMUP s (discarded); a measured run of DURATION s. BenchBase's counts of completed, aborted
 # (by the transaction itself, e.g. insufficient funds), rejected (serialization failures; a
-# request is retried up to 3 times, BenchBase's default) and unexpected transactions cover the
+# request makes up to RETRIES attempts, 64, like farmem's --max-attempts, where BenchBase's
+# default is 3, which would drop many TPC-C requests) and unexpected transactions cover the
 # whole of a run, warm-up included, so the measured run has no BenchBase warm-up of its own and
 # its counts are close to the measured window's; they still include the second BenchBase runs
 # before it starts measuring and the last transactions after, so its "Goodput" (all completed
 # transactions / measured seconds) overstates. "committed/s" here is its "Throughput (requests/
 # second)" (requests measured in the window, whatever their outcome) x the committed fraction of
-# requests, completed / (completed + aborted + unexpected); requests that ran out of retries
-# are left out of that fraction, which can only raise PostgreSQL's figure. Goodput and
+# requests, completed / (completed + aborted + unexpected); requests that ran out of attempts
+# (at most rejected / RETRIES, printed when not 0) are left out of that fraction, which can
+# only raise PostgreSQL's figure. Goodput and
 # throughput are in OUT as well.
 #
 # farmem: build/farmem bench txn --workload W --threads THREADS --coroutines COROUTINES
-# --warmup WARMUP --duration DURATION --scale S, with the local memory node farmem starts for
+# --max-attempts RETRIES --warmup WARMUP --duration DURATION --scale S, with the local memory node farmem starts for
 # each run (shared memory; "tcp" sets UCX_TLS=tcp). commits_per_s counts committed transactions
 # (not the ones the workload rolls back itself), abort_rate is aborted attempts / attempts. The
 # workload's invariant is checked after each run and shown. A farmem without --workload tpcc
@@ -83,12 +87,14 @@ SMALLBANK_SF=${SMALLBANK_SF:-1}
 TPCC_SF=${TPCC_SF:-2}
 WORKLOADS=${WORKLOADS:-"tatp smallbank tpcc"}
 TERMINALS=${TERMINALS:-2}
+RETRIES=${RETRIES:-64}
 THREADS=${THREADS:-2}
 COROUTINES=${COROUTINES:-8}
 TRANSPORTS=${TRANSPORTS:-shm}
 SEED=${SEED:-1}
 FARMEM=${FARMEM:-build/farmem}
 PG_OS_USER=${PG_OS_USER:-postgres}
+PG_SETTINGS=${PG_SETTINGS:-}
 OUT=${OUT:-build/bench-compare-txn.json}
 KEEP_TMP=${KEEP_TMP:-0}
 LOAD_TIMEOUT=${LOAD_TIMEOUT:-3600}
@@ -100,11 +106,12 @@ for wl in $WORKLOADS; do
     *) echo "WORKLOADS: unknown workload '$wl' (tatp, smallbank, tpcc)" >&2; exit 2 ;;
   esac
 done
-for v in DURATION WARMUP TERMINALS THREADS COROUTINES TPCC_SF; do
+for v in DURATION WARMUP TERMINALS THREADS COROUTINES TPCC_SF RETRIES; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number (got '${!v}')" >&2; exit 2; }
 done
 [ "$DURATION" -ge 1 ] || { echo "DURATION must be at least 1 s" >&2; exit 2; }
 [ "$TPCC_SF" -ge 1 ] || { echo "TPCC_SF (warehouses) must be at least 1" >&2; exit 2; }
+[ "$RETRIES" -ge 1 ] || { echo "RETRIES must be at least 1" >&2; exit 2; }
 for v in TATP_SF SMALLBANK_SF; do
   python3 -c 'import sys; assert float(sys.argv[1]) > 0' "${!v}" 2>/dev/null ||
     { echo "$v must be a positive number (got '${!v}')" >&2; exit 2; }
@@ -289,9 +296,9 @@ fm_progress() {  # log label
   local t0 line
   t0=$(date +%s)
   while sleep "$PROGRESS_S"; do
-    line=$(grep -E '^ *\[ *[0-9.]+s\]' "$1" 2>/dev/null | tail -n 1 || true)
+    line=$(grep -E '^ *\[ *[0-9.]+s\]|: loading: ' "$1" 2>/dev/null | tail -n 1 || true)
     if [ -n "$line" ]; then
-      echo "   [$2]$line"
+      echo "   [$2] ${line#"${line%%[! ]*}"}"
     else
       echo "   [$2 $(( $(date +%s) - t0 ))s] loading"
     fi
@@ -322,6 +329,10 @@ listen_addresses = '127.0.0.1'
 port = $pg_port
 unix_socket_directories = '$pgdir'
 EOF
+  if [ -n "$PG_SETTINGS" ]; then
+    tr ';' '\n' <<< "$PG_SETTINGS" >> "$pgdata/postgresql.conf"
+    echo "== postgres: extra settings (PG_SETTINGS): $PG_SETTINGS"
+  fi
   if ! as_pg "$PG_BIN/pg_ctl" -D "$pgdata" -l "$pgdir/server.log" -w -t 120 start \
          > "$tmp/res/pg_ctl.log" 2>&1; then
     pg_reason="pg_ctl start failed: $(tail -n 3 "$pgdir/server.log" 2>/dev/null | tr '\n' ' ')"; return 1
@@ -332,6 +343,7 @@ EOF
       'wal_sync_method', current_setting('wal_sync_method'),
       'shared_buffers', current_setting('shared_buffers'),
       'default_transaction_isolation', current_setting('default_transaction_isolation'),
+      'max_pred_locks_per_transaction', current_setting('max_pred_locks_per_transaction'),
       'listen_addresses', current_setting('listen_addresses'), 'port', $pg_port,
       'data_directory_fs', '$(df -T "$pgdir" | awk 'NR == 2 { print $2 }')')" > "$tmp/res/pg_settings.json"
   echo "== postgres $(psql_q postgres 'SHOW server_version') on 127.0.0.1:$pg_port (data $pgdata," \
@@ -361,6 +373,7 @@ bb_config() {  # workload seconds file
     <reconnectOnConnectionFailure>true</reconnectOnConnectionFailure>
     <isolation>TRANSACTION_SERIALIZABLE</isolation>
     <batchsize>128</batchsize>
+    <retries>$RETRIES</retries>
     <randomSeed>$SEED</randomSeed>
     <scalefactor>$(bb_sf "$1")</scalefactor>
     <terminals>$TERMINALS</terminals>
@@ -462,15 +475,16 @@ for wl in $WORKLOADS; do
     fi
     if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); else tls=(env -u UCX_TLS); fi
     args=(bench txn --workload "$wl" --threads "$THREADS" --coroutines "$COROUTINES"
-          --scale "$(fm_scale "$wl")" --warmup "$WARMUP" --duration "$DURATION" --seed "$SEED"
+          --scale "$(fm_scale "$wl")" --max-attempts "$RETRIES" --warmup "$WARMUP" --duration "$DURATION" --seed "$SEED"
           --out "$tmp/res/fm_$tag.json")
-    echo "== farmem $wl ($tr): $FARMEM ${args[*]:0:12}"
+    echo "== farmem $wl ($tr): $FARMEM ${args[*]:0:14}"
     start_fm_progress "$tmp/res/fm_$tag.log" "farmem $wl $tr"
     rc=0
     run $(( secs_total + LOAD_TIMEOUT )) "$tmp/res/fm_$tag.log" "${tls[@]}" "$FARMEM" "${args[@]}" || rc=$?
     stop_progress
     if [ "$rc" = 0 ] && [ -s "$tmp/res/fm_$tag.json" ]; then
-      grep -E '^txn |^  [A-Za-z]+ +commits/s|money|count|invariant' "$tmp/res/fm_$tag.log" | sed 's/^/   /' || true
+      grep -E '^txn [a-z]+: (loaded|commits/s)|^  [A-Za-z]+ +commits/s|invariant|record counts|consistency' \
+        "$tmp/res/fm_$tag.log" | sed 's/^/   /' || true
     else
       echo "farmem bench txn --workload $wl ($tr) failed (rc $rc): $(grep -v '^ *\[' "$tmp/res/fm_$tag.log" | tail -n 2 | tr '\n' ' ')" > "$tmp/res/fm_$tag.err"
       echo "   $(cat "$tmp/res/fm_$tag.err")"
@@ -480,7 +494,7 @@ done
 
 # --------------------------------------------------------------------------- report
 echo
-RES=$tmp/res WORKLOADS="$WORKLOADS" TRANSPORTS="$TRANSPORTS" OUT="$OUT" DURATION=$DURATION \
+RES=$tmp/res RETRIES=$RETRIES PG_SETTINGS="$PG_SETTINGS" WORKLOADS="$WORKLOADS" TRANSPORTS="$TRANSPORTS" OUT="$OUT" DURATION=$DURATION \
 WARMUP=$WARMUP TERMINALS=$TERMINALS THREADS=$THREADS COROUTINES=$COROUTINES SEED=$SEED \
 TATP_SF=$TATP_SF SMALLBANK_SF=$SMALLBANK_SF TPCC_SF=$TPCC_SF \
 FM_SCALES="tatp=$(fm_scale tatp) smallbank=$(fm_scale smallbank) tpcc=$(fm_scale tpcc)" \
@@ -517,10 +531,13 @@ def hist(h, key):
 
 
 pg_settings = json.loads(read("pg_settings.json") or "null")
+if pg_settings is not None:
+    pg_settings["extra_settings"] = E["PG_SETTINGS"]
 doc = {
     "unix_time": int(time.time()),
     "config": {"duration_s": int(E["DURATION"]), "warmup_s": int(E["WARMUP"]),
                "terminals": int(E["TERMINALS"]), "isolation": "SERIALIZABLE",
+               "attempts_per_transaction": int(E["RETRIES"]),
                "threads": int(E["THREADS"]), "coroutines": int(E["COROUTINES"]),
                "transports": transports, "seed": int(E["SEED"]),
                "benchbase_scalefactor": bb_sf, "farmem_scale": fm_scales,
@@ -530,6 +547,7 @@ doc = {
     "workloads": {},
 }
 errors = []
+notes = []
 rows = []
 for wl in workloads:
     entry = {"target_ratio": targets[wl]}
@@ -549,6 +567,7 @@ for wl in workloads:
               "benchbase_goodput_per_s": s["Goodput (requests/second)"],
               "measured_requests": s["Measured Requests"],
               "completed": c, "user_aborted": a, "serialization_retries": r, "unexpected": u,
+              "out_of_retries_at_most": r // int(E["RETRIES"]),
               "retry_rate": r / attempts if attempts else 0.0,
               "latency_us": s.get("Latency Distribution"),
               "per_type": {t: {"completed": completed.get(t, 0), "aborted": aborted.get(t, 0),
@@ -591,6 +610,9 @@ for wl, e in rows:
     pg = e["postgres"]
     if pg:
         lat = pg["latency_us"] or {}
+        if pg["out_of_retries_at_most"]:
+            notes.append("postgres %s: up to %d requests ran out of attempts (left out of committed/s's "
+                         "denominator)" % (wl, pg["out_of_retries_at_most"]))
         print("%-10s %-14s %13s %13s %11s %9s %9s  %s" % (
             names[wl], "postgres", n(pg["committed_per_s"], "{:,.1f}"), n(pg["requests_per_s"], "{:,.1f}"),
             "%.4f" % pg["retry_rate"], n(lat.get("Median Latency (microseconds)")),
@@ -622,13 +644,18 @@ print()
 print("notes:")
 print("  postgres requests/s = BenchBase throughput (measured requests whatever their outcome);")
 print("  committed/s = requests/s x completed / (completed + user-aborted + unexpected); abort_rate =")
-print("  serialization failures (BenchBase 'rejected', each retried up to 3 times) / attempts;")
+print("  serialization failures (BenchBase 'rejected') / attempts; both systems make up to %s attempts"
+      % E["RETRIES"])
 print("  farmem requests/s = attempted/s, abort_rate = aborted attempts / attempts")
 if pg_settings:
     print("  postgres %s: fsync %s, synchronous_commit %s, full_page_writes %s, shared_buffers %s, data on %s"
           % (pg_settings["version"], pg_settings["fsync"], pg_settings["synchronous_commit"],
              pg_settings["full_page_writes"], pg_settings["shared_buffers"], pg_settings["data_directory_fs"]))
+    print("  postgres max_pred_locks_per_transaction %s; extra settings: %s"
+          % (pg_settings["max_pred_locks_per_transaction"], pg_settings["extra_settings"] or "none"))
 print("  results in %s" % E["OUT"])
+for note in notes:
+    print("  " + note)
 for err in errors:
     print("  NOT MEASURED: " + err)
 PY
