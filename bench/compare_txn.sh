@@ -38,8 +38,7 @@
 # DepositChecking, SendPayment, TransactSavings, WriteCheck), TPC-C 45/43/4/4/4 (NewOrder,
 # Payment, OrderStatus, Delivery, StockLevel), no keying or think times, rate unlimited.
 # One difference: BenchBase's SmallBank draws accounts uniformly; farmem's sends 90% of its
-# transactions to 4% hot accounts (more conflicts for farmem, not fewer). SMALLBANK_SF defaults
-# to 0.5 because farmem's loader stops at 1M accounts today (bucket full in smallbank.checking).
+# transactions to 4% hot accounts (more conflicts for farmem, not fewer).
 # TPC-C on PostgreSQL: its planner scans the tiny warehouse and district tables sequentially,
 # which under SERIALIZABLE takes relation-level predicate locks, so the two terminals' Payments
 # and NewOrders conflict although their warehouses differ: ~87% of attempts fail serialization
@@ -89,7 +88,7 @@ fi
 DURATION=${DURATION:-60}
 WARMUP=${WARMUP:-10}
 TATP_SF=${TATP_SF:-1}
-SMALLBANK_SF=${SMALLBANK_SF:-0.5}
+SMALLBANK_SF=${SMALLBANK_SF:-1}
 TPCC_SF=${TPCC_SF:-2}
 WORKLOADS=${WORKLOADS:-"tatp smallbank tpcc"}
 TERMINALS=${TERMINALS:-2}

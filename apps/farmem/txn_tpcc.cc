@@ -172,10 +172,9 @@ struct CustomerChoice {
   uint32_t name;  // by name
 };
 
-// Bytes of a table's bucket array on one node holding all of it (txn/table.h: 4 records per
-// bucket).
+// Bytes of a table's bucket array on one node holding all of it (txn::bucket_count buckets).
 uint64_t table_bytes(const TableSpec& s) {
-  return (s.capacity + 3) / 4 * txn::bucket_bytes(s.record_bytes);
+  return txn::bucket_count(s.capacity, 1) * txn::bucket_bytes(s.record_bytes);
 }
 
 class Tpcc final : public TxnWorkload {

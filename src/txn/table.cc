@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "farmem/client/cluster.h"
@@ -55,6 +56,23 @@ Task<Status> zero_fill(client::ThreadClient* c, GlobalAddress base, uint64_t byt
 
 }  // namespace
 
+uint64_t bucket_count(uint64_t capacity, uint64_t nodes) {
+  // P(X > kSlotsPerBucket) for X ~ Poisson(lambda), summed term by term (no cancellation).
+  auto overflow = [](double lambda) {
+    double term = std::exp(-lambda), sum = 0;
+    for (uint32_t k = 1; k <= 4 * kSlotsPerBucket + 64; ++k) {
+      term *= lambda / k;
+      if (k > kSlotsPerBucket) sum += term;
+    }
+    return sum;
+  };
+  uint64_t b = std::max<uint64_t>(1, (capacity + 3) / 4);
+  while (static_cast<double>(b) * overflow(static_cast<double>(capacity) / b) >= 0.01) {
+    b += std::max<uint64_t>(1, b / 16);
+  }
+  return std::max(nodes, b);
+}
+
 Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, TableOptions o) {
   if (name.empty()) co_return InvalidArgument("a table needs a name");
   const std::vector<uint16_t> ids = sorted_nodes(c);
@@ -74,9 +92,7 @@ Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, Tab
   m.magic = kTableMagic;
   m.layout_version = kLayoutVersion;
   m.record_bytes = o.record_bytes;
-  // Four records per bucket of 16 at full capacity: with no overflow chains, a bucket
-  // overflows when more than 16 keys hash to it (Poisson(4): about 1 bucket in 10^6).
-  m.buckets = std::max<uint64_t>(n, (o.capacity + 3) / 4);
+  m.buckets = bucket_count(o.capacity, n);
   m.buckets_per_node = (m.buckets + n - 1) / n;
   m.slots_per_bucket = kSlotsPerBucket;
   m.replicas = o.replicas != 0 ? o.replicas : (n >= 2 ? 2 : 1);

@@ -78,6 +78,13 @@ inline constexpr uint64_t bucket_bytes(uint32_t record_bytes) {
 static_assert(slot_bytes(8) == 40 && bucket_bytes(8) == 704);
 static_assert(slot_bytes(1) == 40 && bucket_bytes(4096) == 66112);
 
+// Buckets for a table of `capacity` records over `nodes` nodes. There are no overflow chains,
+// so an insert into a bucket whose kSlotsPerBucket slots are taken fails: the count is the
+// fewest, from capacity / 4 up in steps of 1/16, for which the expected number of buckets
+// holding more than kSlotsPerBucket keys at capacity (keys hashed uniformly: a Poisson tail)
+// is below 1/100. 4 records per bucket for small tables, about 3 at 10^6, 2.5 at 10^7.
+uint64_t bucket_count(uint64_t capacity, uint64_t nodes);
+
 // The bucket of `key` (splitmix64 of key ^ seed, modulo buckets).
 inline uint64_t bucket_of(uint64_t key, uint64_t seed, uint64_t buckets) {
   uint64_t z = key ^ seed;

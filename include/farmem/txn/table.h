@@ -4,9 +4,10 @@
 // caller's choice of hash (XXH3-64 is what the benchmarks would use); collisions are the
 // caller's to avoid.
 //
-// create() sizes the buckets for `capacity` records at four per bucket of kSlotsPerBucket = 16
-// (load factor 1/4: there are no overflow chains, so an insert into one of the rare full
-// buckets fails with kResourceExhausted; at capacity about one bucket in 10^6 is full), writes
+// create() sizes the buckets for `capacity` records (bucket_count() in layout.h: 4 records per
+// 16-slot bucket for small tables, fewer for large ones, so that at capacity the chance that
+// any bucket is full stays below 1%; there are no overflow chains, so an insert into a full
+// bucket fails with kResourceExhausted), writes
 // the zeroed bucket arrays and the metadata and publishes the root "txn/<name>". open() reads
 // them. A Table is immutable after create/open except for refresh(): one value may be shared
 // by every coroutine and thread of a process (the ThreadClient given to create/open is only

@@ -6,6 +6,12 @@
 #include <set>
 #include <utility>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <string_view>
+
 #include "farmem/txn/layout.h"
 #include "test_seed.h"
 
@@ -19,6 +25,33 @@ TEST(TxnLayout, SizesFollowTheRecordSize) {
   EXPECT_EQ(bucket_bytes(40) % 64, 0u);
   EXPECT_GE(bucket_bytes(kMaxRecordBytes),
             sizeof(BucketHeader) + kSlotsPerBucket * slot_bytes(kMaxRecordBytes));
+}
+
+// The most keys of 0..keys-1 that land in one of `buckets` buckets under a table name's seed.
+uint32_t fullest_bucket(std::string_view name, uint64_t keys, uint64_t buckets) {
+  const uint64_t seed = XXH3_64bits(name.data(), name.size());  // as Table::create
+  std::vector<uint32_t> count(buckets);
+  for (uint64_t k = 0; k < keys; ++k) ++count[bucket_of(k, seed, buckets)];
+  return *std::max_element(count.begin(), count.end());
+}
+
+TEST(TxnLayout, BucketCountLeavesRoomAtCapacity) {
+  EXPECT_EQ(bucket_count(1024, 1), 256u);  // small tables: 4 records per bucket
+  EXPECT_EQ(bucket_count(1, 3), 3u);       // at least one bucket per node
+  uint64_t last = 0;
+  for (uint64_t cap : {1000ull, 100'000ull, 1'000'000ull, 10'000'000ull}) {
+    const uint64_t b = bucket_count(cap, 1);
+    EXPECT_GE(b, (cap + 3) / 4);
+    EXPECT_LT(b, cap);  // still several records per bucket
+    EXPECT_GT(b, last);
+    last = b;
+  }
+  EXPECT_GT(bucket_count(1'000'000, 1), 1'000'000u / 3.2);  // ~2.95 per bucket
+  // SmallBank's 1M accounts (keys 0..999,999) in 'smallbank.checking': at 4 per bucket one
+  // bucket gets 17 keys and the load failed; with bucket_count's sizing none is full.
+  EXPECT_GT(fullest_bucket("smallbank.checking", 1'000'000, 250'000), kSlotsPerBucket);
+  EXPECT_LE(fullest_bucket("smallbank.checking", 1'000'000, bucket_count(1'000'000, 1)),
+            kSlotsPerBucket);
 }
 
 TEST(TxnLayout, BucketOfStaysInRangeAndSpreads) {
