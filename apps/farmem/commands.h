@@ -142,8 +142,13 @@ int run_kv(const KvFlags& flags);
 // `farmem txn <command>` (txn_cmd.cc): operator commands for transactional tables.
 struct TxnFlags {
   ClusterFlags cluster;
+  std::string command;              // create | locks | promote
   uint16_t node = 0;                // promote: the dead node's id
-  std::vector<std::string> tables;  // promote: the tables
+  std::vector<std::string> tables;  // the tables (create, locks: one)
+  uint32_t record_bytes = 8;        // create
+  uint64_t capacity = 1024;         // create
+  uint32_t replicas = 0;            // create (0: the default)
+  bool recover = false;             // locks: meet each held lock (recovery of ended holders)
 };
 CLI::App* add_txn_commands(CLI::App* app, TxnFlags* flags);
 int run_txn(const TxnFlags& flags);

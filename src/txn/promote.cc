@@ -24,6 +24,8 @@ constexpr uint64_t kZero = 0;
 struct ScanResult {
   std::set<uint64_t> holders;        // lock values on current primaries and promoted replicas
   std::vector<GlobalAddress> stray;  // nonzero lock words on replicas about to be promoted
+  std::vector<HeldLock> held;        // (when asked for) every nonzero lock word seen, bounded
+  bool want_held = false;
   uint64_t promoted = 0;
   uint64_t locks = 0;
 };
@@ -36,6 +38,7 @@ void lock_words(const Table& t, const char* bucket, GlobalAddress at, bool promo
     ++out->locks;
     out->holders.insert(word);
     if (promoted) out->stray.push_back(where);
+    if (out->want_held && out->held.size() < kMaxHolders) out->held.push_back({where, word});
   };
   uint64_t word = 0;
   std::memcpy(&word, bucket, 8);
@@ -171,6 +174,25 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
                     name));
   }
   report.failed_nodes = new_failed;
+  co_return report;
+}
+
+Task<Result<LockReport>> held_locks(client::ThreadClient* c, std::string name) {
+  auto opened = co_await Table::open(c, name);
+  if (!opened.ok()) co_return opened.status();
+  const Table& t = *opened;
+  const uint64_t failed = t.failed_nodes();
+  ScanResult scan;
+  scan.want_held = true;
+  for (uint32_t j = 0; j < t.node_count(); ++j) {
+    if (((failed >> j) & 1) || c->cluster().is_down(t.node_id(j))) continue;
+    Status s = co_await scan_node(c, t, j, failed, failed, &scan);
+    if (!s.ok()) co_return s;
+  }
+  LockReport report;
+  report.table = name;
+  report.locks = scan.locks;
+  report.held = std::move(scan.held);
   co_return report;
 }
 

@@ -76,6 +76,8 @@ TxnClient::TxnClient(client::ThreadClient* c, TxnClientOptions options)
   if (at == "before_log") crash_at_ = CrashAt::kBeforeLog;
   if (at == "after_log") crash_at_ = CrashAt::kAfterLog;
   if (at == "after_write") crash_at_ = CrashAt::kAfterWrite;
+  const char* sig = std::getenv("FARMEM_TXN_CRASH_SIGNAL");
+  crash_stops_ = sig != nullptr && std::string_view(sig) == "stop";
 }
 
 TxnClient::~TxnClient() = default;
@@ -162,7 +164,7 @@ uint32_t TxnClient::take_slot() {
 }
 
 void TxnClient::crash_point(CrashAt at) const {
-  if (crash_at_ == at) ::raise(SIGKILL);
+  if (crash_at_ == at) ::raise(crash_stops_ ? SIGSTOP : SIGKILL);
 }
 
 TxnClient::Check* TxnClient::find_check(uint64_t holder) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "farmem/client/thread_client.h"
 #include "farmem/common/result.h"
@@ -35,6 +36,20 @@ struct PromoteReport {
   uint64_t locks_cleared = 0;  // nonzero lock words found (and cleared) on promoted replicas
   uint64_t failed_nodes = 0;   // the table's failed-node marks afterwards (bit per index)
 };
+
+// The lock words held on the primaries of a table (bucket and record locks), for operators:
+// once the coordinators that held them have ended and recovery met them, there are none.
+// Scans every live node's bucket array with one-sided reads; `held` keeps at most 65,536.
+struct HeldLock {
+  GlobalAddress word;
+  uint64_t holder;  // the lock value: the holder's log slot (packed GlobalAddress)
+};
+struct LockReport {
+  std::string table;
+  uint64_t locks = 0;
+  std::vector<HeldLock> held;
+};
+runtime::Task<Result<LockReport>> held_locks(client::ThreadClient* c, std::string table);
 
 runtime::Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc,
                                                    std::string table, uint16_t dead_node);

@@ -167,7 +167,8 @@ class TxnClient {
   // the backups serve as primaries).
   runtime::Task<Status> apply_unlocked(const std::vector<GlobalAddress>& targets, const char* image,
                                        uint32_t image_bytes);
-  // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point.
+  // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point,
+  // or SIGSTOP with FARMEM_TXN_CRASH_SIGNAL=stop (the commit goes on after SIGCONT).
   void crash_point(CrashAt at) const;
 
   client::ThreadClient* client_;
@@ -184,6 +185,7 @@ class TxnClient {
   uint32_t window_checks_ = 0;
   bool recovering_ = false;
   CrashAt crash_at_ = CrashAt::kNever;
+  bool crash_stops_ = false;
 };
 
 class Transaction {
