@@ -17,11 +17,14 @@ namespace farmem::testing {
 
 class TxnTest : public ::testing::TestWithParam<Transport> {
  protected:
+  // Each node's exported bytes.
+  virtual uint64_t node_capacity_bytes() const { return 256ull << 20; }
   void SetUp() override {
     for (uint16_t id = 0; id < 2; ++id) {
       ServerOptions o;
       o.tls = GetParam().tls;
       o.node_id = id;
+      o.capacity_bytes = node_capacity_bytes();
       servers_.push_back(ServerProcess::start(o));
       ASSERT_NE(servers_.back(), nullptr);
     }
