@@ -3,7 +3,7 @@
 // table and prints every committed transaction as "txn <sercheck JSON>".
 //
 //   farmem_txn_history_client --servers h:p,h:p --table NAME --keys K --coroutines C
-//                             --count N --seed S --go FILE [--tls TLS]
+//                             --count N --seed S --go FILE [--tls TLS] [--load]
 //
 // Prints "ready" once connected, waits (polling) until FILE exists so that every process starts
 // together, then runs; at the end prints the "txn" lines and "done commits=N aborts=M". Exits 1
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed);
   app.add_option("--go", go)->required();
   app.add_option("--tls", tls);
+  bool load = false;
+  app.add_flag("--load", load, "first insert keys 0..keys-1 with value 0 (one transaction)");
   CLI11_PARSE(app, argc, argv);
   auto config = client::ClusterConfig::from_server_list(servers);
   if (!config.ok()) return fail(config.status());
@@ -57,6 +59,15 @@ int main(int argc, char** argv) {
   if (!t.ok()) return fail(t.status());
   auto tc = c->run(txn::TxnClient::create(c));
   if (!tc.ok()) return fail(tc.status());
+  if (load) {
+    txn::Transaction x = (*tc)->begin();
+    Status s;
+    for (uint64_t k = 0; k < keys && s.ok(); ++k) {
+      s = c->run(x.insert(*t, k, testing::micro_value(0)));
+    }
+    if (s.ok()) s = c->run(x.commit());
+    if (!s.ok()) return fail(s);
+  }
   std::printf("ready\n");
   std::fflush(stdout);
   struct stat st;
