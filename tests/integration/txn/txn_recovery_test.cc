@@ -26,9 +26,32 @@ struct Phase {
   bool committed;  // whether the transaction must be visible after recovery
 };
 
-class TxnRecoveryTest : public TxnTest {};
-
 constexpr uint64_t kKeys = 4;  // the child updates 0..3, erases 4, inserts 500
+
+class TxnRecoveryTest : public TxnTest {
+ protected:
+  std::string servers() const { return servers_[0]->address() + "," + servers_[1]->address(); }
+  // Commits keys 0..kKeys with value = key (what the child then changes).
+  void load_keys(const Table& t) {
+    Transaction load = tc_->begin();
+    for (uint64_t k = 0; k <= kKeys; ++k) {
+      ASSERT_TRUE(c_->run(load.insert(t, k, u64_value(k))).ok());
+    }
+    ASSERT_TRUE(c_->run(load.commit()).ok());
+  }
+  // The crash client on table t, its hook at `phase` (SIGKILL, or SIGSTOP when `stop`).
+  std::unique_ptr<ChildProcess> start_child(const Table& t, const std::string& phase,
+                                            bool stop = false) {
+    std::vector<std::string> env = {"UCX_TLS=" + GetParam().tls, "FARMEM_TXN_CRASH_AT=" + phase};
+    if (stop) env.push_back("FARMEM_TXN_CRASH_SIGNAL=stop");
+    return ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers", servers(), "--table",
+                                t.name(), "--keys", std::to_string(kKeys), "--tls", GetParam().tls},
+                               env);
+  }
+  // Loads the keys, runs the crash client with its hook at phase.name (SIGKILL), then meets its
+  // locks until recovery dealt with them and checks all or nothing of it is visible.
+  void run_phase(const Table& t, const Phase& phase);
+};
 
 // One attempt to read (and lock) every key the child touched; fills *values (~0 for absent).
 Status read_all(client::ThreadClient* c, txn::TxnClient* tc, const Table& t,
@@ -48,18 +71,9 @@ Status read_all(client::ThreadClient* c, txn::TxnClient* tc, const Table& t,
   return c->run(x.commit());
 }
 
-void run_phase(TxnRecoveryTest* test, const Phase& phase, const std::string& tls,
-               client::ThreadClient* c, txn::TxnClient* tc, const Table& t,
-               const std::vector<std::unique_ptr<ServerProcess>>& servers) {
-  {
-    Transaction load = tc->begin();
-    for (uint64_t k = 0; k <= kKeys; ++k) ASSERT_TRUE(c->run(load.insert(t, k, u64_value(k))).ok());
-    ASSERT_TRUE(c->run(load.commit()).ok());
-  }
-  auto child = ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers",
-                                    servers[0]->address() + "," + servers[1]->address(), "--table",
-                                    t.name(), "--keys", std::to_string(kKeys), "--tls", tls},
-                                   {"UCX_TLS=" + tls, "FARMEM_TXN_CRASH_AT=" + phase.name});
+void TxnRecoveryTest::run_phase(const Table& t, const Phase& phase) {
+  ASSERT_NO_FATAL_FAILURE(load_keys(t));
+  auto child = start_child(t, phase.name);
   ASSERT_NE(child, nullptr);
   const int status = child->wait_exit(60000);  // hang guard
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
@@ -72,7 +86,7 @@ void run_phase(TxnRecoveryTest* test, const Phase& phase, const std::string& tls
   Status s;
   int attempts = 0;
   for (; attempts < 3000; ++attempts) {
-    s = read_all(c, tc, t, &values);
+    s = read_all(c_, tc_.get(), t, &values);
     if (s.code() != StatusCode::kAborted) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -82,25 +96,24 @@ void run_phase(TxnRecoveryTest* test, const Phase& phase, const std::string& tls
   const std::vector<uint64_t> after = {1000, 1001, 1002, 1003, ~0ull, 500};
   EXPECT_EQ(values, phase.committed ? after : before);
   // Nothing stays locked: a new transaction locks every record at its first attempt.
-  s = read_all(c, tc, t, &values);
+  s = read_all(c_, tc_.get(), t, &values);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(values, phase.committed ? after : before);
-  (void)test;
 }
 
 TEST_P(TxnRecoveryTest, CoordinatorKilledBeforeItsLogRollsBack) {
   Table t = make_table("crash", 8, 64);
-  run_phase(this, {"before_log", false}, GetParam().tls, c_, tc_.get(), t, servers_);
+  run_phase(t, {"before_log", false});
 }
 
 TEST_P(TxnRecoveryTest, CoordinatorKilledAfterItsLogRollsForward) {
   Table t = make_table("crash", 8, 64);
-  run_phase(this, {"after_log", true}, GetParam().tls, c_, tc_.get(), t, servers_);
+  run_phase(t, {"after_log", true});
 }
 
 TEST_P(TxnRecoveryTest, CoordinatorKilledAfterItsWritesRollsForward) {
   Table t = make_table("crash", 8, 64);
-  run_phase(this, {"after_write", true}, GetParam().tls, c_, tc_.get(), t, servers_);
+  run_phase(t, {"after_write", true});
 }
 
 // Waits (hang guard: real time, not a measurement) until the child has stopped itself.
@@ -117,19 +130,8 @@ bool wait_stopped(pid_t pid, int limit_ms) {
 
 TEST_P(TxnRecoveryTest, CoordinatorStoppedAfterItsLogKeepsItsLocksUntilItResumes) {
   Table t = make_table("crash", 8, 64);
-  {
-    Transaction load = tc_->begin();
-    for (uint64_t k = 0; k <= kKeys; ++k) {
-      ASSERT_TRUE(c_->run(load.insert(t, k, u64_value(k))).ok());
-    }
-    ASSERT_TRUE(c_->run(load.commit()).ok());
-  }
-  auto child =
-      ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers",
-                           servers_[0]->address() + "," + servers_[1]->address(), "--table",
-                           t.name(), "--keys", std::to_string(kKeys), "--tls", GetParam().tls},
-                          {"UCX_TLS=" + GetParam().tls, "FARMEM_TXN_CRASH_AT=after_log",
-                           "FARMEM_TXN_CRASH_SIGNAL=stop"});
+  ASSERT_NO_FATAL_FAILURE(load_keys(t));
+  auto child = start_child(t, "after_log", /*stop=*/true);
   ASSERT_NE(child, nullptr);
   ASSERT_TRUE(wait_stopped(child->pid(), 60000)) << child->output();
 
@@ -172,22 +174,13 @@ std::pair<int, std::string> txn_locks(const std::string& servers, const std::str
 
 TEST_P(TxnRecoveryTest, TxnLocksShowsADeadCoordinatorsLocksUntilRecoveryMeetsThem) {
   Table t = make_table("crash", 8, 64);
-  {
-    Transaction load = tc_->begin();
-    for (uint64_t k = 0; k <= kKeys; ++k) {
-      ASSERT_TRUE(c_->run(load.insert(t, k, u64_value(k))).ok());
-    }
-    ASSERT_TRUE(c_->run(load.commit()).ok());
-  }
-  const std::string servers = servers_[0]->address() + "," + servers_[1]->address();
+  ASSERT_NO_FATAL_FAILURE(load_keys(t));
+  const std::string servers = this->servers();
   auto [clean_rc, clean] = txn_locks(servers, GetParam().tls, t.name(), false);
   EXPECT_EQ(clean_rc, 0) << clean;
   EXPECT_NE(clean.find("0 held lock(s)"), std::string::npos) << clean;
 
-  auto child =
-      ChildProcess::start({FARMEM_TXN_CRASH_CLIENT_BIN, "--servers", servers, "--table", t.name(),
-                           "--keys", std::to_string(kKeys), "--tls", GetParam().tls},
-                          {"UCX_TLS=" + GetParam().tls, "FARMEM_TXN_CRASH_AT=after_log"});
+  auto child = start_child(t, "after_log");
   ASSERT_NE(child, nullptr);
   const int status = child->wait_exit(60000);  // hang guard
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << child->output();
