@@ -70,6 +70,7 @@ runtime::Task<int> create_table(client::ThreadClient* c, const TxnFlags& f) {
   co_return 0;
 }
 
+// tc: the coordinator that meets the locks (only with recover).
 runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnClient* tc,
                                             const std::string& name, bool recover) {
   auto r = co_await txn::held_locks(c, name);
@@ -92,18 +93,23 @@ runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnCli
 }
 
 runtime::Task<int> locks(client::ThreadClient* c, const TxnFlags& f) {
-  auto tc = co_await txn::TxnClient::create(c);
-  if (!tc.ok()) {
-    fmt::print(stderr, "error: {}\n", tc.status().to_string());
-    co_return 1;
+  const std::string& name = f.tables.front();
+  Result<uint64_t> n = uint64_t{0};
+  if (!f.recover) {
+    n = co_await print_locks(c, nullptr, name, false);  // a listing needs no coordinator
+  } else {
+    auto tc = co_await txn::TxnClient::create(c);
+    if (!tc.ok()) {
+      fmt::print(stderr, "error: {}\n", tc.status().to_string());
+      co_return 1;
+    }
+    n = co_await print_locks(c, tc->get(), name, true);
+    if (n.ok() && *n > 0) n = co_await print_locks(c, tc->get(), name, false);
+    Status closed = co_await (*tc)->close();
+    if (!closed.ok()) fmt::print(stderr, "warning: {}\n", closed.to_string());
   }
-  auto n = co_await print_locks(c, tc->get(), f.tables.front(), f.recover);
-  if (n.ok() && f.recover && *n > 0)
-    n = co_await print_locks(c, tc->get(), f.tables.front(), false);
-  Status closed = co_await (*tc)->close();
-  if (!closed.ok()) fmt::print(stderr, "warning: {}\n", closed.to_string());
   if (!n.ok()) {
-    fmt::print("table {}: {}\n", f.tables.front(), n.status().to_string());
+    fmt::print("table {}: {}\n", name, n.status().to_string());
     co_return 1;
   }
   co_return *n == 0 ? 0 : 1;
