@@ -4,9 +4,12 @@
 //              of the same size in the same run (ThreadClient::read of equally cold far bytes
 //              into local memory: the ratio's reference), and ucx_perftest's latency for the
 //              size (one cache-resident buffer; a round trip of messages over TCP)
-//   frontend   AIFM's web front end: a far hash table of --keys entries indexing a far array of
-//              --objects 8 KiB objects; each request looks up a Zipfian key, reads the object
-//              and compresses it with LZ4; --backend far (local budget --local-memory), local
+//   frontend   AIFM's web front end (its fig. 6 program): a far hash table of --keys entries
+//              indexing a far array of --objects 8 KiB objects; each request picks one of
+//              keys / --keys-per-request requests from a Zipfian distribution (--zipf-theta),
+//              looks up its --keys-per-request keys (AIFM: 32), sums their values into the index
+//              of the object it reads and compresses that object with LZ4 (every value and the
+//              sum are checked); --backend far (local budget --local-memory), local
 //              (std containers) or mmap (the paged baseline: the same table and objects in a
 //              file mapped by the program, inside a memory cgroup limited to the budget, the
 //              file's page cache dropped first; page faults block the thread) or paged (the
@@ -38,6 +41,7 @@
 #include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
 #include "farmem/paged/manager.h"
+#include "farmem/workload/key_format.h"
 #include "farmem/workload/scrambled_zipfian_chooser.h"
 #include "memory_cgroup.h"
 
@@ -252,22 +256,73 @@ int compress(const uint8_t* data, std::vector<char>* out) {
                               static_cast<int>(kItemBytes), static_cast<int>(out->size()));
 }
 
+// The request shape (AIFM's web front end): request r owns the key indices r * per_request + j
+// for j < per_request; index r * per_request maps to r, the others to 0, so the sum of a
+// request's values is r and it reads object r % objects. A request is drawn from a Zipfian over
+// the requests. Keys are the indices scrambled by a bijective mix (AIFM's are random strings)
+// and are loaded in a shuffled order (load_order), so that no backend finds a request's keys
+// next to each other (std::hash of an integer is the integer, and nodes inserted in index order
+// would sit side by side).
+struct FrontShape {
+  uint64_t per_request = 1;
+  uint64_t requests = 1;
+  uint64_t objects = 1;
+  uint64_t keys() const { return per_request * requests; }
+  uint64_t key(uint64_t r, uint64_t j) const {
+    return workload::scramble_index(r * per_request + j);
+  }
+  uint64_t key_of(uint64_t index) const { return workload::scramble_index(index); }
+  uint64_t value_of(uint64_t index) const {
+    return index % per_request == 0 ? index / per_request : 0;
+  }
+};
+
+// The key indices in the order every backend loads them (a seeded shuffle).
+std::vector<uint64_t> load_order(const FrontShape& shape, uint64_t seed) {
+  std::vector<uint64_t> order(shape.keys());
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  workload::Rng rng(seed);
+  for (uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next_u64() % i]);
+  return order;
+}
+
+// Checks a request's value sum (every key found, every value right) and names its object.
+Result<uint64_t> object_of(const FrontShape& shape, uint64_t r, uint64_t sum) {
+  if (sum != r) return Internal(fmt::format("front end: request {} summed to {}", r, sum));
+  return r % shape.objects;
+}
+
 struct FarFront {
+  FrontShape shape;
+  const std::vector<uint64_t>* order;  // load order of the key indices
   far::HashTable<uint64_t, uint64_t>* table;
   far::Array<Item>* items;
   far::ThreadCache* cache;
 };
 
-Task<void> far_client(BenchThread* t, FarFront fe, const workload::ScrambledZipfianChooser* keys,
-                      uint64_t stream) {
+// The sum of request r's values, looked up in the far table.
+Task<Result<uint64_t>> far_lookups(const FarFront& fe, uint64_t r) {
+  uint64_t sum = 0;
+  for (uint64_t j = 0; j < fe.shape.per_request; ++j) {
+    auto v = co_await fe.table->find(fe.shape.key(r, j));
+    if (!v.ok()) co_return v.status();
+    if (!v->has_value()) co_return Internal("front end: key missing");
+    sum += **v;
+  }
+  co_return sum;
+}
+
+Task<void> far_client(BenchThread* t, FarFront fe,
+                      const workload::ScrambledZipfianChooser* requests, uint64_t stream) {
   workload::Rng rng = workload::Rng::for_thread(t->seed(), t->index() * 1024 + stream);
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
-    const uint64_t key = keys->next(rng);
-    auto idx = co_await fe.table->find(key);
-    if (!idx.ok() || !idx->has_value()) {
-      t->fail(idx.ok() ? Internal("front end: key missing") : idx.status());
+    const uint64_t r = requests->next(rng);
+    auto sum = co_await far_lookups(fe, r);
+    Result<uint64_t> idx = sum.ok() ? object_of(fe.shape, r, *sum) : sum.status();
+    if (!idx.ok()) {
+      t->fail(idx.status());
       co_return;
     }
     auto scope = co_await far::DerefScope::enter(*fe.cache);
@@ -275,7 +330,7 @@ Task<void> far_client(BenchThread* t, FarFront fe, const workload::ScrambledZipf
       t->fail(scope.status());
       co_return;
     }
-    auto item = co_await fe.items->at(*scope, **idx);
+    auto item = co_await fe.items->at(*scope, *idx);
     if (!item.ok()) {
       t->fail(item.status());
       co_return;
@@ -286,29 +341,46 @@ Task<void> far_client(BenchThread* t, FarFront fe, const workload::ScrambledZipf
   }
 }
 
-Task<Status> far_load(FarFront fe, uint64_t keys, uint64_t objects) {
+Task<Status> far_load(FarFront fe) {
   Item it;
-  for (uint64_t i = 0; i < objects; ++i) {
+  for (uint64_t i = 0; i < fe.shape.objects; ++i) {
     make_item(i, &it);
     Status s = co_await fe.items->write(i, it);
     if (!s.ok()) co_return s;
   }
-  for (uint64_t k = 0; k < keys; ++k) {
-    Status s = co_await fe.table->put(k, k % objects);
+  for (uint64_t i : *fe.order) {
+    Status s = co_await fe.table->put(fe.shape.key_of(i), fe.shape.value_of(i));
     if (!s.ok()) co_return s;
   }
   co_return OkStatus();
 }
 
-void local_client(BenchThread* t, const std::unordered_map<uint64_t, uint64_t>* table,
-                  const std::vector<Item>* items, const workload::ScrambledZipfianChooser* keys) {
+struct LocalFront {
+  FrontShape shape;
+  std::unordered_map<uint64_t, uint64_t> table;
+  std::vector<Item> items;
+};
+
+// The sum of request r's values in the std table (a missing key adds a value no sum can reach).
+uint64_t local_lookups(const LocalFront& fe, uint64_t r) {
+  uint64_t sum = 0;
+  for (uint64_t j = 0; j < fe.shape.per_request; ++j) {
+    auto it = fe.table.find(fe.shape.key(r, j));
+    sum += it == fe.table.end() ? uint64_t{1} << 63 : it->second;
+  }
+  return sum;
+}
+
+void local_client(BenchThread* t, const LocalFront* fe,
+                  const workload::ScrambledZipfianChooser* requests) {
   workload::Rng rng = t->rng();
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
-    auto it = table->find(keys->next(rng));
-    if (it == table->end() || compress((*items)[it->second].b.data(), &out) <= 0) {
-      t->fail(Internal("local front end"));
+    const uint64_t r = requests->next(rng);
+    auto idx = object_of(fe->shape, r, local_lookups(*fe, r));
+    if (!idx.ok() || compress(fe->items[*idx].b.data(), &out) <= 0) {
+      t->fail(idx.ok() ? Internal("local front end: lz4 failed") : idx.status());
       return;
     }
     t->record(0, cycles() - t0);
@@ -333,27 +405,31 @@ uint64_t mmap_table_slots(uint64_t keys) {
   return n;
 }
 
-// Lays out the table and the items (m's fields are set) through put(bytes, n, at) -> bool.
 // The layout's geometry (base left null): table slots, where the items start, the total size.
-MmapFront front_layout(uint64_t keys, uint64_t objects) {
+MmapFront front_layout(const FrontShape& shape) {
   MmapFront m;
-  const uint64_t slots = mmap_table_slots(keys);
+  const uint64_t slots = mmap_table_slots(shape.keys());
   m.mask = slots - 1;
   m.items_at = (slots * kMmapSlotBytes + 4095) & ~uint64_t{4095};
-  m.file_bytes = m.items_at + objects * kItemBytes;
+  m.file_bytes = m.items_at + shape.objects * kItemBytes;
   return m;
 }
 
+// Lays out the table and the items (m's fields are set) through put(bytes, n, at) -> bool.
 template <typename Put>
-Status write_front(uint64_t keys, uint64_t objects, MmapFront* m, Put put) {
-  *m = front_layout(keys, objects);
+Status write_front(const FrontShape& shape, const std::vector<uint64_t>& order, MmapFront* m,
+                   Put put) {
+  *m = front_layout(shape);
   const uint64_t slots = m->mask + 1;
+  const uint64_t objects = shape.objects;
   std::vector<uint64_t> table(2 * slots, 0);
-  for (uint64_t k = 0; k < keys; ++k) {
+  for (uint64_t i : order) {
+    const uint64_t k = shape.key_of(i);
+    if (k + 1 == 0) return Internal("front end: a key is the empty-slot mark; change --keys");
     uint64_t b = far::hash_key(&k, sizeof(k)) & m->mask;
     while (table[2 * b] != 0) b = (b + 1) & m->mask;
     table[2 * b] = k + 1;
-    table[2 * b + 1] = k % objects;
+    table[2 * b + 1] = shape.value_of(i);
   }
   if (!put(table.data(), slots * kMmapSlotBytes, 0))
     return Internal("writing the front end's table");
@@ -368,8 +444,9 @@ Status write_front(uint64_t keys, uint64_t objects, MmapFront* m, Put put) {
 }
 
 // Writes the file (the page cache it fills is then written back and dropped).
-Status write_mmap_file(int fd, uint64_t keys, uint64_t objects, MmapFront* m) {
-  Status s = write_front(keys, objects, m, [fd](const void* p, uint64_t n, uint64_t at) {
+Status write_mmap_file(int fd, const FrontShape& shape, const std::vector<uint64_t>& order,
+                       MmapFront* m) {
+  Status s = write_front(shape, order, m, [fd](const void* p, uint64_t n, uint64_t at) {
     return ::pwrite(fd, p, n, static_cast<off_t>(at)) == static_cast<ssize_t>(n);
   });
   if (!s.ok()) return s;
@@ -386,25 +463,24 @@ struct PagedRun {
   MmapFront front;
 };
 
-Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, uint64_t objects,
-                     uint64_t budget, PagedRun* r) {
+Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, const FrontShape& shape,
+                     const std::vector<uint64_t>& order, uint64_t budget, PagedRun* r) {
   paged::ManagerOptions mo;
   mo.local_bytes = budget;
   auto m = paged::Manager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
-  const uint64_t bytes = front_layout(f.keys, objects).file_bytes;
+  const uint64_t bytes = front_layout(shape).file_bytes;
   paged::RegionOptions ro;
   ro.page_bytes = f.page_bytes;
   ro.name = "frontend";
   auto region = r->manager->allocate(bytes, ro);
   if (!region.ok()) return region.status();
   auto* base = static_cast<uint8_t*>((*region)->data());
-  Status s =
-      write_front(f.keys, objects, &r->front, [base](const void* p, uint64_t n, uint64_t at) {
-        std::memcpy(base + at, p, n);
-        return true;
-      });
+  Status s = write_front(shape, order, &r->front, [base](const void* p, uint64_t n, uint64_t at) {
+    std::memcpy(base + at, p, n);
+    return true;
+  });
   if (!s.ok()) return s;
   r->front.base = base;
   return (*region)->flush();
@@ -420,22 +496,29 @@ uint64_t resident_pages(const void* p, uint64_t bytes) {
   return n;
 }
 
-void mmap_client(BenchThread* t, const MmapFront* m,
-                 const workload::ScrambledZipfianChooser* keys) {
+// The value of `key` in the mapped table, or a value no sum can reach when it is missing.
+uint64_t mapped_find(const MmapFront& m, uint64_t key) {
+  uint64_t b = far::hash_key(&key, sizeof(key)) & m.mask;
+  for (;;) {
+    const auto* slot = reinterpret_cast<const uint64_t*>(m.base + b * kMmapSlotBytes);
+    if (slot[0] == key + 1) return slot[1];
+    if (slot[0] == 0) return uint64_t{1} << 63;
+    b = (b + 1) & m.mask;
+  }
+}
+
+void mmap_client(BenchThread* t, const FrontShape* shape, const MmapFront* m,
+                 const workload::ScrambledZipfianChooser* requests) {
   workload::Rng rng = t->rng();
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
-    const uint64_t key = keys->next(rng);
-    uint64_t b = far::hash_key(&key, sizeof(key)) & m->mask;
-    const uint64_t* slot;
-    for (;;) {
-      slot = reinterpret_cast<const uint64_t*>(m->base + b * kMmapSlotBytes);
-      if (slot[0] == key + 1 || slot[0] == 0) break;
-      b = (b + 1) & m->mask;
-    }
-    if (slot[0] == 0 || compress(m->base + m->items_at + slot[1] * kItemBytes, &out) <= 0) {
-      t->fail(Internal("mmap front end: key missing or lz4 failed"));
+    const uint64_t r = requests->next(rng);
+    uint64_t sum = 0;
+    for (uint64_t j = 0; j < shape->per_request; ++j) sum += mapped_find(*m, shape->key(r, j));
+    auto idx = object_of(*shape, r, sum);
+    if (!idx.ok() || compress(m->base + m->items_at + *idx * kItemBytes, &out) <= 0) {
+      t->fail(idx.ok() ? Internal("mapped front end: lz4 failed") : idx.status());
       return;
     }
     t->record(0, cycles() - t0);
@@ -456,11 +539,12 @@ struct MmapRun {
   }
 };
 
-Status prepare_mmap(const BenchFarFlags& f, uint64_t objects, uint64_t budget, MmapRun* r) {
+Status prepare_mmap(const BenchFarFlags& f, const FrontShape& shape,
+                    const std::vector<uint64_t>& order, uint64_t budget, MmapRun* r) {
   r->file = f.mmap_dir + fmt::format("/farmem-frontend-{}.dat", ::getpid());
   r->fd = ::open(r->file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (r->fd < 0) return Internal(fmt::format("cannot create {}", r->file));
-  Status s = write_mmap_file(r->fd, f.keys, objects, &r->front);
+  Status s = write_mmap_file(r->fd, shape, order, &r->front);
   if (!s.ok()) return s;
   void* p = ::mmap(nullptr, r->front.file_bytes, PROT_READ, MAP_SHARED, r->fd, 0);
   if (p == MAP_FAILED) return Internal("mmap of the front end's file failed");
@@ -472,28 +556,29 @@ Status prepare_mmap(const BenchFarFlags& f, uint64_t objects, uint64_t budget, M
   return OkStatus();
 }
 
-void far_frontend_thread(const BenchFarFlags& f, uint64_t objects, far::Manager* manager,
-                         const workload::ScrambledZipfianChooser* keys, BenchThread& t,
+void far_frontend_thread(const BenchFarFlags& f, const FrontShape& shape,
+                         const std::vector<uint64_t>* order, far::Manager* manager,
+                         const workload::ScrambledZipfianChooser* requests, BenchThread& t,
                          client::ThreadClient* c) {
   far::ThreadCache cache(manager, c);
   uint32_t log2 = 1;
-  while ((uint64_t{1} << log2) * 6 < f.keys) ++log2;  // <= 3/4 full buckets of 8
+  while ((uint64_t{1} << log2) * 6 < shape.keys()) ++log2;  // <= 3/4 full buckets of 8
   auto table = c->run(far::HashTable<uint64_t, uint64_t>::create(&cache, log2));
-  auto items = c->run(far::Array<Item>::create(&cache, objects, kItemBytes));
+  auto items = c->run(far::Array<Item>::create(&cache, shape.objects, kItemBytes));
   if (!table.ok() || !items.ok()) {
     t.fail(table.ok() ? items.status() : table.status());
     return;
   }
   items->set_prefetch(false);  // random accesses
-  FarFront fe{&*table, &*items, &cache};
-  Status s = c->run(far_load(fe, f.keys, objects));
+  FarFront fe{shape, order, &*table, &*items, &cache};
+  Status s = c->run(far_load(fe));
   if (!s.ok()) {
     t.fail(s);
     return;
   }
   if (!t.arrive_and_wait()) return;
   for (uint32_t i = 0; i < f.coroutines; ++i) {
-    Status sp = c->scheduler().spawn(far_client(&t, fe, keys, i));
+    Status sp = c->scheduler().spawn(far_client(&t, fe, requests, i));
     if (!sp.ok()) t.fail(sp);
   }
   c->scheduler().run_until_idle();
@@ -501,27 +586,32 @@ void far_frontend_thread(const BenchFarFlags& f, uint64_t objects, far::Manager*
 
 int run_frontend(const BenchFarFlags& f) {
   Bench bench("far frontend", f.bench, {"request"});
-  const uint64_t objects = f.objects != 0 ? f.objects : 32768;  // 256 MiB
-  const uint64_t working_set = objects * kItemBytes + f.keys * 16;
+  FrontShape shape;
+  shape.objects = f.objects != 0 ? f.objects : 32768;  // 256 MiB
+  shape.per_request = f.keys_per_request;
+  shape.requests = std::max<uint64_t>(1, f.keys / f.keys_per_request);
+  const uint64_t objects = shape.objects;
+  const uint64_t working_set = objects * kItemBytes + shape.keys() * 16;
   auto budget = local_budget(f.local_memory, working_set);
   if (!budget.ok()) return bench.fail(2, budget.status().to_string());
   const bool local = f.backend == "local";
   if (int rc = bench.connect(working_set * 2 + (512ull << 20)); rc != 0) return rc;
-  workload::ScrambledZipfianChooser keys(f.keys);
+  workload::ScrambledZipfianChooser requests(shape.requests, f.zipf_theta);
+  const std::vector<uint64_t> order = load_order(shape, f.bench.seed);
   std::unique_ptr<far::Manager> manager;
-  std::unordered_map<uint64_t, uint64_t> ltable;
-  std::vector<Item> litems;
+  LocalFront lf{shape, {}, {}};
   MmapRun mm;
   PagedRun pg;
   if (local) {
-    litems.resize(objects);
-    for (uint64_t i = 0; i < objects; ++i) make_item(i, &litems[i]);
-    for (uint64_t k = 0; k < f.keys; ++k) ltable[k] = k % objects;
+    lf.items.resize(objects);
+    for (uint64_t i = 0; i < objects; ++i) make_item(i, &lf.items[i]);
+    lf.table.reserve(shape.keys());
+    for (uint64_t i : order) lf.table[shape.key_of(i)] = shape.value_of(i);
   } else if (f.backend == "mmap") {
-    Status s = prepare_mmap(f, objects, *budget, &mm);
+    Status s = prepare_mmap(f, shape, order, *budget, &mm);
     if (!s.ok()) return bench.fail(1, "mmap backend: " + s.to_string());
   } else if (f.backend == "paged") {
-    Status s = prepare_paged(f, *bench.cluster(), objects, *budget, &pg);
+    Status s = prepare_paged(f, *bench.cluster(), shape, order, *budget, &pg);
     if (!s.ok()) return bench.fail(1, "paged backend: " + s.to_string());
   } else {
     far::ManagerOptions mo;
@@ -531,10 +621,12 @@ int run_frontend(const BenchFarFlags& f) {
     manager = std::move(*m);
   }
   bench.start_threads([&](BenchThread& t, client::ThreadClient* c) {
-    if (manager != nullptr) return far_frontend_thread(f, objects, manager.get(), &keys, t, c);
+    if (manager != nullptr) {
+      return far_frontend_thread(f, shape, &order, manager.get(), &requests, t, c);
+    }
     if (!t.arrive_and_wait()) return;
-    if (local) return local_client(&t, &ltable, &litems, &keys);
-    mmap_client(&t, pg.manager != nullptr ? &pg.front : &mm.front, &keys);
+    if (local) return local_client(&t, &lf, &requests);
+    mmap_client(&t, &shape, pg.manager != nullptr ? &pg.front : &mm.front, &requests);
   });
   bench.wait_arrived();
   if (!bench.first_error().ok()) return bench.fail(1, bench.first_error().to_string());
@@ -565,9 +657,11 @@ int run_frontend(const BenchFarFlags& f) {
   (void)::getloadavg(load, 3);
   fmt::print(
       "far frontend: backend={} local_memory={:.0f}% ({}B) ops/s={:.0f} p50={:.2f}us "
-      "p99={:.2f}us threads={} coroutines={} objects={} keys={}{} load={:.2f}{}\n",
+      "p99={:.2f}us threads={} coroutines={} objects={} keys={} keys_per_request={} "
+      "zipf_theta={}{} load={:.2f}{}\n",
       f.backend, pct, local ? working_set : *budget, ops, lat.p50, lat.p99, f.bench.threads,
-      f.coroutines, objects, f.keys, paged, load[0], bench.result_suffix());
+      f.coroutines, objects, shape.keys(), shape.per_request, f.zipf_theta, paged, load[0],
+      bench.result_suffix());
   auto rec = bench.report_record();
   rec["app"] = "frontend";
   rec["backend"] = f.backend;
@@ -577,6 +671,10 @@ int run_frontend(const BenchFarFlags& f) {
   rec["p50_us"] = lat.p50;
   rec["threads"] = f.bench.threads;
   rec["coroutines"] = f.coroutines;
+  rec["objects"] = objects;
+  rec["keys"] = shape.keys();
+  rec["keys_per_request"] = shape.per_request;
+  rec["zipf_theta"] = f.zipf_theta;
   rec["load_avg_1m"] = load[0];
   if (mm.cgroup != nullptr) rec["cgroup"] = mm.cgroup->version();
   if (pg.manager != nullptr) {
@@ -751,6 +849,11 @@ CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* f) {
   sub->add_option("--objects", f->objects,
                   "cold-path: objects per size; frontend: 8 KiB array objects");
   sub->add_option("--keys", f->keys, "frontend: hash-table entries")->check(CLI::Range(1, 1 << 28));
+  sub->add_option("--keys-per-request", f->keys_per_request,
+                  "frontend: hash-table lookups per request (AIFM: 32)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--zipf-theta", f->zipf_theta, "frontend: skew of the request popularity")
+      ->check(CLI::Range(0.01, 0.999));
   sub->add_option("--rows", f->rows, "analytics: table rows")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
   sub->add_option("--backend", f->backend, "frontend: far | local | mmap | paged")

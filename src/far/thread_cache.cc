@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <new>
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
+#include "farmem/common/huge_page_allocator.h"
 
 namespace farmem::far {
 
@@ -13,6 +15,10 @@ using runtime::Task;
 
 namespace {
 constexpr size_t kEntriesPerChunk = 4096;
+// Past this many small chunks, entries come in huge-page-sized chunks (THP where the kernel
+// allows it): a container's entries are looked up at random, and a TLB miss per lookup would
+// cost as much as the lookup.
+constexpr size_t kSmallEntryChunks = 8;
 constexpr uint32_t kYieldEvery = 256;  // evacuator: objects handled between yields
 }  // namespace
 
@@ -43,9 +49,17 @@ ThreadCache::~ThreadCache() {
 
 Entry* ThreadCache::new_entry() {
   if (free_entries_ == nullptr) {
-    entry_chunks_.push_back(std::make_unique<Entry[]>(kEntriesPerChunk));
+    size_t n = kEntriesPerChunk;
+    if (entry_chunks_.size() < kSmallEntryChunks) {
+      entry_chunks_.emplace_back(new Entry[n], [](Entry* p) { delete[] p; });
+    } else {
+      n = kHugePageBytes / sizeof(Entry);
+      void* m = allocate_maybe_huge(kHugePageBytes);
+      entry_chunks_.emplace_back(new (m) Entry[n],
+                                 [](Entry* p) { free_maybe_huge(p, kHugePageBytes); });
+    }
     Entry* chunk = entry_chunks_.back().get();
-    for (size_t i = kEntriesPerChunk; i-- > 0;) {
+    for (size_t i = n; i-- > 0;) {
       chunk[i].next_free = free_entries_;
       free_entries_ = &chunk[i];
     }

@@ -3,6 +3,9 @@
 // far extents of kChunksPerExtent chunks (extent k on the cluster's node k mod N, so columns of
 // equal length line up node by node for remote compute). New chunks are zero-filled on first
 // use without a read. A stride prefetcher watches the chunk indices dereferenced.
+// Each chunk's entry mirrors its local address into the store's own table (entry.h `mirror`,
+// as a UniquePtr's does), next to the entry pointer: a dereference that hits reads one
+// {entry, local} pair and the object, never the entry.
 // Thread safety: the cache's thread.
 #pragma once
 
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/huge_page_allocator.h"
 #include "farmem/far/deref.h"
 #include "farmem/far/prefetcher.h"
 #include "farmem/far/remote.h"
@@ -35,7 +39,7 @@ class ChunkedStore {
       : cache_(o.cache_),
         per_chunk_(o.per_chunk_),
         chunk_object_bytes_(o.chunk_object_bytes_),
-        chunks_(std::move(o.chunks_)),
+        chunks_(std::move(o.chunks_)),  // the buffer moves: mirrors stay valid
         extents_(std::move(o.extents_)),
         prefetcher_(o.prefetcher_) {
     o.chunks_.clear();
@@ -43,14 +47,19 @@ class ChunkedStore {
   }
   ChunkedStore& operator=(ChunkedStore&&) = delete;
   ~ChunkedStore() {
-    for (Entry* e : chunks_) cache_->release(e);
+    for (ChunkRef& c : chunks_) {
+      c.e->mirror = nullptr;  // a fetch may still finish after the store is gone
+      cache_->release(c.e);
+    }
     for (GlobalAddress x : extents_) cache_->queue_free(x, extent_bytes());
   }
 
   uint64_t capacity() const { return uint64_t{per_chunk_} * chunks_.size(); }
   uint32_t per_chunk() const { return per_chunk_; }
   uint64_t chunks() const { return chunks_.size(); }
-  Entry* chunk(uint64_t c) const { return chunks_[c]; }
+  Entry* chunk(uint64_t c) const { return chunks_[c].e; }
+  // Chunk c's local address (null when absent): the mirror of chunk(c)->local.
+  uint8_t* chunk_local(uint64_t c) const { return chunks_[c].local; }
   ThreadCache* cache() const { return cache_; }
   StridePrefetcher& prefetcher() { return prefetcher_; }
 
@@ -62,9 +71,16 @@ class ChunkedStore {
       auto x = co_await cache_->client()->allocate(extent_bytes(), node);
       if (!x.ok()) co_return x.status();
       extents_.push_back(*x);
+      const ChunkRef* before = chunks_.data();
       for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
-        chunks_.push_back(cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_,
-                                        /*zero_fill=*/true));
+        Entry* e = cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_,
+                                 /*zero_fill=*/true);
+        chunks_.push_back(ChunkRef{e, e->local});
+      }
+      // Point every mirror at its pair (all of them when the table moved, else the new ones).
+      for (size_t c = chunks_.data() == before ? chunks_.size() - kChunksPerExtent : 0;
+           c < chunks_.size(); ++c) {
+        chunks_[c].e->mirror = &chunks_[c].local;
       }
     }
     co_return OkStatus();
@@ -74,7 +90,16 @@ class ChunkedStore {
   DerefOp<U> element(const DerefScope& scope, uint64_t i) {
     const uint64_t c = i / per_chunk_;
     observe(c);
-    return DerefOp<U>(chunks_[c], &scope, static_cast<uint32_t>((i % per_chunk_) * sizeof(T)));
+    return DerefOp<U>(chunks_[c].e, &chunks_[c].local, &scope,
+                      static_cast<uint32_t>((i % per_chunk_) * sizeof(T)));
+  }
+  // Element i if its chunk is local (stamped; marked dirty when U is not const), else null.
+  template <typename U>
+  U* try_element(const DerefScope& scope, uint64_t i) {
+    const uint64_t c = i / per_chunk_;
+    observe(c);
+    return try_deref<U>(chunks_[c].e, &chunks_[c].local, scope,
+                        static_cast<uint32_t>((i % per_chunk_) * sizeof(T)));
   }
   // Element i by value / overwritten, each in a scope of its own (callers check the bounds).
   runtime::Task<Result<T>> read(uint64_t i) {
@@ -99,7 +124,7 @@ class ChunkedStore {
       const int64_t i = static_cast<int64_t>(start) + stride * static_cast<int64_t>(k);
       if (i < 0 || static_cast<uint64_t>(i) >= capacity()) break;
       const uint64_t c = static_cast<uint64_t>(i) / per_chunk_;
-      if (c != last) cache_->prefetch(chunks_[c]);
+      if (c != last) cache_->prefetch(chunks_[c].e);
       last = c;
     }
   }
@@ -107,7 +132,9 @@ class ChunkedStore {
   // chunks.
   runtime::Task<Result<Spans>> spans(uint64_t n) {
     const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
-    std::vector<Entry*> dirty(chunks_.begin(), chunks_.begin() + used);
+    std::vector<Entry*> dirty;
+    dirty.reserve(used);
+    for (uint64_t c = 0; c < used; ++c) dirty.push_back(chunks_[c].e);
     // Never-written chunks read as zeros: give them a far copy.
     for (Entry* e : dirty) {
       if ((e->flags & kZeroFill) && e->local == nullptr) {
@@ -129,8 +156,8 @@ class ChunkedStore {
   runtime::Task<Status> invalidate(uint64_t n) {
     const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
     for (uint64_t c = 0; c < used; ++c) {
-      chunks_[c]->flags &= ~kZeroFill;
-      Status s = co_await cache_->invalidate(chunks_[c]);
+      chunks_[c].e->flags &= ~kZeroFill;
+      Status s = co_await cache_->invalidate(chunks_[c].e);
       if (!s.ok()) co_return s;
     }
     co_return OkStatus();
@@ -142,7 +169,7 @@ class ChunkedStore {
     if (!prefetcher_.enabled()) return;
     int64_t first, stride;
     const client::ThreadClient* cl = cache_->client();
-    const uint16_t node = chunks_[c]->remote.node();
+    const uint16_t node = chunks_[c].e->remote.node();
     const double bw = cl->direct(node) ? 8.0 : (cl->served(node) ? 1.0 : 3.0);
     const uint32_t window =
         StridePrefetcher::window_for(cache_->miss_latency_ns(), bw, chunk_object_bytes_);
@@ -150,14 +177,18 @@ class ChunkedStore {
     for (uint32_t k = 0; k < n; ++k) {
       const int64_t p = first + stride * static_cast<int64_t>(k);
       if (p < 0 || static_cast<uint64_t>(p) >= chunks_.size()) break;
-      cache_->prefetch(chunks_[static_cast<uint64_t>(p)]);
+      cache_->prefetch(chunks_[static_cast<uint64_t>(p)].e);
     }
   }
 
   ThreadCache* cache_;
   uint32_t per_chunk_;
   uint32_t chunk_object_bytes_;
-  std::vector<Entry*> chunks_;
+  struct ChunkRef {
+    Entry* e;
+    uint8_t* local;  // e->mirror points here
+  };
+  std::vector<ChunkRef, HugePageAllocator<ChunkRef>> chunks_;
   std::vector<GlobalAddress> extents_;
   StridePrefetcher prefetcher_;
 };

@@ -58,29 +58,51 @@ class HashTable {
   uint64_t remote_lookups() const { return remote_lookups_; }
   ChunkedStore<Bucket>& store() { return store_; }
 
-  runtime::Task<Result<std::optional<V>>> find(K key) {
+  class FindOp;
+  // `Result<std::optional<V>> v = co_await table.find(key);` When every bucket of the probe is
+  // local the lookup completes without suspending and without a coroutine frame (as a std
+  // lookup: consecutive finds overlap their cache misses); otherwise it runs find_slow().
+  FindOp find(K key) { return FindOp(this, key); }
+
+  // The lookup from local buckets alone: the answer, or nullopt when a bucket of the probe is
+  // absent (a fetch or the memory node must answer). Stamps the buckets it reads.
+  std::optional<std::optional<V>> try_find(K key) {
+    DerefScope scope(*store_.cache());  // a hit allocates nothing: no admission wait
+    uint64_t b = hash_key(&key, sizeof(K)) & mask_;
+    for (uint64_t probed = 0; probed <= mask_; ++probed, b = (b + 1) & mask_) {
+      const Bucket* bk = store_.template try_element<const Bucket>(scope, b);
+      if (bk == nullptr) {
+        if (store_.chunk(b)->flags & kZeroFill) return std::optional<V>();  // never written
+        return std::nullopt;
+      }
+      if (const V* v = scan(bk, key)) return std::optional<V>(*v);
+      if (!(bk->header.flags & wire::kBucketOverflowed)) return std::optional<V>();
+    }
+    return std::optional<V>();
+  }
+
+  // The whole lookup as a coroutine: fetches absent buckets, or has the node scan them.
+  runtime::Task<Result<std::optional<V>>> find_slow(K key) {
     uint64_t b = hash_key(&key, sizeof(K)) & mask_;
     for (uint64_t probed = 0; probed <= mask_;) {
-      Entry* e = store_.chunk(b);
-      if (e->local == nullptr && (e->flags & kZeroFill)) co_return std::optional<V>();
-      if (remote_scannable(e) && use_remote(e)) {
-        auto r = co_await remote_find(key, b);
-        if (!r.ok()) co_return r.status();
-        if (r->outcome != wire::HashOutcome::kGoOn) co_return std::move(r->value);
-        b = (b + r->scanned) & mask_;
-        probed += r->scanned;
-        continue;
+      if (store_.chunk_local(b) == nullptr) {  // absent (or never written): ask the entry
+        const Entry* e = store_.chunk(b);
+        if (e->flags & kZeroFill) co_return std::optional<V>();
+        if (remote_scannable(e) && use_remote(e)) {
+          auto r = co_await remote_find(key, b);
+          if (!r.ok()) co_return r.status();
+          if (r->outcome != wire::HashOutcome::kGoOn) co_return std::move(r->value);
+          b = (b + r->scanned) & mask_;
+          probed += r->scanned;
+          continue;
+        }
       }
       auto scope = co_await DerefScope::enter(*store_.cache());
       if (!scope.ok()) co_return scope.status();
       auto p = co_await store_.template element<const Bucket>(*scope, b);
       if (!p.ok()) co_return p.status();
       const Bucket* bk = *p;
-      for (uint32_t s = 0; s < bk->header.count && s < kSlots; ++s) {
-        if (std::memcmp(&bk->slots[s].key, &key, sizeof(K)) == 0) {
-          co_return std::optional<V>(bk->slots[s].value);
-        }
-      }
+      if (const V* v = scan(bk, key)) co_return std::optional<V>(*v);
       if (!(bk->header.flags & wire::kBucketOverflowed)) co_return std::optional<V>();
       b = (b + 1) & mask_;
       ++probed;
@@ -150,6 +172,13 @@ class HashTable {
   HashTable(ThreadCache* cache, uint32_t log2, RemoteLookup remote)
       : store_(cache, sizeof(Bucket)), mask_((uint64_t{1} << log2) - 1), remote_(remote) {}
 
+  static const V* scan(const Bucket* bk, const K& key) {
+    for (uint32_t s = 0; s < bk->header.count && s < kSlots; ++s) {
+      if (std::memcmp(&bk->slots[s].key, &key, sizeof(K)) == 0) return &bk->slots[s].value;
+    }
+    return nullptr;
+  }
+
   // Whether the node may scan this bucket for us: absent, with a far copy, and no fetch or
   // write-back of it in flight (a fetch in flight is joined instead).
   static bool remote_scannable(const Entry* e) {
@@ -208,6 +237,38 @@ class HashTable {
   RemoteLookup remote_;
   uint64_t size_ = 0;
   uint64_t remote_lookups_ = 0;
+};
+
+template <typename K, typename V, uint32_t kSlots>
+class [[nodiscard]] HashTable<K, V, kSlots>::FindOp {
+ public:
+  FindOp(HashTable* t, K key) : t_(t), key_(key) {}
+  bool await_ready() {
+    auto hit = t_->try_find(key_);
+    if (!hit) return false;
+    value_ = *hit;
+    return true;
+  }
+  auto await_suspend(std::coroutine_handle<> h) { return slow_.start(run_slow(), h); }
+  Result<std::optional<V>> await_resume() {
+    if (slow_.started()) {
+      Status s = slow_.result();
+      if (!s.ok()) return s;
+    }
+    return value_;
+  }
+
+ private:
+  runtime::Task<Status> run_slow() {
+    auto r = co_await t_->find_slow(key_);
+    if (!r.ok()) co_return r.status();
+    value_ = *r;
+    co_return OkStatus();
+  }
+  HashTable* t_;
+  K key_;
+  std::optional<V> value_;
+  SlowPath slow_;
 };
 
 }  // namespace farmem::far

@@ -192,7 +192,7 @@ class ThreadCache {
   uint32_t prefetch_inflight_ = 0;
   uint64_t miss_latency_ns_ = 0;
 
-  std::vector<std::unique_ptr<Entry[]>> entry_chunks_;
+  std::vector<std::unique_ptr<Entry[], void (*)(Entry*)>> entry_chunks_;
   Entry* free_entries_ = nullptr;
   uint64_t live_entries_ = 0;
   struct PendingFree {

@@ -199,6 +199,72 @@ TEST_P(FarContainerTest, ALookupJoinsABucketFetchInFlight) {
   EXPECT_TRUE(saw_fetching);
 }
 
+// A lookup whose buckets are all local answers synchronously (try_find: no fetch, no frame);
+// once they are evicted try_find declines and find() fetches them (or asks the node).
+Task<Status> local_and_absent_lookups(ThreadCache* cache, far::RemoteLookup remote) {
+  auto h = co_await HashTable<uint64_t, uint64_t>::create(cache, 6, remote);
+  if (!h.ok()) co_return h.status();
+  for (uint64_t k = 0; k < 300; ++k) {
+    Status s = co_await h->put(k, k * 3 + 1);
+    if (!s.ok()) co_return s;
+  }
+  for (uint64_t k = 0; k < 400; ++k) {  // keys >= 300 are absent
+    auto hit = h->try_find(k);
+    if (!hit) co_return Internal("resident table: try_find declined key " + std::to_string(k));
+    if (*hit != (k < 300 ? std::optional<uint64_t>(k * 3 + 1) : std::nullopt)) {
+      co_return Internal("try_find: wrong answer for key " + std::to_string(k));
+    }
+  }
+  auto left = co_await cache->evict_all();
+  if (!left.ok()) co_return left.status();
+  uint64_t declined = 0;
+  for (uint64_t k = 0; k < 400; ++k) {
+    declined += h->try_find(k) ? 0 : 1;
+    auto v = co_await h->find(k);
+    if (!v.ok()) co_return v.status();
+    if (*v != (k < 300 ? std::optional<uint64_t>(k * 3 + 1) : std::nullopt)) {
+      co_return Internal("find after eviction: wrong answer for key " + std::to_string(k));
+    }
+  }
+  if (declined == 0) co_return Internal("evicted table: try_find never declined");
+  co_return OkStatus();
+}
+
+TEST_P(FarContainerTest, LookupsOfLocalBucketsAnswerWithoutAFetch) {
+  start(4 << 20, 64 << 10);
+  for (auto remote : {far::RemoteLookup::kOff, far::RemoteLookup::kOn}) {
+    Status s = c_->run(local_and_absent_lookups(cache_.get(), remote));
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+}
+
+// A vector grown over many extents moves its chunk table several times; every chunk's local
+// address mirror must follow (a stale mirror would read freed memory: ASan) through eviction
+// and fetches under a budget smaller than the vector.
+Task<Status> grow_evict_read(ThreadCache* cache, uint64_t n) {
+  auto v = std::make_unique<Vector<uint64_t>>(cache, 512);  // 64 elements per chunk
+  for (uint64_t i = 0; i < n; ++i) {
+    Status s = co_await v->push_back(i ^ 0x5555);
+    if (!s.ok()) co_return s;
+  }
+  for (int round = 0; round < 2; ++round) {
+    auto left = co_await cache->evict_all();
+    if (!left.ok()) co_return left.status();
+    for (uint64_t i = 0; i < n; i += 7) {
+      auto x = co_await v->read(i);
+      if (!x.ok()) co_return x.status();
+      if (*x != (i ^ 0x5555)) co_return Internal("element " + std::to_string(i));
+    }
+  }
+  co_return OkStatus();
+}
+
+TEST_P(FarContainerTest, ChunkMirrorsFollowAGrowingVector) {
+  start(1 << 20, 64 << 10);
+  Status s = c_->run(grow_evict_read(cache_.get(), tcp() ? 100000 : 400000));  // 0.8..3.2 MB
+  EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
 Task<Result<uint64_t>> scan_sum(Array<uint64_t>* a, uint64_t stride) {
   uint64_t sum = 0;
   for (uint64_t i = 0; i < a->size(); i += stride) {
