@@ -8,7 +8,9 @@
 namespace farmem::far {
 
 Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
-                                                         uint64_t segment_bytes) {
+                                                         uint64_t segment_bytes,
+                                                         LocalBudget* shared) {
+  if (shared != nullptr) budget_bytes = shared->limit_bytes();
   if (!std::has_single_bit(segment_bytes) || segment_bytes < kMinSegmentBytes ||
       segment_bytes > kMaxSegmentBytes) {
     return InvalidArgument(
@@ -36,16 +38,26 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   // Handed out from the lowest address up, so a small working set touches few pages.
   for (uint64_t i = count; i-- > 0;) p->free_.push_back(p->base_ + i * segment_bytes);
   p->free_count_.store(p->total_);
+  if (shared != nullptr) {
+    auto t = shared->add_tenant("far");
+    if (!t.ok()) return t.status();
+    p->tenant_ = *t;
+  }
   return p;
 }
 
 SegmentPool::~SegmentPool() {
+  if (tenant_ != nullptr) tenant_->budget().remove_tenant(tenant_);
   if (base_ != nullptr) munmap(base_, bytes());
 }
 
 uint8_t* SegmentPool::take() {
   std::lock_guard<std::mutex> lock(mu_);
   if (free_.empty()) return nullptr;
+  if (tenant_ != nullptr && !tenant_->try_charge(segment_bytes_)) {
+    tenant_->signal_pressure();
+    return nullptr;
+  }
   uint8_t* s = free_.back();
   free_.pop_back();
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
@@ -53,6 +65,12 @@ uint8_t* SegmentPool::take() {
 }
 
 void SegmentPool::give(uint8_t* segment) {
+  if (tenant_ != nullptr) {
+    // Back to the kernel before the charge is released: the memory is then free for others.
+    // MADV_DONTNEED on a private anonymous mapping cannot fail for a valid range.
+    (void)madvise(segment, segment_bytes_, MADV_DONTNEED);
+    tenant_->release(segment_bytes_);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(segment);
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);

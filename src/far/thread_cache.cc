@@ -327,6 +327,17 @@ void ThreadCache::kick_evacuator() {
   if (!client_->scheduler().spawn(evacuator()).ok()) evacuating_ = false;
 }
 
+bool ThreadCache::relieve_pressure() {
+  bool pressured = false;
+  if (LocalBudget::Tenant* t = pool_.tenant(); t != nullptr) {
+    const uint64_t p = t->others_pressure();
+    pressured = p != pressure_seen_;
+    pressure_seen_ = p;
+  }
+  if (pressured || pool_.free_segments() < low_) kick_evacuator();
+  return evacuating_;
+}
+
 Task<void> ThreadCache::evacuator() {
   ++stats_.evacuation_rounds;
   const uint64_t hot_since = last_round_epoch_;
