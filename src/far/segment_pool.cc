@@ -39,6 +39,9 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   for (uint64_t i = count; i-- > 0;) p->free_.push_back(p->base_ + i * segment_bytes);
   p->free_count_.store(p->total_);
   if (shared != nullptr) {
+    // Resident memory must follow the charge segment by segment: no transparent huge page may
+    // make a first touch of one segment resident for its neighbours too.
+    (void)madvise(m, count * segment_bytes, MADV_NOHUGEPAGE);
     auto t = shared->add_tenant("far");
     if (!t.ok()) return t.status();
     p->tenant_ = *t;

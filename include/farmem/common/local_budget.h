@@ -36,7 +36,7 @@ struct BudgetUsage {
   uint64_t tenant_bytes = 0;  // what this tenant has charged now
   uint64_t used_bytes = 0;    // every tenant together
   uint64_t limit_bytes = 0;
-  uint64_t overdraft_bytes = 0;  // this tenant's force_charge() bytes beyond the limit, total
+  uint64_t overdraft_bytes = 0;   // this tenant's force_charge() bytes beyond the limit, total
   uint64_t pressure_signals = 0;  // times this tenant signalled pressure
 };
 

@@ -62,6 +62,8 @@ class SegmentPool {
   uint32_t total() const { return total_; }
   uint64_t segment_bytes() const { return segment_bytes_; }
   uint64_t bytes() const { return static_cast<uint64_t>(total_) * segment_bytes_; }
+  // The mapping (bytes() long).
+  const uint8_t* base() const { return base_; }
   // Whether p lies in this pool's mapping.
   bool contains(const void* p) const {
     auto* b = static_cast<const uint8_t*>(p);
