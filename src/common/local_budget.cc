@@ -29,6 +29,7 @@ void LocalBudget::remove_tenant(Tenant* tenant) {
   tenant->release(tenant->charged_bytes());
   std::lock_guard<std::mutex> lock(mu_);
   tenant->in_use_ = false;
+  tenant->waker_ = nullptr;
 }
 
 std::vector<BudgetUsage> LocalBudget::usage() const {
@@ -64,7 +65,20 @@ void LocalBudget::Tenant::release(uint64_t bytes) {
   budget_->used_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-void LocalBudget::Tenant::signal_pressure() { pressure_.fetch_add(1, std::memory_order_relaxed); }
+void LocalBudget::Tenant::signal_pressure() {
+  pressure_.fetch_add(1, std::memory_order_relaxed);
+  if (!budget_->has_wakers_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(budget_->mu_);  // a waker lives while its tenant is in use
+  for (Tenant& t : budget_->tenants_) {
+    if (&t != this && t.in_use_ && t.waker_) t.waker_();
+  }
+}
+
+void LocalBudget::Tenant::set_waker(std::function<void()> waker) {
+  std::lock_guard<std::mutex> lock(budget_->mu_);
+  waker_ = std::move(waker);
+  if (waker_) budget_->has_wakers_.store(true);
+}
 
 uint64_t LocalBudget::Tenant::others_pressure() const {
   uint64_t sum = 0;

@@ -153,6 +153,8 @@ uint8_t* ThreadCache::try_slot(Entry* e, uint32_t bytes, bool nt, uint32_t state
     if (fresh == nullptr) return nullptr;
     seal(seg);
     *seg = Segment{fresh, 0, nt};
+    // Short of space because another tenant holds the shared budget: tell it (once a segment).
+    if (pool_.free_segments() < low_) pool_.signal_short();
   }
   if (pool_.free_segments() < low_) kick_evacuator();
   auto* h = reinterpret_cast<SlotHeader*>(seg->base + seg->used);

@@ -120,6 +120,13 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
     impl->tenant = *t;
     impl->pressure_seen = impl->tenant->others_pressure();
   }
+  if (impl->tenant != nullptr) {
+    // Another tenant's pressure wakes the pager thread (its loop then starts the cleaner).
+    impl->tenant->set_waker([fd = impl->event_fd] {
+      const uint64_t one = 1;
+      (void)!::write(fd, &one, sizeof one);
+    });
+  }
   impl->recompute_budget();
   std::promise<Status> started;
   std::future<Status> f = started.get_future();

@@ -8,10 +8,11 @@
 // nobody made room for within its deadline) and which is counted in overdraft_bytes().
 //
 // Pressure: a tenant that could not charge what it needs calls signal_pressure(). The budget
-// never reclaims anything itself and never calls into a tenant: every tenant's own background
-// reclaimer (far: each thread's evacuator; paged: the pager thread's cleaner) polls
-// others_pressure() and gives memory back on its own thread. Memory moves between tenants only
-// through that: there is no common LRU across tenants.
+// never reclaims anything itself: every tenant's own background reclaimer (far: each thread's
+// evacuator; paged: the pager thread's cleaner) polls others_pressure() and gives memory back on
+// its own thread. A tenant whose reclaimer sleeps may register a waker, called on the
+// signalling thread: it must only wake that thread (e.g. write an eventfd), never reclaim. Memory
+// moves between tenants only through that: there is no common LRU across tenants.
 //
 // Preconditions: the budget outlives every tenant; a tenant releases no more than it charged
 // and calls remove_tenant() once its charge is back to zero (or has it released there).
@@ -22,6 +23,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -53,8 +55,11 @@ class LocalBudget {
     // Returns `bytes` charged earlier (precondition: at most charged_bytes()).
     void release(uint64_t bytes);
     uint64_t charged_bytes() const { return charged_.load(std::memory_order_relaxed); }
-    // Tells the other tenants that this one is short of memory.
+    // Tells the other tenants that this one is short of memory (and calls their wakers).
     void signal_pressure();
+    // Called by other tenants' signal_pressure() from their threads; it must only wake this
+    // tenant's reclaimer. Set it before others may signal; it lives until remove_tenant().
+    void set_waker(std::function<void()> waker);
     // A counter of the pressure the other tenants signalled: it changed since the caller last
     // read it if some other tenant was short meanwhile.
     uint64_t others_pressure() const;
@@ -66,7 +71,8 @@ class LocalBudget {
     friend class LocalBudget;
     LocalBudget* budget_ = nullptr;
     std::string name_;
-    bool in_use_ = false;  // (the budget's mu_)
+    bool in_use_ = false;          // (the budget's mu_)
+    std::function<void()> waker_;  // (the budget's mu_)
     std::atomic<uint64_t> charged_{0};
     std::atomic<uint64_t> overdraft_{0};
     std::atomic<uint64_t> pressure_{0};
@@ -95,6 +101,7 @@ class LocalBudget {
   const uint64_t limit_;
   std::atomic<uint64_t> used_{0};
   mutable std::mutex mu_;
+  std::atomic<bool> has_wakers_{false};
   std::array<Tenant, kMaxTenants> tenants_;
 };
 

@@ -55,6 +55,15 @@ class SegmentPool {
     const uint64_t payable = tenant_->budget().headroom_bytes() / segment_bytes_;
     return payable < free ? static_cast<uint32_t>(payable) : free;
   }
+  // Tells the other tenants of the shared budget that the cache is short of space because of
+  // what they hold (the budget, not the pool's own free list, is what limits free_segments()).
+  // Nothing without a shared budget.
+  void signal_short() {
+    if (tenant_ != nullptr && tenant_->budget().headroom_bytes() / segment_bytes_ <
+                                  free_count_.load(std::memory_order_relaxed)) {
+      tenant_->signal_pressure();
+    }
+  }
   // The shared budget's tenant (null without one).
   LocalBudget::Tenant* tenant() const { return tenant_; }
   // Bytes of segments taken now (what the pool charged, with a shared budget).
