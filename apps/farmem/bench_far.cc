@@ -32,6 +32,7 @@
 
 #include "bench_harness.h"
 #include "farmem/common/clock.h"
+#include "farmem/common/local_budget.h"
 #include "farmem/common/units.h"
 #include "farmem/far/array.h"
 #include "farmem/far/far_ptr.h"
@@ -387,9 +388,10 @@ struct PagedRun {
 };
 
 Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, uint64_t objects,
-                     uint64_t budget, PagedRun* r) {
+                     uint64_t budget, LocalBudget* shared, PagedRun* r) {
   paged::ManagerOptions mo;
   mo.local_bytes = budget;
+  mo.shared_budget = shared;
   auto m = paged::Manager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
@@ -508,6 +510,13 @@ int run_frontend(const BenchFarFlags& f) {
   const bool local = f.backend == "local";
   if (int rc = bench.connect(working_set * 2 + (512ull << 20)); rc != 0) return rc;
   workload::ScrambledZipfianChooser keys(f.keys);
+  // With --shared-budget the far or paged backend pays from a process-wide LocalBudget (the
+  // path a process using both takes); its tenants' usage is printed at the end. It outlives both
+  // managers.
+  std::unique_ptr<LocalBudget> shared;
+  if (f.shared_budget && (f.backend == "far" || f.backend == "paged")) {
+    shared = std::make_unique<LocalBudget>(*budget);
+  }
   std::unique_ptr<far::Manager> manager;
   std::unordered_map<uint64_t, uint64_t> ltable;
   std::vector<Item> litems;
@@ -521,11 +530,12 @@ int run_frontend(const BenchFarFlags& f) {
     Status s = prepare_mmap(f, objects, *budget, &mm);
     if (!s.ok()) return bench.fail(1, "mmap backend: " + s.to_string());
   } else if (f.backend == "paged") {
-    Status s = prepare_paged(f, *bench.cluster(), objects, *budget, &pg);
+    Status s = prepare_paged(f, *bench.cluster(), objects, *budget, shared.get(), &pg);
     if (!s.ok()) return bench.fail(1, "paged backend: " + s.to_string());
   } else {
     far::ManagerOptions mo;
     mo.local_bytes = *budget;
+    mo.shared_budget = shared.get();
     auto m = far::Manager::create(mo);
     if (!m.ok()) return bench.fail(2, m.status().to_string());
     manager = std::move(*m);
@@ -563,6 +573,15 @@ int run_frontend(const BenchFarFlags& f) {
       local ? 100.0 : 100.0 * static_cast<double>(*budget) / static_cast<double>(working_set);
   double load[3] = {0, 0, 0};
   (void)::getloadavg(load, 3);
+  if (shared != nullptr) {
+    paged += fmt::format(" shared_budget(limit={}B used={}B", shared->limit_bytes(),
+                         shared->used_bytes());
+    for (const BudgetUsage& u : shared->usage()) {
+      paged += fmt::format(" {}={}B peak={}B overdraft={}B", u.tenant, u.tenant_bytes, u.peak_bytes,
+                           u.overdraft_bytes);
+    }
+    paged += ")";
+  }
   fmt::print(
       "far frontend: backend={} local_memory={:.0f}% ({}B) ops/s={:.0f} p50={:.2f}us "
       "p99={:.2f}us threads={} coroutines={} objects={} keys={}{} load={:.2f}{}\n",
@@ -579,6 +598,13 @@ int run_frontend(const BenchFarFlags& f) {
   rec["coroutines"] = f.coroutines;
   rec["load_avg_1m"] = load[0];
   if (mm.cgroup != nullptr) rec["cgroup"] = mm.cgroup->version();
+  if (shared != nullptr) {
+    rec["shared_budget_bytes"] = shared->limit_bytes();
+    for (const BudgetUsage& u : shared->usage()) {
+      rec["shared_" + u.tenant + "_bytes"] = u.tenant_bytes;
+      rec["shared_" + u.tenant + "_peak_bytes"] = u.peak_bytes;
+    }
+  }
   if (pg.manager != nullptr) {
     const paged::ManagerStats ps = pg.manager->stats();
     rec["page_bytes"] = f.page_bytes;
@@ -761,6 +787,9 @@ CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* f) {
                   "frontend --backend mmap: directory of the mapped file (a disk file system)");
   sub->add_option("--madvise", f->madvise, "frontend --backend mmap: normal | random")
       ->check(CLI::IsMember({"normal", "random"}));
+  sub->add_flag("--shared-budget", f->shared_budget,
+                "frontend --backend far|paged: pay from a process-wide LocalBudget of the budget "
+                "and print its tenants' usage");
   return sub;
 }
 

@@ -18,6 +18,7 @@ Result<LocalBudget::Tenant*> LocalBudget::add_tenant(const std::string& name) {
     t.name_ = name;
     t.charged_.store(0);
     t.overdraft_.store(0);
+    t.peak_.store(0);
     return &t;
   }
   return ResourceExhausted(
@@ -47,8 +48,14 @@ bool LocalBudget::Tenant::try_charge(uint64_t bytes) {
   do {
     if (bytes > budget_->limit_ || now > budget_->limit_ - bytes) return false;
   } while (!used.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
-  charged_.fetch_add(bytes, std::memory_order_relaxed);
+  raise_peak(charged_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
   return true;
+}
+
+void LocalBudget::Tenant::raise_peak(uint64_t now) {
+  uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
 }
 
 void LocalBudget::Tenant::force_charge(uint64_t bytes) {
@@ -57,7 +64,7 @@ void LocalBudget::Tenant::force_charge(uint64_t bytes) {
   if (after > budget_->limit_) {
     overdraft_.fetch_add(after - std::max(before, budget_->limit_), std::memory_order_relaxed);
   }
-  charged_.fetch_add(bytes, std::memory_order_relaxed);
+  raise_peak(charged_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
 }
 
 void LocalBudget::Tenant::release(uint64_t bytes) {
@@ -92,6 +99,7 @@ BudgetUsage LocalBudget::Tenant::usage() const {
   BudgetUsage u;
   u.tenant = name_;
   u.tenant_bytes = charged_bytes();
+  u.peak_bytes = peak_.load(std::memory_order_relaxed);
   u.used_bytes = budget_->used_bytes();
   u.limit_bytes = budget_->limit_bytes();
   u.overdraft_bytes = overdraft_.load(std::memory_order_relaxed);

@@ -31,6 +31,9 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
   m->high_ = std::max(at_least(total * o.high_free, 3), m->low_ + 1);
   m->high_ = std::min<uint32_t>(m->high_, m->pool_->total() - 1);
   m->low_ = std::min<uint32_t>(m->low_, m->high_);
+  // With a shared budget, what one evacuation round gives back between the thresholds stays
+  // resident for the mutators' next segments (SegmentPool: warm segments).
+  m->pool_->set_warm_cap(std::max<uint32_t>(1, m->high_ - m->low_));
   return m;
 }
 

@@ -55,7 +55,14 @@ SegmentPool::~SegmentPool() {
 }
 
 uint8_t* SegmentPool::take() {
+  if (tenant_ != nullptr) release_warm_if_pressured();
   std::lock_guard<std::mutex> lock(mu_);
+  if (!warm_.empty()) {  // charged and resident already
+    uint8_t* s = warm_.back();
+    warm_.pop_back();
+    warm_count_.store(static_cast<uint32_t>(warm_.size()), std::memory_order_relaxed);
+    return s;
+  }
   if (free_.empty()) return nullptr;
   if (tenant_ != nullptr && !tenant_->try_charge(segment_bytes_)) {
     tenant_->signal_pressure();
@@ -69,14 +76,48 @@ uint8_t* SegmentPool::take() {
 
 void SegmentPool::give(uint8_t* segment) {
   if (tenant_ != nullptr) {
-    // Back to the kernel before the charge is released: the memory is then free for others.
-    // MADV_DONTNEED on a private anonymous mapping cannot fail for a valid range.
-    (void)madvise(segment, segment_bytes_, MADV_DONTNEED);
-    tenant_->release(segment_bytes_);
+    release_warm_if_pressured();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (warm_.size() < warm_cap_) {
+        warm_.push_back(segment);
+        warm_count_.store(static_cast<uint32_t>(warm_.size()), std::memory_order_relaxed);
+        return;
+      }
+    }
+    drop(segment);
+    return;
   }
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(segment);
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
+}
+
+void SegmentPool::drop(uint8_t* segment) {
+  // Back to the kernel before the charge is released: the memory is then free for others.
+  // MADV_DONTNEED on a private anonymous mapping cannot fail for a valid range.
+  (void)madvise(segment, segment_bytes_, MADV_DONTNEED);
+  tenant_->release(segment_bytes_);
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(segment);
+  free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
+}
+
+void SegmentPool::release_warm() {
+  if (tenant_ == nullptr) return;
+  std::vector<uint8_t*> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.swap(warm_);
+    warm_count_.store(0, std::memory_order_relaxed);
+  }
+  for (uint8_t* s : out) drop(s);
+}
+
+void SegmentPool::release_warm_if_pressured() {
+  const uint64_t now = tenant_->others_pressure();
+  uint64_t seen = pressure_seen_.load(std::memory_order_relaxed);
+  if (now != seen && pressure_seen_.compare_exchange_strong(seen, now)) release_warm();
 }
 
 }  // namespace farmem::far

@@ -37,6 +37,7 @@ ThreadCache::~ThreadCache() {
     if (s->base != nullptr) pool_.give(s->base);
   }
   for (Segment& s : sealed_) pool_.give(s.base);
+  pool_.release_warm();  // a thread that ends keeps no memory charged for the next one
 }
 
 // ---------------------------------------------------------------- entries
@@ -336,6 +337,7 @@ bool ThreadCache::relieve_pressure() {
     pressured = p != pressure_seen_;
     pressure_seen_ = p;
   }
+  if (pressured) pool_.release_warm();
   if (pressured || pool_.free_segments() < low_) kick_evacuator();
   return evacuating_;
 }

@@ -490,6 +490,12 @@ void Manager::Impl::maybe_start_cleaner() {
       static_cast<double>(used_bytes()) <= options.writeback_start * static_cast<double>(budget)) {
     return;
   }
+  // Trimming because the shared budget is nearly full while other tenants hold part of it:
+  // they are asked to give back too (far's evacuators), not only this buffer.
+  if (!pressured && tenant != nullptr &&
+      tenant->budget().used_bytes() > resident_bytes.load(std::memory_order_relaxed)) {
+    tenant->signal_pressure();
+  }
   cleaner_running = true;
   if (!scheduler->spawn(cleaner(this)).ok()) cleaner_running = false;
 }

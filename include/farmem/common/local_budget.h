@@ -36,6 +36,7 @@ namespace farmem {
 struct BudgetUsage {
   std::string tenant;
   uint64_t tenant_bytes = 0;  // what this tenant has charged now
+  uint64_t peak_bytes = 0;    // the most this tenant had charged at once
   uint64_t used_bytes = 0;    // every tenant together
   uint64_t limit_bytes = 0;
   uint64_t overdraft_bytes = 0;   // this tenant's force_charge() bytes beyond the limit, total
@@ -75,6 +76,8 @@ class LocalBudget {
     std::function<void()> waker_;  // (the budget's mu_)
     std::atomic<uint64_t> charged_{0};
     std::atomic<uint64_t> overdraft_{0};
+    std::atomic<uint64_t> peak_{0};
+    void raise_peak(uint64_t now);
     std::atomic<uint64_t> pressure_{0};
   };
 

@@ -255,8 +255,8 @@ class Sampler {
   void sample() {
     uint64_t charged = 0;
     for (const BudgetUsage& u : budget_->usage()) charged += u.tenant_bytes;
-    const uint64_t resident =
-        resident_bytes(pool_->base(), pool_->bytes()) + resident_bytes(region_->data(), region_->size());
+    const uint64_t resident = resident_bytes(pool_->base(), pool_->bytes()) +
+                              resident_bytes(region_->data(), region_->size());
     max_charged = std::max(max_charged, charged);
     max_used = std::max(max_used, budget_->used_bytes());
     max_resident = std::max(max_resident, resident);
@@ -353,14 +353,14 @@ TEST_P(SharedBudgetTest, FarObjectsAndPagedRegionsShareOneBudget) {
       ASSERT_EQ(wrong, 0u) << "paged values differ from the model";
     }
     sampler.stop();
-    std::printf("[ SHARED   ] far A/B/C %llu/%llu/%llu KiB, paged B/C %llu/%llu KiB; samples %llu, "
-                "max charged %llu KiB, max resident %llu KiB of %llu KiB\n",
-                (unsigned long long)(far_a >> 10), (unsigned long long)(far_b >> 10),
-                (unsigned long long)(far_c >> 10), (unsigned long long)(paged_b >> 10),
-                (unsigned long long)(paged_c >> 10), (unsigned long long)sampler.samples,
-                (unsigned long long)(sampler.max_charged >> 10),
-                (unsigned long long)(sampler.max_resident >> 10),
-                (unsigned long long)(kLimit >> 10));
+    std::printf(
+        "[ SHARED   ] far A/B/C %llu/%llu/%llu KiB, paged B/C %llu/%llu KiB; samples %llu, "
+        "max charged %llu KiB, max resident %llu KiB of %llu KiB\n",
+        (unsigned long long)(far_a >> 10), (unsigned long long)(far_b >> 10),
+        (unsigned long long)(far_c >> 10), (unsigned long long)(paged_b >> 10),
+        (unsigned long long)(paged_c >> 10), (unsigned long long)sampler.samples,
+        (unsigned long long)(sampler.max_charged >> 10),
+        (unsigned long long)(sampler.max_resident >> 10), (unsigned long long)(kLimit >> 10));
     EXPECT_GT(sampler.samples, 10u);
     EXPECT_LE(sampler.max_used, kLimit);
     EXPECT_LE(sampler.max_charged, kLimit);

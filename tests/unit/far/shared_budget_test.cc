@@ -39,6 +39,7 @@ TEST(LocalBudget, ChargesStopAtTheLimitAndTenantsShareIt) {
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[0].tenant, "far");
   EXPECT_EQ(u[0].tenant_bytes, 500u);
+  EXPECT_EQ(u[0].peak_bytes, 600u);
   EXPECT_EQ(u[1].tenant_bytes, 400u);
   EXPECT_EQ(u[1].limit_bytes, 1000u);
   EXPECT_EQ(u[1].used_bytes, 900u);
@@ -159,6 +160,45 @@ TEST(SharedSegmentPool, SegmentsAreChargedWhenTakenAndReturnedWhenGiven) {
   (*other)->release(12 * kSeg);
   EXPECT_EQ(p.free_segments(), 13u);  // the pool's own free list bounds it now
   for (uint8_t* s : segs) p.give(s);
+  EXPECT_EQ(b.used_bytes(), 0u);
+}
+
+// Warm segments: given back but kept charged and resident for the next take(), until another
+// tenant signals pressure.
+TEST(SharedSegmentPool, WarmSegmentsStayChargedUntilAnotherTenantIsShort) {
+  constexpr uint64_t kSeg = 64 << 10;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  LocalBudget b(8 * kSeg);
+  auto pool = far::SegmentPool::create(0, kSeg, &b);
+  ASSERT_TRUE(pool.ok());
+  far::SegmentPool& p = **pool;
+  p.set_warm_cap(1);
+  auto other = b.add_tenant("paged");
+  ASSERT_TRUE(other.ok());
+  uint8_t* s1 = p.take();
+  uint8_t* s2 = p.take();
+  ASSERT_TRUE(s1 != nullptr && s2 != nullptr);
+  std::memset(s1, 1, kSeg);
+  std::memset(s2, 2, kSeg);
+  p.give(s1);  // warm: still charged, still resident
+  p.give(s2);  // beyond the cap: dropped
+  EXPECT_EQ(p.tenant()->charged_bytes(), kSeg);
+  EXPECT_EQ(resident_pages(p.base(), p.bytes()) * page, kSeg);
+  EXPECT_EQ(p.free_segments(), 8u);  // 1 warm + 7 the budget can pay for
+  EXPECT_EQ(p.taken_bytes(), 0u);
+  EXPECT_EQ(p.take(), s1) << "a warm segment is handed out first, without a new charge";
+  EXPECT_EQ(p.tenant()->charged_bytes(), kSeg);
+  p.give(s1);
+  // Another tenant is short: the next give/take (or release_warm) drops the warm segment.
+  (*other)->signal_pressure();
+  uint8_t* s3 = p.take();
+  ASSERT_NE(s3, nullptr);  // (s1's address again, perhaps: dropped, then charged anew)
+  EXPECT_EQ(p.tenant()->charged_bytes(), kSeg);  // s3 only
+  EXPECT_EQ(resident_pages(p.base(), p.bytes()), 0u) << "the warm segment's pages were dropped";
+  p.give(s3);  // warm again (no new pressure)
+  EXPECT_EQ(p.tenant()->charged_bytes(), kSeg);
+  p.release_warm();
+  EXPECT_EQ(p.tenant()->charged_bytes(), 0u);
   EXPECT_EQ(b.used_bytes(), 0u);
 }
 
