@@ -142,8 +142,9 @@ class ThreadCache {
   void kick_evacuator();
   // For a thread that stops using far objects for a while but keeps running its scheduler:
   // call it from the thread's loop so its cache gives memory back when another tenant of a
-  // shared budget is short (or free space is low). Never suspends; the evacuation runs as a
-  // coroutine of this thread. Returns whether an evacuation runs.
+  // shared budget is short (or free space is low): drops the pool's warm segments and starts
+  // the evacuator. Never suspends; the evacuation runs as a coroutine of this thread. Returns
+  // whether an evacuation runs.
   bool relieve_pressure();
   bool evacuating() const { return evacuating_; }
   // The first write-back error the evacuator met (it keeps such objects).

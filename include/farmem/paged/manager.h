@@ -12,10 +12,11 @@
 // becomes resident (or is being fetched) and releases it when it is dropped; "does a page fit"
 // and the cleaner's start/stop thresholds compare the shared budget's used bytes with its
 // limit, and the cleaner also runs when another tenant signalled pressure while pages are
-// resident. A fault that finds the budget full and no page of its own to evict signals
-// pressure and waits for the other tenants to give memory back, up to the op deadline; then it
-// charges past the limit (counted in the budget's overdraft) rather than hang the thread.
-// Static pins take at most half the shared limit.
+// resident (a waker wakes the pager thread); when the cleaner must trim while other tenants hold
+// part of the budget it signals them pressure in turn. A fault that finds the budget full and no
+// page of its own to evict signals pressure and waits for the other tenants to give memory back, up
+// to the op deadline; then it charges past the limit (counted in the budget's overdraft) rather
+// than hang the thread. Static pins take at most half the shared limit.
 //
 // Failure: a page fault cannot return an error. If a page cannot be fetched the process
 // prints one line "farmem paged: fatal: ..." (region, offset, node, cause) on stderr and calls
