@@ -482,8 +482,10 @@ void Manager::Impl::maybe_start_cleaner() {
   bool pressured = false;
   if (tenant != nullptr) {
     const uint64_t p = tenant->others_pressure();
-    pressured = p != pressure_seen && resident_bytes.load(std::memory_order_relaxed) > 0;
+    pressured = p != pressure_seen;
     pressure_seen = p;
+    // Nothing resident: nothing to trim (other tenants fill the budget on their own).
+    if (resident_bytes.load(std::memory_order_relaxed) == 0) return;
   }
   const uint64_t budget = budget_bytes.load(std::memory_order_relaxed);
   if (!pressured &&
