@@ -35,6 +35,7 @@
 
 #include "bench_harness.h"
 #include "farmem/common/clock.h"
+#include "farmem/common/local_budget.h"
 #include "farmem/common/units.h"
 #include "farmem/far/array.h"
 #include "farmem/far/far_ptr.h"
@@ -464,9 +465,11 @@ struct PagedRun {
 };
 
 Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, const FrontShape& shape,
-                     const std::vector<uint64_t>& order, uint64_t budget, PagedRun* r) {
+                     const std::vector<uint64_t>& order, uint64_t budget, LocalBudget* shared,
+                     PagedRun* r) {
   paged::ManagerOptions mo;
   mo.local_bytes = budget;
+  mo.shared_budget = shared;
   auto m = paged::Manager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
@@ -598,6 +601,13 @@ int run_frontend(const BenchFarFlags& f) {
   if (int rc = bench.connect(working_set * 2 + (512ull << 20)); rc != 0) return rc;
   workload::ScrambledZipfianChooser requests(shape.requests, f.zipf_theta);
   const std::vector<uint64_t> order = load_order(shape, f.bench.seed);
+  // With --shared-budget the far or paged backend pays from a process-wide LocalBudget (the
+  // path a process using both takes); its tenants' usage is printed at the end. It outlives both
+  // managers.
+  std::unique_ptr<LocalBudget> shared;
+  if (f.shared_budget && (f.backend == "far" || f.backend == "paged")) {
+    shared = std::make_unique<LocalBudget>(*budget);
+  }
   std::unique_ptr<far::Manager> manager;
   LocalFront lf{shape, {}, {}};
   MmapRun mm;
@@ -611,11 +621,12 @@ int run_frontend(const BenchFarFlags& f) {
     Status s = prepare_mmap(f, shape, order, *budget, &mm);
     if (!s.ok()) return bench.fail(1, "mmap backend: " + s.to_string());
   } else if (f.backend == "paged") {
-    Status s = prepare_paged(f, *bench.cluster(), shape, order, *budget, &pg);
+    Status s = prepare_paged(f, *bench.cluster(), shape, order, *budget, shared.get(), &pg);
     if (!s.ok()) return bench.fail(1, "paged backend: " + s.to_string());
   } else {
     far::ManagerOptions mo;
     mo.local_bytes = *budget;
+    mo.shared_budget = shared.get();
     auto m = far::Manager::create(mo);
     if (!m.ok()) return bench.fail(2, m.status().to_string());
     manager = std::move(*m);
@@ -655,6 +666,15 @@ int run_frontend(const BenchFarFlags& f) {
       local ? 100.0 : 100.0 * static_cast<double>(*budget) / static_cast<double>(working_set);
   double load[3] = {0, 0, 0};
   (void)::getloadavg(load, 3);
+  if (shared != nullptr) {
+    paged += fmt::format(" shared_budget(limit={}B used={}B", shared->limit_bytes(),
+                         shared->used_bytes());
+    for (const BudgetUsage& u : shared->usage()) {
+      paged += fmt::format(" {}={}B peak={}B overdraft={}B", u.tenant, u.tenant_bytes, u.peak_bytes,
+                           u.overdraft_bytes);
+    }
+    paged += ")";
+  }
   fmt::print(
       "far frontend: backend={} local_memory={:.0f}% ({}B) ops/s={:.0f} p50={:.2f}us "
       "p99={:.2f}us threads={} coroutines={} objects={} keys={} keys_per_request={} "
@@ -677,6 +697,13 @@ int run_frontend(const BenchFarFlags& f) {
   rec["zipf_theta"] = f.zipf_theta;
   rec["load_avg_1m"] = load[0];
   if (mm.cgroup != nullptr) rec["cgroup"] = mm.cgroup->version();
+  if (shared != nullptr) {
+    rec["shared_budget_bytes"] = shared->limit_bytes();
+    for (const BudgetUsage& u : shared->usage()) {
+      rec["shared_" + u.tenant + "_bytes"] = u.tenant_bytes;
+      rec["shared_" + u.tenant + "_peak_bytes"] = u.peak_bytes;
+    }
+  }
   if (pg.manager != nullptr) {
     const paged::ManagerStats ps = pg.manager->stats();
     rec["page_bytes"] = f.page_bytes;
@@ -864,6 +891,9 @@ CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* f) {
                   "frontend --backend mmap: directory of the mapped file (a disk file system)");
   sub->add_option("--madvise", f->madvise, "frontend --backend mmap: normal | random")
       ->check(CLI::IsMember({"normal", "random"}));
+  sub->add_flag("--shared-budget", f->shared_budget,
+                "frontend --backend far|paged: pay from a process-wide LocalBudget of the budget "
+                "and print its tenants' usage");
   return sub;
 }
 

@@ -29,6 +29,7 @@ struct BenchFarFlags {
   uint64_t page_bytes = 64 * 1024;    // frontend paged: the region's page size
   std::string mmap_dir = "/var/tmp";  // frontend mmap: where the mapped file goes (not tmpfs)
   std::string madvise = "random";     // frontend mmap: the access advice (normal: readahead)
+  bool shared_budget = false;  // frontend far|paged: pay from a process LocalBudget of the budget
 };
 CLI::App* add_bench_far(CLI::App* bench, BenchFarFlags* flags);
 int run_bench_far(const BenchFarFlags& flags);

@@ -8,6 +8,7 @@ namespace farmem::far {
 
 Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) {
   ManagerOptions o = options;
+  if (o.shared_budget != nullptr) o.local_bytes = o.shared_budget->limit_bytes();
   if (o.segment_bytes == 0) {
     uint64_t s = std::bit_floor(std::max<uint64_t>(o.local_bytes / 16, 1));
     o.segment_bytes = std::clamp<uint64_t>(s, SegmentPool::kMinSegmentBytes, 1ull << 20);
@@ -16,7 +17,7 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
         o.high_free < 1)) {
     return InvalidArgument("far cache thresholds need 0 <= admit_free <= low_free < high_free < 1");
   }
-  auto pool = SegmentPool::create(o.local_bytes, o.segment_bytes);
+  auto pool = SegmentPool::create(o.local_bytes, o.segment_bytes, o.shared_budget);
   if (!pool.ok()) return pool.status();
   std::unique_ptr<Manager> m(new Manager());
   m->options_ = o;
@@ -30,7 +31,20 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
   m->high_ = std::max(at_least(total * o.high_free, 3), m->low_ + 1);
   m->high_ = std::min<uint32_t>(m->high_, m->pool_->total() - 1);
   m->low_ = std::min<uint32_t>(m->low_, m->high_);
+  // With a shared budget, what one evacuation round gives back between the thresholds stays
+  // resident for the mutators' next segments (SegmentPool: warm segments).
+  m->pool_->set_warm_cap(std::max<uint32_t>(1, m->high_ - m->low_));
   return m;
+}
+
+BudgetUsage Manager::budget_usage() const {
+  if (pool_->tenant() != nullptr) return pool_->tenant()->usage();
+  BudgetUsage u;
+  u.tenant = "far";
+  u.tenant_bytes = pool_->taken_bytes();
+  u.used_bytes = u.tenant_bytes;
+  u.limit_bytes = pool_->bytes();
+  return u;
 }
 
 }  // namespace farmem::far

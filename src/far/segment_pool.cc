@@ -8,7 +8,9 @@
 namespace farmem::far {
 
 Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
-                                                         uint64_t segment_bytes) {
+                                                         uint64_t segment_bytes,
+                                                         LocalBudget* shared) {
+  if (shared != nullptr) budget_bytes = shared->limit_bytes();
   if (!std::has_single_bit(segment_bytes) || segment_bytes < kMinSegmentBytes ||
       segment_bytes > kMaxSegmentBytes) {
     return InvalidArgument(
@@ -30,8 +32,9 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
         fmt::format("cannot map {} bytes of local cache", count * segment_bytes));
   }
   // Huge pages where the kernel allows them (THP "madvise"): the cache is dereferenced at
-  // random, and a TLB miss per object would cost as much as the dereference itself.
-  (void)madvise(m, count * segment_bytes, MADV_HUGEPAGE);
+  // random, and a TLB miss per object would cost as much as the dereference itself. Not with a
+  // shared budget (below): resident memory must then follow the charge segment by segment.
+  if (shared == nullptr) (void)madvise(m, count * segment_bytes, MADV_HUGEPAGE);
   p->base_ = static_cast<uint8_t*>(m);
   p->segment_bytes_ = segment_bytes;
   p->total_ = static_cast<uint32_t>(count);
@@ -39,16 +42,36 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   // Handed out from the lowest address up, so a small working set touches few pages.
   for (uint64_t i = count; i-- > 0;) p->free_.push_back(p->base_ + i * segment_bytes);
   p->free_count_.store(p->total_);
+  if (shared != nullptr) {
+    // Resident memory must follow the charge segment by segment: no transparent huge page may
+    // make a first touch of one segment resident for its neighbours too.
+    (void)madvise(m, count * segment_bytes, MADV_NOHUGEPAGE);
+    auto t = shared->add_tenant("far");
+    if (!t.ok()) return t.status();
+    p->tenant_ = *t;
+  }
   return p;
 }
 
 SegmentPool::~SegmentPool() {
+  if (tenant_ != nullptr) tenant_->budget().remove_tenant(tenant_);
   if (base_ != nullptr) munmap(base_, bytes());
 }
 
 uint8_t* SegmentPool::take() {
+  if (tenant_ != nullptr) release_warm_if_pressured();
   std::lock_guard<std::mutex> lock(mu_);
+  if (!warm_.empty()) {  // charged and resident already
+    uint8_t* s = warm_.back();
+    warm_.pop_back();
+    warm_count_.store(static_cast<uint32_t>(warm_.size()), std::memory_order_relaxed);
+    return s;
+  }
   if (free_.empty()) return nullptr;
+  if (tenant_ != nullptr && !tenant_->try_charge(segment_bytes_)) {
+    tenant_->signal_pressure();
+    return nullptr;
+  }
   uint8_t* s = free_.back();
   free_.pop_back();
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
@@ -56,9 +79,49 @@ uint8_t* SegmentPool::take() {
 }
 
 void SegmentPool::give(uint8_t* segment) {
+  if (tenant_ != nullptr) {
+    release_warm_if_pressured();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (warm_.size() < warm_cap_) {
+        warm_.push_back(segment);
+        warm_count_.store(static_cast<uint32_t>(warm_.size()), std::memory_order_relaxed);
+        return;
+      }
+    }
+    drop(segment);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(segment);
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
+}
+
+void SegmentPool::drop(uint8_t* segment) {
+  // Back to the kernel before the charge is released: the memory is then free for others.
+  // MADV_DONTNEED on a private anonymous mapping cannot fail for a valid range.
+  (void)madvise(segment, segment_bytes_, MADV_DONTNEED);
+  tenant_->release(segment_bytes_);
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(segment);
+  free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
+}
+
+void SegmentPool::release_warm() {
+  if (tenant_ == nullptr) return;
+  std::vector<uint8_t*> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.swap(warm_);
+    warm_count_.store(0, std::memory_order_relaxed);
+  }
+  for (uint8_t* s : out) drop(s);
+}
+
+void SegmentPool::release_warm_if_pressured() {
+  const uint64_t now = tenant_->others_pressure();
+  uint64_t seen = pressure_seen_.load(std::memory_order_relaxed);
+  if (now != seen && pressure_seen_.compare_exchange_strong(seen, now)) release_warm();
 }
 
 }  // namespace farmem::far

@@ -43,6 +43,7 @@ ThreadCache::~ThreadCache() {
     if (s->base != nullptr) pool_.give(s->base);
   }
   for (Segment& s : sealed_) pool_.give(s.base);
+  pool_.release_warm();  // a thread that ends keeps no memory charged for the next one
 }
 
 // ---------------------------------------------------------------- entries
@@ -167,6 +168,8 @@ uint8_t* ThreadCache::try_slot(Entry* e, uint32_t bytes, bool nt, uint32_t state
     if (fresh == nullptr) return nullptr;
     seal(seg);
     *seg = Segment{fresh, 0, nt};
+    // Short of space because another tenant holds the shared budget: tell it (once a segment).
+    if (pool_.free_segments() < low_) pool_.signal_short();
   }
   if (pool_.free_segments() < low_) kick_evacuator();
   auto* h = reinterpret_cast<SlotHeader*>(seg->base + seg->used);
@@ -339,6 +342,18 @@ void ThreadCache::kick_evacuator() {
   if (evacuating_ || sealed_.empty()) return;
   evacuating_ = true;
   if (!client_->scheduler().spawn(evacuator()).ok()) evacuating_ = false;
+}
+
+bool ThreadCache::relieve_pressure() {
+  bool pressured = false;
+  if (LocalBudget::Tenant* t = pool_.tenant(); t != nullptr) {
+    const uint64_t p = t->others_pressure();
+    pressured = p != pressure_seen_;
+    pressure_seen_ = p;
+  }
+  if (pressured) pool_.release_warm();
+  if (pressured || pool_.free_segments() < low_) kick_evacuator();
+  return evacuating_;
 }
 
 Task<void> ThreadCache::evacuator() {

@@ -125,7 +125,7 @@ runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r) {
   for (const PageMeta& p : r->pages) {
     if (p.pinned) m->pinned_bytes -= reg->page_bytes();
   }
-  m->resident_bytes.fetch_sub(resident);
+  m->unreserve(resident);
   m->footprint_bytes.fetch_sub(reg->size());
   if (!reg->layout().shared) co_await free_stripes(m, reg->layout().stripes);
   m->by_addr.erase(reinterpret_cast<uintptr_t>(reg->data()));

@@ -114,6 +114,19 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
   }
   impl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl->event_fd < 0) return Internal(errno_text("paged: eventfd"));
+  if (options.shared_budget != nullptr) {
+    auto t = options.shared_budget->add_tenant("paged");
+    if (!t.ok()) return t.status();
+    impl->tenant = *t;
+    impl->pressure_seen = impl->tenant->others_pressure();
+  }
+  if (impl->tenant != nullptr) {
+    // Another tenant's pressure wakes the pager thread (its loop then starts the cleaner).
+    impl->tenant->set_waker([fd = impl->event_fd] {
+      const uint64_t one = 1;
+      (void)!::write(fd, &one, sizeof one);
+    });
+  }
   impl->recompute_budget();
   std::promise<Status> started;
   std::future<Status> f = started.get_future();
@@ -135,6 +148,7 @@ Manager::~Manager() {
 }
 
 Manager::Impl::~Impl() {
+  if (tenant != nullptr) tenant->budget().remove_tenant(tenant);
   for (auto& [bytes, list] : staging_free) {
     for (uint8_t* b : list) std::free(b);
   }
@@ -210,6 +224,14 @@ ManagerStats Manager::stats() const {
   s.resident_bytes = impl_->resident_bytes.load();
   s.cleaner_runs = impl_->cleaner_runs.load();
   s.fault_waits = impl_->fault_waits.load();
+  if (impl_->tenant != nullptr) {
+    s.budget = impl_->tenant->usage();
+  } else {
+    s.budget.tenant = "paged";
+    s.budget.tenant_bytes = s.resident_bytes;
+    s.budget.used_bytes = s.resident_bytes;
+    s.budget.limit_bytes = s.budget_bytes;
+  }
   impl_->direct->traffic(&s.traffic);
   // Other sources in use (agent mode), each once.
   std::vector<const PageSource*> seen{impl_->direct.get()};
@@ -457,16 +479,60 @@ void Manager::Impl::start_pending() {
 
 void Manager::Impl::maybe_start_cleaner() {
   if (cleaner_running) return;
+  bool pressured = false;
+  if (tenant != nullptr) {
+    const uint64_t p = tenant->others_pressure();
+    pressured = p != pressure_seen;
+    pressure_seen = p;
+    // Nothing resident: nothing to trim (other tenants fill the budget on their own).
+    if (resident_bytes.load(std::memory_order_relaxed) == 0) return;
+  }
   const uint64_t budget = budget_bytes.load(std::memory_order_relaxed);
-  if (static_cast<double>(resident_bytes.load(std::memory_order_relaxed)) <=
-      options.writeback_start * static_cast<double>(budget)) {
+  if (!pressured &&
+      static_cast<double>(used_bytes()) <= options.writeback_start * static_cast<double>(budget)) {
     return;
+  }
+  // Trimming because the shared budget is nearly full while other tenants hold part of it:
+  // they are asked to give back too (far's evacuators), not only this buffer.
+  if (!pressured && tenant != nullptr &&
+      tenant->budget().used_bytes() > resident_bytes.load(std::memory_order_relaxed)) {
+    tenant->signal_pressure();
   }
   cleaner_running = true;
   if (!scheduler->spawn(cleaner(this)).ok()) cleaner_running = false;
 }
 
+bool Manager::Impl::try_reserve(uint64_t bytes) {
+  if (tenant != nullptr) {
+    if (!tenant->try_charge(bytes)) return false;
+  } else if (resident_bytes.load(std::memory_order_relaxed) + bytes >
+             budget_bytes.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  resident_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
+void Manager::Impl::force_reserve(uint64_t bytes) {
+  if (tenant != nullptr) tenant->force_charge(bytes);
+  resident_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Manager::Impl::unreserve(uint64_t bytes) {
+  resident_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  if (tenant != nullptr) tenant->release(bytes);
+}
+
+uint64_t Manager::Impl::used_bytes() const {
+  return tenant != nullptr ? tenant->budget().used_bytes()
+                           : resident_bytes.load(std::memory_order_relaxed);
+}
+
 void Manager::Impl::recompute_budget() {
+  if (tenant != nullptr) {
+    budget_bytes.store(tenant->budget().limit_bytes());
+    return;
+  }
   uint64_t largest_page = kDefaultPageBytes;
   for (const auto& r : regions) largest_page = std::max(largest_page, r->region->page_bytes());
   uint64_t b = options.local_bytes;
@@ -598,12 +664,18 @@ void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
 
 // ---- coroutines ----
 
-// Evicts CLOCK victims until `bytes` more fit in the budget, or nothing can be evicted now
-// (every resident page pinned or in flight: the budget is then exceeded by pages in flight).
-runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes) {
+// Evicts CLOCK victims until `bytes` more fit in the budget, then counts them as resident.
+// When nothing can be evicted now (every resident page pinned or in flight): without a shared
+// budget they are counted anyway (the budget is then exceeded by pages in flight); with one, a
+// prefetch (!must) gets false, and a fault signals pressure and waits for the other tenants to
+// give memory back, up to the op deadline, then charges past the limit (the budget's overdraft)
+// rather than hang the faulting thread.
+runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must) {
   bool waited = false;
-  while (m->resident_bytes.load(std::memory_order_relaxed) + bytes >
-         m->budget_bytes.load(std::memory_order_relaxed)) {
+  uint64_t deadline = 0;
+  for (;;) {
+    if (m->try_reserve(bytes)) co_return true;
+    if (m->tenant != nullptr) m->tenant->signal_pressure();
     // A few victims at once: their drops and write-backs share system calls and messages.
     std::vector<Manager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
@@ -611,11 +683,20 @@ runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes) {
     while (victims.size() < Manager::Impl::kFaultEvictBatch && m->pick_victim(&r, &page)) {
       victims.push_back(Manager::Impl::ClockEntry{r, page});
     }
-    if (victims.empty()) break;
-    if (!waited) m->fault_waits.fetch_add(1, std::memory_order_relaxed);
-    waited = true;
-    co_await evict_batch(m, std::move(victims));
+    if (!victims.empty()) {
+      if (!waited) m->fault_waits.fetch_add(1, std::memory_order_relaxed);
+      waited = true;
+      co_await evict_batch(m, std::move(victims));
+      continue;
+    }
+    if (m->tenant == nullptr) break;
+    if (!must) co_return false;
+    if (deadline == 0) deadline = m->deadline();
+    if (now_ns() > deadline) break;
+    co_await m->scheduler->sleep_for_ns(Manager::Impl::kSharedWaitNs);
   }
+  m->force_reserve(bytes);
+  co_return true;
 }
 
 // Fetches `pages` (all kFetching, counted in r->inflight by the caller) and installs them.
@@ -629,16 +710,15 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
   std::vector<uint64_t> kept;
   for (size_t i = 0; i < pages.size(); ++i) {
     const uint64_t p = pages[i];
-    if ((fault && i == 0) || evict_for_room) {
-      co_await make_room(m, pb);
-    } else if (m->resident_bytes.load(std::memory_order_relaxed) + pb >
-               m->budget_bytes.load(std::memory_order_relaxed)) {
+    const bool must = fault && i == 0;
+    const bool room =
+        must || evict_for_room ? co_await reserve_room(m, pb, must) : m->try_reserve(pb);
+    if (!room) {
       r->pages[p].state = PageState::kMissing;
       r->pages[p].prefetched = false;
       m->wake(r, p);
       continue;
     }
-    m->resident_bytes.fetch_add(pb, std::memory_order_relaxed);
     kept.push_back(p);
   }
   std::vector<PageIo> ios;
@@ -690,7 +770,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
     } else {
       meta.state = PageState::kMissing;
       meta.prefetched = false;
-      m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
+      m->unreserve(pb);
       m->wake(r, p);
     }
     if (staged[i]) m->put_staging(static_cast<uint8_t*>(ios[i].buf), pb);
@@ -753,7 +833,7 @@ runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::Clo
       meta.state = PageState::kMissing;
       meta.prefetched = false;
       meta.wp_pending = false;
-      m->resident_bytes.fetch_sub(pb, std::memory_order_relaxed);
+      m->unreserve(pb);
       r->counters.resident_pages.fetch_sub(1, std::memory_order_relaxed);
       r->counters.evictions.fetch_add(1, std::memory_order_relaxed);
       if (meta.waiters) {
@@ -766,13 +846,14 @@ runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::Clo
   }
 }
 
-// Proactive eviction: runs while the buffer is above writeback_stop x budget, in batches.
+// Proactive eviction: runs while the buffer (with a shared budget: every tenant's memory) is
+// above writeback_stop x budget, in batches.
 runtime::Task<void> cleaner(Manager::Impl* m) {
   m->cleaner_runs.fetch_add(1, std::memory_order_relaxed);
   const double stop = m->options.writeback_stop;
   for (;;) {
     const uint64_t budget = m->budget_bytes.load(std::memory_order_relaxed);
-    uint64_t resident = m->resident_bytes.load(std::memory_order_relaxed);
+    uint64_t resident = m->used_bytes();
     std::vector<Manager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
     uint64_t page = 0;

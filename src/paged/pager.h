@@ -118,6 +118,18 @@ struct Manager::Impl {
   std::atomic<uint64_t> budget_bytes{0}, footprint_bytes{0}, resident_bytes{0};
   std::atomic<uint64_t> cleaner_runs{0}, fault_waits{0};
   uint64_t pinned_bytes = 0;
+  // The shared budget's tenant (null: the budget is budget_bytes) and the other tenants'
+  // pressure last acted on (pager thread).
+  LocalBudget::Tenant* tenant = nullptr;
+  uint64_t pressure_seen = 0;
+  // Counts `bytes` as resident if they fit in the budget (false: nothing counted).
+  bool try_reserve(uint64_t bytes);
+  // Counts `bytes` as resident, past the budget if need be.
+  void force_reserve(uint64_t bytes);
+  // Uncounts resident bytes (after their pages were dropped).
+  void unreserve(uint64_t bytes);
+  // Bytes counted against the budget now (every tenant's, if shared).
+  uint64_t used_bytes() const;
 
   struct ClockEntry {
     RegionState* region;
@@ -126,6 +138,8 @@ struct Manager::Impl {
   std::deque<ClockEntry> clock;
   static constexpr size_t kFaultEvictBatch = 8;  // victims a fault evicts when the buffer is full
   static constexpr size_t kCleanerBatch = 16;    // victims per cleaner round
+  // A fault waiting for other tenants of a shared budget re-checks this often.
+  static constexpr uint64_t kSharedWaitNs = 50'000;
   bool cleaner_running = false;
 
   // Missing faults waiting for a fetch slot (bounded by the faulting threads).
@@ -175,7 +189,7 @@ struct Manager::Impl {
 };
 
 // Coroutines of the pager thread (free functions: no capturing lambda coroutines).
-runtime::Task<void> make_room(Manager::Impl* m, uint64_t bytes);
+runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must);
 runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                   bool fault, bool write_fault, bool evict_for_room);
 runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,

@@ -4,7 +4,11 @@
 // uses far objects makes a ThreadCache on it with its own ThreadClient. Threads share the
 // budget and the memory nodes, not objects: a far pointer belongs to the thread whose
 // ThreadCache made it (docs/ARCHITECTURE.md "Far objects").
-// Thread safety: create() once; options() and pool() from any thread.
+// Shared budget: with ManagerOptions::shared_budget the cache has no budget of its own: it pays
+// for every segment from the process's LocalBudget, which paged regions (and other tenants)
+// share, and its evacuators run when that budget runs short (SegmentPool). Without it the
+// cache's budget is local_bytes, as before.
+// Thread safety: create() once; options(), pool() and budget_usage() from any thread.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,10 @@ namespace farmem::far {
 
 struct ManagerOptions {
   uint64_t local_bytes = 64ull << 20;  // the local cache budget (every thread together)
+  // The process's shared local-memory budget (optional; outlives the Manager). When set,
+  // local_bytes is ignored (options().local_bytes reports the shared limit) and segments are
+  // charged to it as they are taken.
+  LocalBudget* shared_budget = nullptr;
   // Segment size (power of two); 0 = budget / 16 clamped to 16 KiB..1 MiB. The largest object
   // is half a segment.
   uint64_t segment_bytes = 0;
@@ -43,6 +51,9 @@ class Manager {
   uint32_t low_segments() const { return low_; }
   uint32_t high_segments() const { return high_; }
   uint32_t admit_segments() const { return admit_; }
+  // The cache's local memory now: its charge ("far") and the limit (the shared budget's, or
+  // local_bytes's whole segments).
+  BudgetUsage budget_usage() const;
 
  private:
   Manager() = default;

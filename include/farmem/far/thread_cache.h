@@ -140,6 +140,12 @@ class ThreadCache {
   uint64_t live_entries() const { return live_entries_; }
   // Starts an evacuation round unless one runs or enough is free.
   void kick_evacuator();
+  // For a thread that stops using far objects for a while but keeps running its scheduler:
+  // call it from the thread's loop so its cache gives memory back when another tenant of a
+  // shared budget is short (or free space is low): drops the pool's warm segments and starts
+  // the evacuator. Never suspends; the evacuation runs as a coroutine of this thread. Returns
+  // whether an evacuation runs.
+  bool relieve_pressure();
   bool evacuating() const { return evacuating_; }
   // The first write-back error the evacuator met (it keeps such objects).
   const Status& evacuation_error() const { return evacuation_error_; }
@@ -191,6 +197,7 @@ class ThreadCache {
   Status evacuation_error_;
   uint32_t prefetch_inflight_ = 0;
   uint64_t miss_latency_ns_ = 0;
+  uint64_t pressure_seen_ = 0;  // the shared budget's others_pressure() last acted on
 
   std::vector<std::unique_ptr<Entry[], void (*)(Entry*)>> entry_chunks_;
   Entry* free_entries_ = nullptr;

@@ -7,6 +7,17 @@
 // pages and drops pages until writeback_stop x budget, so a fault rarely waits for an eviction.
 // Pages of a region are striped over every memory node of the cluster (page i on node i % N).
 //
+// Shared budget: with ManagerOptions::shared_budget the local buffer has no budget of its own:
+// every page charges the process's LocalBudget (shared with the far object cache) when it
+// becomes resident (or is being fetched) and releases it when it is dropped; "does a page fit"
+// and the cleaner's start/stop thresholds compare the shared budget's used bytes with its
+// limit, and the cleaner also runs when another tenant signalled pressure while pages are
+// resident (a waker wakes the pager thread); when the cleaner must trim while other tenants hold
+// part of the budget it signals them pressure in turn. A fault that finds the budget full and no
+// page of its own to evict signals pressure and waits for the other tenants to give memory back, up
+// to the op deadline; then it charges past the limit (counted in the budget's overdraft) rather
+// than hang the thread. Static pins take at most half the shared limit.
+//
 // Failure: a page fault cannot return an error. If a page cannot be fetched the process
 // prints one line "farmem paged: fatal: ..." (region, offset, node, cause) on stderr and calls
 // _exit(kFaultExitStatus). Explicit calls (allocate, prefetch, flush, advise, free) return
@@ -20,6 +31,7 @@
 #include <string>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/local_budget.h"
 #include "farmem/common/result.h"
 #include "farmem/paged/region.h"
 #include "farmem/paged/stats.h"
@@ -34,6 +46,9 @@ struct ManagerOptions {
   // footprint (recomputed as regions come and go), at least 4 pages of the largest page size.
   uint64_t local_bytes = 0;
   double local_percent = 25.0;
+  // The process's shared local-memory budget (optional; outlives the Manager). When set, it
+  // replaces local_bytes/local_percent (budget_bytes() is its limit).
+  LocalBudget* shared_budget = nullptr;
   // Proactive write-back: the cleaner starts above start x budget and stops below stop x budget.
   double writeback_start = 0.90;
   double writeback_stop = 0.80;

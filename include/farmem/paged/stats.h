@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "farmem/common/local_budget.h"
 #include "farmem/paged/page_source.h"
 
 namespace farmem::paged {
@@ -28,8 +29,10 @@ struct ManagerStats {
   RegionStats total;                 // sum over live and freed regions (resident: live only)
   std::vector<RegionStats> regions;  // live regions, in allocation order
   std::vector<uint64_t> region_ids;  // parallel to `regions`
-  uint64_t budget_bytes = 0;         // the local buffer budget now
-  uint64_t footprint_bytes = 0;      // sum of live regions' sizes
+  uint64_t budget_bytes = 0;         // the local buffer budget now (the shared limit, if shared)
+  // This manager's charge ("paged") and the limit: of the shared budget, or of its own.
+  BudgetUsage budget;
+  uint64_t footprint_bytes = 0;  // sum of live regions' sizes
   uint64_t resident_bytes = 0;
   uint64_t cleaner_runs = 0;         // proactive write-back/eviction rounds started
   uint64_t fault_waits = 0;          // faults that had to evict a page first (buffer full)
