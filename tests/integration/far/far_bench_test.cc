@@ -2,10 +2,9 @@
 // issue's one lookup per request and AIFM's 32) run to the end. The benchmark checks each
 // request (every key found, the values summing to the request's number) and exits 1 on a wrong
 // or missing value, so a clean exit means every answer of every backend was right.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "far_fixture.h"
@@ -22,8 +21,8 @@ class FarBenchTest : public FarTest {
     std::remove(json.c_str());
     const std::string cmd = "UCX_TLS=" + GetParam().tls + " " + FARMEM_CLI_BIN +
                             " bench far frontend --servers " + server_->address() +
-                            " --objects 256 --keys 8192 --duration 1 --coroutines 4 --out " +
-                            json + " " + args + " 2>&1";
+                            " --objects 256 --keys 8192 --duration 1 --coroutines 4 --out " + json +
+                            " " + args + " 2>&1";
     std::string out;
     const int rc = run_command(cmd, &out);
     EXPECT_EQ(rc, 0) << cmd << "\n" << out;
@@ -40,9 +39,9 @@ class FarBenchTest : public FarTest {
 TEST_P(FarBenchTest, FrontEndRunsOnEveryBackendWithBothRequestShapes) {
   start(1 << 20);
   for (const char* shape : {"--keys-per-request 1", "--keys-per-request 32"}) {
-    for (const char* backend :
-         {"--backend local", "--backend far --local-memory 25%",
-          "--backend paged --local-memory 25% --page-bytes 4096", "--backend far --local-memory 10%"}) {
+    for (const char* backend : {"--backend local", "--backend far --local-memory 25%",
+                                "--backend paged --local-memory 25% --page-bytes 4096",
+                                "--backend far --local-memory 10%"}) {
       SCOPED_TRACE(std::string(shape) + " " + backend);
       nlohmann::json r = frontend(std::string(shape) + " " + backend);
       EXPECT_EQ(r.value("app", ""), "frontend") << r.dump();
