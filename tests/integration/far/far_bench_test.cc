@@ -2,6 +2,8 @@
 // issue's one lookup per request and AIFM's 32) run to the end. The benchmark checks each
 // request (every key found, the values summing to the request's number) and exits 1 on a wrong
 // or missing value, so a clean exit means every answer of every backend was right.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,7 +19,8 @@ class FarBenchTest : public FarTest {
   // Runs the front end (small: 256 objects of 8 KiB, 8,192 keys, one second) and returns its
   // JSON record.
   nlohmann::json frontend(const std::string& args) {
-    const std::string json = ::testing::TempDir() + "/far_frontend.json";
+    const std::string json = ::testing::TempDir() + "/far_frontend_" + GetParam().name + "_" +
+                             std::to_string(::getpid()) + ".json";
     std::remove(json.c_str());
     const std::string cmd = "UCX_TLS=" + GetParam().tls + " " + FARMEM_CLI_BIN +
                             " bench far frontend --servers " + server_->address() +
@@ -31,8 +34,13 @@ class FarBenchTest : public FarTest {
       ADD_FAILURE() << "no JSON from: " << cmd << "\n" << out;
       return {};
     }
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    return j.is_array() && !j.empty() ? j.back() : j;
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);  // one record (one run)
+    std::remove(json.c_str());
+    if (!j.is_object()) {
+      ADD_FAILURE() << "not one JSON record from: " << cmd << "\n" << out;
+      return nlohmann::json::object();
+    }
+    return j;
   }
 };
 
