@@ -1,0 +1,147 @@
+// The paged regions' SIGSTOP and kill -9 rows of the failure matrix (docs/ARCHITECTURE.md), over
+// shm and TCP, with a child process (farmem_paged_fault_child) faulting on a region 8x its budget:
+// a node stopped for less than the op deadline (the child finishes with correct data), a node
+// stopped past it (the child exits with paged::kFaultExitStatus and its line; after SIGCONT the
+// node serves a new child), and a faulting child stopped and then killed (the node serves others
+// and the child's remote memory comes back).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+#include "farmem/paged/manager.h"
+
+namespace farmem::testing {
+namespace {
+
+constexpr int kGuardMs = 60'000;  // hang guards, not measurements
+constexpr uint64_t kRegionWords = (2 << 20) / 8;
+
+// The checksum the child prints after `passes` passes (its header states the pattern).
+std::string expected_checksum(uint64_t passes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t i = 0; i < kRegionWords; ++i) {
+    const uint64_t w = i % 512 == 0 ? i + passes + 1 : i + 1;
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  return "checksum " + std::to_string(h);
+}
+
+class PagedStopTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.tls = GetParam().tls;
+    node_ = ServerProcess::start(o);
+    ASSERT_NE(node_, nullptr);
+  }
+  // A faulting child: op deadline `timeout_ms`, `passes` passes (0: until a fault fails).
+  std::unique_ptr<ChildProcess> child(uint32_t timeout_ms, uint64_t passes, bool hold = false) {
+    std::vector<std::string> args = {FARMEM_PAGED_CHILD_BIN, node_->address(), GetParam().tls,
+                                     std::to_string(timeout_ms), std::to_string(passes)};
+    if (hold) args.push_back("hold");
+    auto c = ChildProcess::start(args, {"UCX_TLS=" + GetParam().tls});
+    EXPECT_NE(c, nullptr);
+    return c;
+  }
+  // Runs a child for `passes` passes and checks it ends with exit 0 and the right checksum.
+  void expect_child_completes(uint64_t passes) {
+    auto c = child(5000, passes);
+    ASSERT_NE(c, nullptr);
+    const int status = c->wait_exit(kGuardMs);
+    ASSERT_NE(status, -1) << "the child hangs: " << c->output();
+    ASSERT_TRUE(WIFEXITED(status)) << c->output();
+    EXPECT_EQ(WEXITSTATUS(status), 0) << c->output();
+    EXPECT_NE(c->output().find(expected_checksum(passes)), std::string::npos) << c->output();
+  }
+  uint64_t used_bytes(client::ThreadClient* tc) {
+    auto st = tc->run(tc->stats(0));
+    EXPECT_TRUE(st.ok()) << st.status().to_string();
+    return st.ok() ? st->used_bytes : 0;
+  }
+
+  std::unique_ptr<ServerProcess> node_;
+};
+
+// Row: node stopped for less than the op deadline under a faulting child, then continued.
+TEST_P(PagedStopTest, NodeStoppedWithinTheDeadlineThenContinued) {
+  constexpr uint64_t kPasses = 200;
+  auto c = child(30'000, kPasses);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->wait_for_line("pass 1", kGuardMs), "pass 1") << c->output();
+  node_->signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // far below the 30 s deadline
+  const bool overlapped = c->running();
+  node_->signal(SIGCONT);
+  const int status = c->wait_exit(kGuardMs);
+  ASSERT_NE(status, -1) << "the child hangs: " << c->output();
+  ASSERT_TRUE(WIFEXITED(status)) << c->output();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << c->output();
+  EXPECT_NE(c->output().find(expected_checksum(kPasses)), std::string::npos) << c->output();
+  EXPECT_TRUE(overlapped) << "the child finished before the node was continued";
+}
+
+// Row: node stopped past the op deadline: the child exits 86 with its one line; after SIGCONT
+// the node serves a new faulting child.
+TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsTheChildThenServesANewOne) {
+  auto c = child(1000, 0);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->wait_for_line("ready", kGuardMs), "ready") << c->output();
+  node_->signal(SIGSTOP);
+  const int status = c->wait_exit(kGuardMs);
+  node_->signal(SIGCONT);
+  ASSERT_NE(status, -1) << "the faulting child hangs: " << c->output();
+  ASSERT_TRUE(WIFEXITED(status)) << c->output();
+  EXPECT_EQ(WEXITSTATUS(status), paged::kFaultExitStatus) << c->output();
+  const std::string out = c->output();
+  EXPECT_NE(out.find("farmem paged: fatal:"), std::string::npos) << out;
+  EXPECT_NE(out.find("region child-region offset "), std::string::npos) << out;
+  EXPECT_NE(out.find("node 0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("wrong data"), std::string::npos) << out;
+  std::cout << "the child's line: " << out.substr(out.find("farmem paged: fatal:"));
+  expect_child_completes(3);
+}
+
+// Row: a faulting child holding a region is stopped (the node serves another child meanwhile),
+// then killed: the node lives, serves a client, and the child's remote memory comes back.
+TEST_P(PagedStopTest, ChildStoppedThenKilledGivesItsMemoryBack) {
+  auto cluster = client::Cluster::connect(config_for({node_.get()}, GetParam().tls));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().to_string();
+  client::ThreadClient* tc = *(*cluster)->thread_client();
+  const uint64_t baseline = used_bytes(tc);
+  auto victim = child(5000, 2, /*hold=*/true);
+  ASSERT_NE(victim, nullptr);
+  ASSERT_EQ(victim->wait_for_line("holding", kGuardMs), "holding") << victim->output();
+  EXPECT_NE(victim->output().find(expected_checksum(2)), std::string::npos) << victim->output();
+  EXPECT_GE(used_bytes(tc), baseline + (2 << 20));
+  victim->signal(SIGSTOP);
+  expect_child_completes(3);
+  victim->signal(SIGKILL);
+  const int status = victim->wait_exit(kGuardMs);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  uint64_t used = used_bytes(tc);
+  for (int w = 0; used != baseline && w < kGuardMs; w += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    used = used_bytes(tc);
+  }
+  EXPECT_EQ(used, baseline);
+  // The node still serves: a fresh allocation round-trips.
+  auto a = tc->run(tc->allocate(4096));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  const uint64_t v = 0x5eed;
+  uint64_t r = 0;
+  ASSERT_TRUE(tc->write_sync(*a, &v, sizeof v).ok());
+  ASSERT_TRUE(tc->read_sync(*a, &r, sizeof r).ok());
+  EXPECT_EQ(r, v);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, PagedStopTest, ::testing::ValuesIn(all_transports()),
+                         transport_name);
+
+}  // namespace
+}  // namespace farmem::testing
