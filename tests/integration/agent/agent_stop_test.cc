@@ -44,6 +44,14 @@ class AgentStopTest : public AgentTest {
     EXPECT_EQ(WEXITSTATUS(status), 0) << h->output();
     EXPECT_NE(h->output().find("pass 3\ndone"), std::string::npos) << h->output();
   }
+  static size_t count_passes(const ChildProcess& h) {
+    const std::string out = h.output();
+    size_t n = 0;
+    for (size_t at = out.find("pass "); at != std::string::npos; at = out.find("pass ", at + 1)) {
+      ++n;
+    }
+    return n;
+  }
   uint64_t node_used_bytes() {
     auto st = tc_->run(tc_->stats(0));
     EXPECT_TRUE(st.ok()) << st.status().to_string();
@@ -56,7 +64,8 @@ class AgentStopTest : public AgentTest {
 TEST_P(AgentStopTest, AgentStoppedPastTheDeadlineEndsTheHostThenServesANewOne) {
   std::vector<uint8_t> model;
   const GlobalAddress base = fill(8 * kPage, test_seed(), &model);
-  start_agent();
+  // The agent's own deadline towards the node is shorter than its stop, too.
+  start_agent({"--op-timeout-ms", "500"});
   auto h = host(100000, 1000);
   ASSERT_NE(h, nullptr);
   ASSERT_FALSE(h->wait_for_line("pass 1", kGuardMs).empty()) << h->output();
@@ -75,20 +84,28 @@ TEST_P(AgentStopTest, AgentStoppedPastTheDeadlineEndsTheHostThenServesANewOne) {
   read_pages(base, model, 0, 8);
 }
 
-// Row: a host stopped while the agent serves it (another host is served meanwhile), then
-// killed: agent and node live and serve a new host; the host's memory on the node comes back.
+// Row: a host stopped while the agent serves it (another host is served meanwhile), continued
+// after its own op deadline (it carries on), stopped again and killed: agent and node live and
+// serve a new host; the host's memory on the node comes back.
 TEST_P(AgentStopTest, HostStoppedThenKilledLeavesAgentAndNodeServing) {
   std::vector<uint8_t> model;
   const GlobalAddress base = fill(8 * kPage, test_seed(), &model);
   start_agent();
   const uint64_t baseline = node_used_bytes();
-  auto victim = host(100000, 5000);
+  auto victim = host(100000, 1000);
   ASSERT_NE(victim, nullptr);
   ASSERT_FALSE(victim->wait_for_line("pass 1", kGuardMs).empty()) << victim->output();
   EXPECT_GE(node_used_bytes(), baseline + 64 * paged::kDefaultPageBytes);  // its region
   victim->signal(SIGSTOP);
   expect_host_completes();
   read_pages(base, model, 0, 8);
+  // Continued, it carries on through the agent; then it is stopped again and killed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past its 1 s deadline
+  const size_t passes = count_passes(*victim);
+  victim->signal(SIGCONT);
+  ASSERT_FALSE(victim->wait_for_line("pass " + std::to_string(passes + 2), kGuardMs).empty())
+      << victim->output();
+  victim->signal(SIGSTOP);
   victim->signal(SIGKILL);
   const int status = victim->wait_exit(kGuardMs);
   ASSERT_TRUE(WIFSIGNALED(status)) << status;

@@ -2,8 +2,9 @@
 // shm and TCP, with a child process (farmem_paged_fault_child) faulting on a region 8x its budget:
 // a node stopped for less than the op deadline (the child finishes with correct data), a node
 // stopped past it (the child exits with paged::kFaultExitStatus and its line; after SIGCONT the
-// node serves a new child), and a faulting child stopped and then killed (the node serves others
-// and the child's remote memory comes back).
+// node serves a new child), a faulting child stopped and then killed (the node serves others
+// and the child's remote memory comes back), and a faulting child stopped past its own deadline
+// and continued (it carries on).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "harness.h"
 #include "farmem/paged/manager.h"
+#include "harness.h"
 
 namespace farmem::testing {
 namespace {
@@ -138,6 +139,26 @@ TEST_P(PagedStopTest, ChildStoppedThenKilledGivesItsMemoryBack) {
   ASSERT_TRUE(tc->write_sync(*a, &v, sizeof v).ok());
   ASSERT_TRUE(tc->read_sync(*a, &r, sizeof r).ok());
   EXPECT_EQ(r, v);
+}
+
+// Row: the faulting child itself stopped for longer than its op deadline, then continued: it
+// carries on (its deadlines count its own stop as nobody's silence) and ends with correct data.
+TEST_P(PagedStopTest, ChildStoppedPastItsDeadlineThenContinuedCarriesOn) {
+  constexpr uint64_t kPasses = 60;
+  auto c = child(1000, kPasses);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->wait_for_line("pass 1", kGuardMs), "pass 1") << c->output();
+  for (int i = 0; i < 2 && c->running(); ++i) {
+    c->signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past its 1 s deadline
+    c->signal(SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const int status = c->wait_exit(kGuardMs);
+  ASSERT_NE(status, -1) << "the child hangs: " << c->output();
+  ASSERT_TRUE(WIFEXITED(status)) << c->output();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << c->output();
+  EXPECT_NE(c->output().find(expected_checksum(kPasses)), std::string::npos) << c->output();
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PagedStopTest, ::testing::ValuesIn(all_transports()),
