@@ -64,13 +64,14 @@ class AgentStopTest : public AgentTest {
 TEST_P(AgentStopTest, AgentStoppedPastTheDeadlineEndsTheHostThenServesANewOne) {
   std::vector<uint8_t> model;
   const GlobalAddress base = fill(8 * kPage, test_seed(), &model);
-  // The agent's own deadline towards the node is shorter than its stop, too.
-  start_agent({"--op-timeout-ms", "500"});
+  // The agent's stop outlasts its own deadline towards the node, too (1 s; below).
+  start_agent({"--op-timeout-ms", "1000"});
   auto h = host(100000, 1000);
   ASSERT_NE(h, nullptr);
   ASSERT_FALSE(h->wait_for_line("pass 1", kGuardMs).empty()) << h->output();
   agent_->child().signal(SIGSTOP);
   const int status = h->wait_exit(kGuardMs);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the host's 1 s and 1 s more
   agent_->child().signal(SIGCONT);
   ASSERT_NE(status, -1) << "the host did not exit: " << h->output();
   ASSERT_TRUE(WIFEXITED(status)) << h->output();

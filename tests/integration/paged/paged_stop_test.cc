@@ -71,7 +71,7 @@ class PagedStopTest : public ::testing::TestWithParam<Transport> {
 
 // Row: node stopped for less than the op deadline under a faulting child, then continued.
 TEST_P(PagedStopTest, NodeStoppedWithinTheDeadlineThenContinued) {
-  constexpr uint64_t kPasses = 200;
+  constexpr uint64_t kPasses = 100;
   auto c = child(30'000, kPasses);
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(c->wait_for_line("pass 1", kGuardMs), "pass 1") << c->output();
