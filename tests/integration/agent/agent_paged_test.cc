@@ -3,7 +3,6 @@
 // paged::kFaultExitStatus.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "agent_fixture.h"
 #include "farmem/agent/page_source.h"
 #include "farmem/paged/manager.h"
+#include "paged/fault_exit.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -84,10 +84,8 @@ TEST_P(AgentPagedTest, KilledAgentEndsTheFaultingProcess) {
   ASSERT_FALSE(host->wait_for_line("pass 1", 30000).empty()) << host->output();
   agent_->child().signal(SIGKILL);
   const int status = host->wait_exit(30000);
-  ASSERT_NE(status, -1) << "the host did not exit: " << host->output();
-  ASSERT_TRUE(WIFEXITED(status)) << host->output();
-  EXPECT_EQ(WEXITSTATUS(status), paged::kFaultExitStatus) << host->output();
-  EXPECT_NE(host->output().find("farmem paged: fatal"), std::string::npos) << host->output();
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*host, status, &out));
 }
 
 // Two processes map the same file-preloaded region (one shared remote copy) through one agent:

@@ -16,6 +16,7 @@
 
 #include "agent_fixture.h"
 #include "farmem/paged/manager.h"
+#include "paged/fault_exit.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -73,13 +74,8 @@ TEST_P(AgentStopTest, AgentStoppedPastTheDeadlineEndsTheHostThenServesANewOne) {
   const int status = h->wait_exit(kGuardMs);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the host's 1 s and 1 s more
   agent_->child().signal(SIGCONT);
-  ASSERT_NE(status, -1) << "the host did not exit: " << h->output();
-  ASSERT_TRUE(WIFEXITED(status)) << h->output();
-  EXPECT_EQ(WEXITSTATUS(status), paged::kFaultExitStatus) << h->output();
-  const std::string out = h->output();
-  EXPECT_NE(out.find("farmem paged: fatal:"), std::string::npos) << out;
-  EXPECT_NE(out.find(" offset "), std::string::npos) << out;
-  EXPECT_NE(out.find(" node "), std::string::npos) << out;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*h, status, &out));
   std::cout << "the host's line: " << out.substr(out.find("farmem paged: fatal:"));
   expect_host_completes();
   read_pages(base, model, 0, 8);
