@@ -269,9 +269,7 @@ struct FrontShape {
   uint64_t requests = 1;
   uint64_t objects = 1;
   uint64_t keys() const { return per_request * requests; }
-  uint64_t key(uint64_t r, uint64_t j) const {
-    return workload::scramble_index(r * per_request + j);
-  }
+  uint64_t key(uint64_t r, uint64_t j) const { return key_of(r * per_request + j); }
   uint64_t key_of(uint64_t index) const { return workload::scramble_index(index); }
   uint64_t value_of(uint64_t index) const {
     return index % per_request == 0 ? index / per_request : 0;
@@ -286,6 +284,10 @@ std::vector<uint64_t> load_order(const FrontShape& shape, uint64_t seed) {
   for (uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next_u64() % i]);
   return order;
 }
+
+// What a lookup that finds no key adds to a request's sum: a value no sum of right values
+// reaches, so object_of() fails the request.
+constexpr uint64_t kMissingKeyValue = uint64_t{1} << 63;
 
 // Checks a request's value sum (every key found, every value right) and names its object.
 Result<uint64_t> object_of(const FrontShape& shape, uint64_t r, uint64_t sum) {
@@ -362,12 +364,12 @@ struct LocalFront {
   std::vector<Item> items;
 };
 
-// The sum of request r's values in the std table (a missing key adds a value no sum can reach).
+// The sum of request r's values in the std table (a missing key adds kMissingKeyValue).
 uint64_t local_lookups(const LocalFront& fe, uint64_t r) {
   uint64_t sum = 0;
   for (uint64_t j = 0; j < fe.shape.per_request; ++j) {
     auto it = fe.table.find(fe.shape.key(r, j));
-    sum += it == fe.table.end() ? uint64_t{1} << 63 : it->second;
+    sum += it == fe.table.end() ? kMissingKeyValue : it->second;
   }
   return sum;
 }
@@ -499,13 +501,13 @@ uint64_t resident_pages(const void* p, uint64_t bytes) {
   return n;
 }
 
-// The value of `key` in the mapped table, or a value no sum can reach when it is missing.
+// The value of `key` in the mapped table, or kMissingKeyValue.
 uint64_t mapped_find(const MmapFront& m, uint64_t key) {
   uint64_t b = far::hash_key(&key, sizeof(key)) & m.mask;
   for (;;) {
     const auto* slot = reinterpret_cast<const uint64_t*>(m.base + b * kMmapSlotBytes);
     if (slot[0] == key + 1) return slot[1];
-    if (slot[0] == 0) return uint64_t{1} << 63;
+    if (slot[0] == 0) return kMissingKeyValue;
     b = (b + 1) & m.mask;
   }
 }

@@ -39,12 +39,7 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
 
 BudgetUsage Manager::budget_usage() const {
   if (pool_->tenant() != nullptr) return pool_->tenant()->usage();
-  BudgetUsage u;
-  u.tenant = "far";
-  u.tenant_bytes = pool_->taken_bytes();
-  u.used_bytes = u.tenant_bytes;
-  u.limit_bytes = pool_->bytes();
-  return u;
+  return sole_tenant_usage("far", pool_->taken_bytes(), pool_->bytes());
 }
 
 }  // namespace farmem::far

@@ -33,8 +33,9 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   }
   // Huge pages where the kernel allows them (THP "madvise"): the cache is dereferenced at
   // random, and a TLB miss per object would cost as much as the dereference itself. Not with a
-  // shared budget (below): resident memory must then follow the charge segment by segment.
-  if (shared == nullptr) (void)madvise(m, count * segment_bytes, MADV_HUGEPAGE);
+  // shared budget: resident memory must then follow the charge segment by segment, and no
+  // transparent huge page may make a first touch of one segment resident for its neighbours.
+  (void)madvise(m, count * segment_bytes, shared == nullptr ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   p->base_ = static_cast<uint8_t*>(m);
   p->segment_bytes_ = segment_bytes;
   p->total_ = static_cast<uint32_t>(count);
@@ -43,9 +44,6 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   for (uint64_t i = count; i-- > 0;) p->free_.push_back(p->base_ + i * segment_bytes);
   p->free_count_.store(p->total_);
   if (shared != nullptr) {
-    // Resident memory must follow the charge segment by segment: no transparent huge page may
-    // make a first touch of one segment resident for its neighbours too.
-    (void)madvise(m, count * segment_bytes, MADV_NOHUGEPAGE);
     auto t = shared->add_tenant("far");
     if (!t.ok()) return t.status();
     p->tenant_ = *t;
@@ -92,6 +90,10 @@ void SegmentPool::give(uint8_t* segment) {
     drop(segment);
     return;
   }
+  put_free(segment);
+}
+
+void SegmentPool::put_free(uint8_t* segment) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(segment);
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
@@ -102,9 +104,7 @@ void SegmentPool::drop(uint8_t* segment) {
   // MADV_DONTNEED on a private anonymous mapping cannot fail for a valid range.
   (void)madvise(segment, segment_bytes_, MADV_DONTNEED);
   tenant_->release(segment_bytes_);
-  std::lock_guard<std::mutex> lock(mu_);
-  free_.push_back(segment);
-  free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
+  put_free(segment);
 }
 
 void SegmentPool::release_warm() {

@@ -227,10 +227,7 @@ ManagerStats Manager::stats() const {
   if (impl_->tenant != nullptr) {
     s.budget = impl_->tenant->usage();
   } else {
-    s.budget.tenant = "paged";
-    s.budget.tenant_bytes = s.resident_bytes;
-    s.budget.used_bytes = s.resident_bytes;
-    s.budget.limit_bytes = s.budget_bytes;
+    s.budget = sole_tenant_usage("paged", s.resident_bytes, s.budget_bytes);
   }
   impl_->direct->traffic(&s.traffic);
   // Other sources in use (agent mode), each once.

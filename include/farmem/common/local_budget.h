@@ -26,6 +26,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "farmem/common/result.h"
@@ -42,6 +43,17 @@ struct BudgetUsage {
   uint64_t overdraft_bytes = 0;   // this tenant's force_charge() bytes beyond the limit, total
   uint64_t pressure_signals = 0;  // times this tenant signalled pressure
 };
+
+// The usage of a module that keeps a budget of its own (no LocalBudget): it is the only tenant,
+// so its bytes are all that is used.
+inline BudgetUsage sole_tenant_usage(std::string tenant, uint64_t bytes, uint64_t limit_bytes) {
+  BudgetUsage u;
+  u.tenant = std::move(tenant);
+  u.tenant_bytes = bytes;
+  u.used_bytes = bytes;
+  u.limit_bytes = limit_bytes;
+  return u;
+}
 
 class LocalBudget {
  public:

@@ -103,6 +103,7 @@ class SegmentPool {
   std::vector<uint8_t*> warm_;  // (mu_) given back, still charged and resident
   std::atomic<uint32_t> warm_count_{0};
   std::atomic<uint64_t> pressure_seen_{0};  // others_pressure() when warm_ was last dropped
+  void put_free(uint8_t* segment);          // back on the free list
   void drop(uint8_t* segment);
   void release_warm_if_pressured();
 };
