@@ -13,8 +13,10 @@
 #
 #   bench/compare_graph.sh                              # Kronecker scale 21, degree 16
 #   SCALE=16 ALGORITHMS="bfs pr" bench/compare_graph.sh # quick check
+#   ORDER=degree bench/compare_graph.sh                 # the same graph, hubs first
 #
-# Environment: SCALE (21), DEGREE (16), SEED (1), THREADS (2), TRIALS (3), BUDGET (25%: of the
+# Environment: SCALE (21), DEGREE (16), SEED (1), ORDER (input: vertex ids as generated; degree:
+# relabelled by descending degree, `farmem graph generate --order degree`), THREADS (2), TRIALS (3), BUDGET (25%: of the
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
 # (sequential: the far backend reads ahead in the graph's sections; or random),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
@@ -22,7 +24,7 @@
 # SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),
 # AGENT_FRESH (1: a fresh agent before each agent-dynamic row and the shared row, so a dynamic
 # hit rate is the algorithm's own and not entries staged by an earlier row; 0: one agent for all),
-# GRAPH (WORK/kron-SCALE-DEGREE-SEED.fmg; generated when missing), WORK (/tmp/farmem-graph),
+# GRAPH (WORK/kron-SCALE-DEGREE-SEED[-degree].fmg; generated when missing), WORK (/tmp/farmem-graph),
 # FARMEM (build/farmem), OUT (build/bench-compare-graph.json), RUN_TIMEOUT (1800 s per run).
 # The agent rows start one farmem-server (preloading the graph from WORK) and one farmem-agent in
 # front of it (FARMEM_SERVER, FARMEM_AGENT: build/farmem-server, build/farmem-agent), both
@@ -36,6 +38,7 @@ cd "$(dirname "$0")/.."
 SCALE=${SCALE:-21}
 DEGREE=${DEGREE:-16}
 SEED=${SEED:-1}
+ORDER=${ORDER:-input}
 THREADS=${THREADS:-2}
 TRIALS=${TRIALS:-3}
 BUDGET=${BUDGET:-25%}
@@ -51,7 +54,9 @@ AGENT_FRESH=${AGENT_FRESH:-1}
 FARMEM_SERVER=${FARMEM_SERVER:-build/farmem-server}
 FARMEM_AGENT=${FARMEM_AGENT:-build/farmem-agent}
 WORK=${WORK:-/tmp/farmem-graph}
-GRAPH=${GRAPH:-$WORK/kron-$SCALE-$DEGREE-$SEED.fmg}
+ORDER_SUFFIX=""
+[[ "$ORDER" == input ]] || ORDER_SUFFIX="-$ORDER"
+GRAPH=${GRAPH:-$WORK/kron-$SCALE-$DEGREE-$SEED$ORDER_SUFFIX.fmg}
 FARMEM=${FARMEM:-build/farmem}
 OUT=${OUT:-build/bench-compare-graph.json}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
@@ -88,9 +93,9 @@ run() {
 }
 
 if [[ ! -f "$GRAPH" ]]; then
-  echo "== generating Kronecker scale $SCALE degree $DEGREE seed $SEED -> $GRAPH"
+  echo "== generating Kronecker scale $SCALE degree $DEGREE seed $SEED order $ORDER -> $GRAPH"
   run "$FARMEM" graph generate --kron "$SCALE" --degree "$DEGREE" --seed "$SEED" \
-      --threads "$THREADS" --out "$GRAPH"
+      --order "$ORDER" --threads "$THREADS" --out "$GRAPH"
 fi
 
 # Waits (up to 30 s) for a port file and prints the port.
@@ -186,7 +191,7 @@ fi
 cat "$RESULTS" "$SHARED_RESULTS" >> "$OUT"
 
 echo
-echo "Kronecker scale $SCALE degree $DEGREE, $THREADS threads, budget $BUDGET, median of $TRIALS"
+echo "Kronecker scale $SCALE degree $DEGREE (ids: $ORDER; $(basename "$GRAPH")), $THREADS threads, budget $BUDGET, median of $TRIALS"
 python3 - "$RESULTS" "$SHARED_RESULTS" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

@@ -1,8 +1,9 @@
 // farmem graph generate|convert|run: graph analytics over a GraphMemory backend.
 //
 //   farmem graph generate --kron SCALE | --uniform SCALE [--degree 16] [--seed N] [--directed]
-//                         [--threads T] --out G.fmg
-//   farmem graph convert --input FILE.el|.wel|.mtx [--symmetrize] [--threads T] --out G.fmg
+//                         [--threads T] [--order input|degree [--order-map FILE]] --out G.fmg
+//   farmem graph convert --input FILE.el|.wel|.mtx [--symmetrize] [--threads T]
+//                        [--order input|degree [--order-map FILE]] --out G.fmg
 //   farmem graph run bfs|pr|cc|radii|bc --graph G.fmg [--source V[,V...]] [--trials N]
 //                    [--threads T] [--backend local|mmap|far] [--local-memory BYTES|PCT%]
 //                    [--page-bytes 64KiB] [--agent none|ADDR] [--cache off|static|dynamic]
@@ -10,7 +11,9 @@
 //
 // generate symmetrizes (unless --directed) and drops self loops and duplicate edges; convert
 // keeps the file's edges as they are (self loops and duplicates included), adding reverse edges
-// with --symmetrize (a symmetric .mtx is mirrored either way).
+// with --symmetrize (a symmetric .mtx is mirrored either way). --order degree relabels the
+// vertices by descending degree before writing (graph::reorder_by_degree: an isomorphic graph
+// whose hubs and their lists come first); --order-map writes "new old" per vertex.
 //
 // --backend far --agent ADDR --servers NODES: paged regions in agent mode (graph_far.h); the
 // record's traffic, agent_cache_hit_rate and agent fields come from the agent's stats. Far
@@ -56,10 +59,29 @@ int fail(std::string_view what) {
   return 1;
 }
 
-int write_graph(graph::Csr& csr, const std::string& out, double start) {
-  fmt::print(stderr, "graph: built {} vertices, {} edges ({}) in {:.2f} s; writing {}\n",
-             csr.vertices, csr.neighbours.size(), csr.symmetric ? "symmetric" : "directed",
-             now_s() - start, out);
+Status write_order_map(const std::vector<uint32_t>& old_ids, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) return InvalidArgument(fmt::format("cannot create {}", path));
+  for (size_t i = 0; i < old_ids.size(); ++i) fmt::print(file, "{} {}\n", i, old_ids[i]);
+  return std::fclose(file) == 0 ? OkStatus() : Internal(fmt::format("writing {} failed", path));
+}
+
+// --order degree: relabels by descending degree (and writes --order-map when asked).
+Status apply_order(graph::Csr& csr, const GraphFlags& f, graph::ThreadPool& pool) {
+  if (f.order != "degree") return OkStatus();
+  std::vector<uint32_t> old_ids;
+  csr = graph::reorder_by_degree(csr, pool, &old_ids);
+  fmt::print(stderr, "graph: relabelled by descending degree{}\n",
+             f.order_map.empty() ? "" : fmt::format("; new -> old ids in {}", f.order_map));
+  return f.order_map.empty() ? OkStatus() : write_order_map(old_ids, f.order_map);
+}
+
+int write_graph(graph::Csr& csr, const GraphFlags& f, graph::ThreadPool& pool, double start) {
+  const std::string& out = f.out;
+  fmt::print(stderr, "graph: built {} vertices, {} edges ({}) in {:.2f} s\n", csr.vertices,
+             csr.neighbours.size(), csr.symmetric ? "symmetric" : "directed", now_s() - start);
+  if (Status s = apply_order(csr, f, pool); !s.ok()) return fail(s.to_string());
+  fmt::print(stderr, "graph: writing {}\n", out);
   if (Status s = graph::write_fmg(csr, out); !s.ok()) return fail(s.to_string());
   fmt::print("wrote {}: vertices={} edges={} symmetric={} weighted={} seconds={:.2f}\n", out,
              csr.vertices, csr.neighbours.size(), csr.symmetric, !csr.weights.empty(),
@@ -87,7 +109,7 @@ int run_generate(const GraphFlags& f) {
   b.remove_self_loops = true;
   b.remove_duplicates = true;
   graph::Csr csr = graph::build_csr(std::move(*el), b, pool);
-  return write_graph(csr, f.out, start);
+  return write_graph(csr, f, pool, start);
 }
 
 int run_convert(const GraphFlags& f) {
@@ -100,7 +122,7 @@ int run_convert(const GraphFlags& f) {
   graph::BuildOptions b;
   b.symmetrize = f.symmetrize;
   graph::Csr csr = graph::build_csr(std::move(*el), b, pool);
-  return write_graph(csr, f.out, start);
+  return write_graph(csr, f, pool, start);
 }
 
 // One algorithm's result: the array it produced and a one-line summary.
@@ -349,6 +371,14 @@ int run_run(const GraphFlags& f) {
   return 0;
 }
 
+void add_order_options(CLI::App* cmd, GraphFlags* f) {
+  cmd->add_option("--order", f->order,
+                  "vertex ids: input (as generated/read) or degree (relabelled by descending "
+                  "degree, hubs first)")
+      ->check(CLI::IsMember({"input", "degree"}));
+  cmd->add_option("--order-map", f->order_map, "with --order degree: write 'new old' id lines");
+}
+
 }  // namespace
 
 GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
@@ -366,12 +396,14 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
   c.generate->add_flag("--directed", f->directed, "do not symmetrize");
   c.generate->add_option("--threads", f->threads, "threads (2)")->check(CLI::Range(1u, 256u));
   c.generate->add_option("--out", f->out, "the .fmg file to write")->required();
+  add_order_options(c.generate, f);
 
   c.convert = g->add_subcommand("convert", "convert an edge list (.el, .wel) or .mtx to .fmg");
   c.convert->add_option("--input", f->input, "FILE.el | FILE.wel | FILE.mtx")->required();
   c.convert->add_flag("--symmetrize", f->symmetrize, "add (v,u) for every (u,v)");
   c.convert->add_option("--threads", f->threads, "threads (2)")->check(CLI::Range(1u, 256u));
   c.convert->add_option("--out", f->out, "the .fmg file to write")->required();
+  add_order_options(c.convert, f);
 
   c.run = g->add_subcommand("run", "run an algorithm on a .fmg graph");
   c.run->add_option("algorithm", f->algorithm, "bfs | pr | cc | radii | bc")

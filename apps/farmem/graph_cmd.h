@@ -20,7 +20,9 @@ struct GraphFlags {
   std::string input;
   bool symmetrize = false;
   // generate / convert
-  std::string out;  // G.fmg
+  std::string out;              // G.fmg
+  std::string order = "input";  // input | degree (reorder_by_degree)
+  std::string order_map;        // degree: FILE of "new old" vertex id lines ("" = none)
   // run
   std::string algorithm;  // bfs | pr | cc | radii | bc
   std::string graph;

@@ -142,6 +142,40 @@ Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool) {
   return g;
 }
 
+Csr reorder_by_degree(const Csr& in, ThreadPool& pool, std::vector<uint32_t>* old_ids) {
+  const uint64_t n = in.vertices;
+  const bool weighted = !in.weights.empty();
+  auto degree = [&](uint64_t v) { return in.offsets[v + 1] - in.offsets[v]; };
+  std::vector<uint32_t> old_of(n);
+  for (uint64_t i = 0; i < n; ++i) old_of[i] = static_cast<uint32_t>(i);
+  std::stable_sort(old_of.begin(), old_of.end(),
+                   [&](uint32_t a, uint32_t b) { return degree(a) > degree(b); });
+  std::vector<uint32_t> new_of(n);
+  for (uint64_t i = 0; i < n; ++i) new_of[old_of[i]] = static_cast<uint32_t>(i);
+  Csr g;
+  g.vertices = n;
+  g.symmetric = in.symmetric;
+  g.offsets.assign(n + 1, 0);
+  for (uint64_t i = 0; i < n; ++i) g.offsets[i + 1] = g.offsets[i] + degree(old_of[i]);
+  g.neighbours.resize(in.neighbours.size());
+  if (weighted) g.weights.resize(in.weights.size());
+  pool.parallel_for(n, kVertexGrain, [&](uint64_t, uint64_t b, uint64_t e) {
+    std::vector<std::pair<uint32_t, float>> scratch;
+    const BuildOptions keep_all;
+    for (uint64_t i = b; i < e; ++i) {
+      const uint64_t from = in.offsets[old_of[i]], to = g.offsets[i], len = g.offsets[i + 1] - to;
+      for (uint64_t k = 0; k < len; ++k) {
+        g.neighbours[to + k] = new_of[in.neighbours[from + k]];
+        if (weighted) g.weights[to + k] = in.weights[from + k];
+      }
+      tidy_list(static_cast<uint32_t>(i), g.neighbours.data() + to,
+                weighted ? g.weights.data() + to : nullptr, len, keep_all, scratch);
+    }
+  });
+  if (old_ids != nullptr) *old_ids = std::move(old_of);
+  return g;
+}
+
 namespace {
 
 Status write_all(int fd, const void* data, uint64_t bytes, uint64_t at) {

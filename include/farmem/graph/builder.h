@@ -48,6 +48,15 @@ struct Csr {
 // Precondition: every id < el.vertices <= kFmgMaxVertices; weights empty or one per edge.
 Csr build_csr(EdgeList el, const BuildOptions& options, ThreadPool& pool);
 
+// Relabels the vertices by descending degree (ties keep the lower old id first): new vertex i is
+// old vertex old_ids[i]. The result is isomorphic to `in` (same symmetric flag, every list
+// sorted as build_csr sorts), and its high-degree vertices and their long lists come first, so
+// an algorithm that finishes with the hubs early (a BFS, a pull that stops at its first hit on
+// a hub) leaves whole stretches of the neighbour array untouched afterwards: at page
+// granularity that is what a far-memory or mmap backend fetches. `old_ids` may be null.
+// Thread safety: drives `pool` (one caller at a time).
+Csr reorder_by_degree(const Csr& in, ThreadPool& pool, std::vector<uint32_t>* old_ids);
+
 // Writes `csr` to `path` (created or truncated) in the .fmg layout (docs/formats/graph.md).
 Status write_fmg(const Csr& csr, const std::string& path);
 

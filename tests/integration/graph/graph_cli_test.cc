@@ -6,8 +6,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 
 #include "harness.h"
 
@@ -79,6 +81,47 @@ TEST_F(GraphCliTest, GenerateThenRunEveryAlgorithmOnEveryBackendAgrees) {
     ++records;
   }
   EXPECT_EQ(records, 15);
+}
+
+// Reads "id value" lines into a map.
+std::map<uint64_t, std::string> values_by_id(const std::string& text) {
+  std::map<uint64_t, std::string> out;
+  std::istringstream in(text);
+  uint64_t id;
+  std::string value;
+  while (in >> id >> value) out[id] = value;
+  return out;
+}
+
+TEST_F(GraphCliTest, DegreeOrderRelabelsAndTheMapLeadsBackToTheSameDepths) {
+  std::string out;
+  ASSERT_EQ(farmem("generate --kron 9 --degree 8 --seed 5 --out " + path("in.fmg"), &out), 0)
+      << out;
+  ASSERT_EQ(farmem("generate --kron 9 --degree 8 --seed 5 --order degree --order-map " +
+                       path("map.txt") + " --out " + path("deg.fmg"),
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("relabelled by descending degree"), std::string::npos) << out;
+  const auto new_to_old = values_by_id(slurp(path("map.txt")));
+  ASSERT_EQ(new_to_old.size(), 512u);
+  // Default source: the max-degree vertex, which the degree order makes vertex 0.
+  for (const char* g : {"in", "deg"}) {
+    const std::string args = std::string("run bfs --trials 1 --graph ") + path(g) + ".fmg" +
+                             " --backend far --local-memory 25% --page-bytes 4KiB --output " +
+                             path(std::string(g) + ".txt");
+    ASSERT_EQ(farmem(args, &out), 0) << args << "\n" << out;
+    if (std::string(g) == "deg") EXPECT_NE(out.find("source 0"), std::string::npos) << out;
+  }
+  const auto by_old = values_by_id(slurp(path("in.txt")));
+  const auto by_new = values_by_id(slurp(path("deg.txt")));
+  ASSERT_EQ(by_old.size(), 512u);
+  ASSERT_EQ(by_new.size(), 512u);
+  for (const auto& [id, depth] : by_new) {
+    const uint64_t old = std::stoull(new_to_old.at(id));
+    EXPECT_EQ(depth, by_old.at(old)) << "new vertex " << id << " = old vertex " << old;
+  }
+  EXPECT_NE(farmem("generate --kron 9 --order hubs --out " + path("x.fmg"), &out), 0);
 }
 
 TEST_F(GraphCliTest, ConvertReadsEdgeListsAndRefusesMalformedInput) {

@@ -24,6 +24,7 @@ struct Case {
   std::string name;
   EdgeList edges;
   BuildOptions options;
+  bool by_degree = false;  // relabelled by reorder_by_degree after building
 };
 
 EdgeList edges_of(uint64_t vertices, std::vector<Edge> e, std::vector<float> w = {}) {
@@ -66,6 +67,9 @@ std::vector<Case> cases() {
                  edges_of(5, {{0, 1}, {1, 2}, {2, 3}, {0, 3}}, {0.5f, 2, 1, 7}),
                  {true, true, true}});
   out.push_back({"directed_dangling", edges_of(6, {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {4, 3}}), keep});
+  Case hubs_first{"kron11_by_degree", generated(Generator::kKronecker, 11, 8, seed), sym_clean};
+  hubs_first.by_degree = true;
+  out.push_back(std::move(hubs_first));
   return out;
 }
 
@@ -90,6 +94,7 @@ class GraphAlgorithmsTest : public ::testing::TestWithParam<std::tuple<std::stri
     Case c = std::move(all[index]);
     ThreadPool build_pool(2);
     csr_ = build_csr(std::move(c.edges), c.options, build_pool);
+    if (c.by_degree) csr_ = reorder_by_degree(csr_, build_pool, nullptr);
     path_ = temp_path(backend + "-" + c.name);
     ASSERT_TRUE(write_fmg(csr_, path_).ok());
     auto m = open_backend(backend, path_);
@@ -210,7 +215,7 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::string, int
 
 INSTANTIATE_TEST_SUITE_P(Backends, GraphAlgorithmsTest,
                          ::testing::Combine(::testing::Values("local", "mmap"),
-                                            ::testing::Range(0, 8)),
+                                            ::testing::Range(0, 9)),
                          case_name);
 
 }  // namespace

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "farmem/graph/builder.h"
 #include "farmem/graph/input.h"
@@ -224,6 +228,64 @@ TEST(EdgeFiles, MalformedFilesGetAClearError) {
         << b.name << ": " << r.status().to_string();
   }
   EXPECT_EQ(read_edge_file(temp_file("absent.el")).status().code(), StatusCode::kNotFound);
+}
+
+// Checks that `got` is `in` relabelled by old_ids (new vertex i = old vertex old_ids[i]).
+void expect_relabelled(const Csr& in, const Csr& got, const std::vector<uint32_t>& old_ids) {
+  ASSERT_EQ(got.vertices, in.vertices);
+  ASSERT_EQ(got.neighbours.size(), in.neighbours.size());
+  EXPECT_EQ(got.symmetric, in.symmetric);
+  ASSERT_EQ(old_ids.size(), in.vertices);
+  std::vector<uint32_t> new_of(in.vertices, UINT32_MAX);
+  for (uint32_t i = 0; i < in.vertices; ++i) {
+    ASSERT_LT(old_ids[i], in.vertices);
+    ASSERT_EQ(new_of[old_ids[i]], UINT32_MAX) << "old id " << old_ids[i] << " appears twice";
+    new_of[old_ids[i]] = i;
+  }
+  auto degree = [](const Csr& g, uint64_t v) { return g.offsets[v + 1] - g.offsets[v]; };
+  for (uint32_t i = 0; i < got.vertices; ++i) {
+    const uint32_t old = old_ids[i];
+    ASSERT_EQ(degree(got, i), degree(in, old)) << "vertex " << i;
+    if (i > 0) {
+      ASSERT_GE(degree(got, i - 1), degree(got, i)) << "not by descending degree at " << i;
+      if (degree(got, i - 1) == degree(got, i)) ASSERT_LT(old_ids[i - 1], old) << "tie order";
+    }
+    std::vector<std::pair<uint32_t, float>> want, have;
+    for (uint64_t k = in.offsets[old]; k < in.offsets[old + 1]; ++k) {
+      want.push_back({new_of[in.neighbours[k]], in.weights.empty() ? 0.f : in.weights[k]});
+    }
+    for (uint64_t k = got.offsets[i]; k < got.offsets[i + 1]; ++k) {
+      have.push_back({got.neighbours[k], got.weights.empty() ? 0.f : got.weights[k]});
+    }
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(have, want) << "list of new vertex " << i << " (old " << old << ")";
+  }
+}
+
+TEST(Builder, ReorderByDegreeRelabelsHubsFirstAndKeepsTheGraph) {
+  const uint64_t seed = testing::test_seed();
+  ThreadPool pool(2);
+  GenerateOptions o;
+  o.scale = 11;
+  o.degree = 8;
+  o.seed = seed;
+  auto el = generate_edges(o, pool);
+  ASSERT_TRUE(el.ok()) << el.status().to_string();
+  const Csr kron = build_csr(std::move(*el), {true, true, true}, pool);
+  std::vector<uint32_t> old_ids;
+  const Csr by_degree = reorder_by_degree(kron, pool, &old_ids);
+  expect_relabelled(kron, by_degree, old_ids);
+  EXPECT_GT(by_degree.offsets[1], by_degree.offsets[kron.vertices] / kron.vertices);
+  // Weighted and directed, with a duplicate edge: weights travel with their edges.
+  const Csr weighted = small_weighted();
+  const Csr w2 = reorder_by_degree(weighted, pool, &old_ids);
+  expect_relabelled(weighted, w2, old_ids);
+  EXPECT_EQ(old_ids[0], 0u);  // vertex 0 has the most out-edges (two, one of them a duplicate)
+  // The result is the same for any thread count, and without a map.
+  ThreadPool one(1);
+  const Csr again = reorder_by_degree(kron, one, nullptr);
+  EXPECT_EQ(again.offsets, by_degree.offsets);
+  EXPECT_EQ(again.neighbours, by_degree.neighbours);
 }
 
 }  // namespace
