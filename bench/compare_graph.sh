@@ -18,7 +18,9 @@
 # Environment: SCALE (21), DEGREE (16), SEED (1), ORDER (input: vertex ids as generated; degree:
 # relabelled by descending degree, `farmem graph generate --order degree`), THREADS (2), TRIALS (3), BUDGET (25%: of the
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
-# (sequential: the far backend reads ahead in the graph's sections; or random),
+# (sequential: the far backend reads ahead in the graph's sections; or random), FAR_PIN (on:
+# random-access vertex arrays pinned in the far rows; all: sequential ones too, which suits
+# PageRank's rank arrays; off),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
 # mmap-default mmap-random"), SHARED (1: the two-process row), SHARED_ALGORITHM (pr),
 # SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),
@@ -44,6 +46,7 @@ TRIALS=${TRIALS:-3}
 BUDGET=${BUDGET:-25%}
 PAGE_BYTES=${PAGE_BYTES:-64KiB}
 FAR_ADVICE=${FAR_ADVICE:-sequential}
+FAR_PIN=${FAR_PIN:-on}
 ALGORITHMS=${ALGORITHMS:-"bfs pr cc radii bc"}
 BACKENDS=${BACKENDS:-"local far agent-off agent-static agent-dynamic mmap-default mmap-random"}
 SHARED=${SHARED:-1}
@@ -132,7 +135,8 @@ start_agent() {
 }
 agent_args() {  # CACHE
   echo --backend far --servers "$NODE" --agent "$AGENT" --cache "$1" \
-       --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES" --far-advice "$FAR_ADVICE"
+       --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES" --far-advice "$FAR_ADVICE" \
+       --far-pin "$FAR_PIN"
 }
 if [[ " $BACKENDS " == *" agent-"* || "$SHARED" == 1 ]]; then
   start_node
@@ -155,7 +159,7 @@ for algorithm in $ALGORITHMS; do
                      args+=("${extra[@]}") ;;
       local) args+=(--backend local) ;;
       far) args+=(--backend far --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES"
-                  --far-advice "$FAR_ADVICE") ;;
+                  --far-advice "$FAR_ADVICE" --far-pin "$FAR_PIN") ;;
       mmap-default) args+=(--backend mmap --local-memory "$BUDGET" --advice default
                            --mmap-dir "$WORK") ;;
       mmap-random) args+=(--backend mmap --local-memory "$BUDGET" --advice random

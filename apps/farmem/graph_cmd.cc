@@ -436,9 +436,14 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
       ->check(CLI::IsMember({"random", "sequential"}));
   c.run
       ->add_option("--far-pin", f->far_pin,
-                   "far: on | off: keep random-access vertex arrays resident (static advice, "
-                   "at most half the budget) (on)")
-      ->check(CLI::IsMember({"on", "off"}));
+                   "far: on | all | off: keep random-access vertex arrays resident (static "
+                   "advice, at most half the budget; all: sequential ones too, after them) (on)")
+      ->check(CLI::IsMember({"on", "all", "off"}));
+  c.run
+      ->add_option("--far-install-threads", f->far_install_threads,
+                   "far: threads that map fetched pages beside the pager thread (0: the pager "
+                   "thread maps them) (2)")
+      ->check(CLI::Range(0u, 16u));
   c.run->add_option("--mmap-dir", f->mmap_dir,
                     "mmap: directory of the vertex arrays' files (a disk file system) (/tmp)");
   c.run->add_option("--iterations", f->pr_iterations, "pr: iterations at most (20)")

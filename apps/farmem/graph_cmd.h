@@ -36,7 +36,8 @@ struct GraphFlags {
   std::string cache = "off";
   std::string advice = "default";     // mmap: default | random
   std::string far_advice = "random";  // far: random | sequential (graph sections)
-  std::string far_pin = "on";         // far: pin random-access vertex arrays (static advice)
+  uint32_t far_install_threads = 2;   // far: paged::ManagerOptions::install_threads
+  std::string far_pin = "on";         // far: on | all | off: pin vertex arrays (static advice)
   std::string mmap_dir = "/tmp";
   uint32_t pr_iterations = 20;
   double pr_epsilon = 0;

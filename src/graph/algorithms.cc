@@ -115,12 +115,14 @@ void push_sums(Context& ctx, const double* contrib, double* sum) {
 
 Result<Array<double>> pagerank(Context& ctx, const PageRankOptions& o, uint32_t* iterations_run) {
   const uint64_t n = ctx.vertices();
+  // The randomly read array first: a backend that keeps arrays resident in allocation order
+  // while its room lasts (far memory's static advice) keeps this one.
+  auto contrib = allocate_array<double>(ctx.memory(), n, "pagerank contributions");
+  if (!contrib.ok()) return contrib.status();
   auto rank = allocate_array<double>(ctx.memory(), n, "pagerank rank", Access::kSequential);
   if (!rank.ok()) return rank;
   auto next = allocate_array<double>(ctx.memory(), n, "pagerank next", Access::kSequential);
   if (!next.ok()) return next;
-  auto contrib = allocate_array<double>(ctx.memory(), n, "pagerank contributions");
-  if (!contrib.ok()) return contrib.status();
   if (iterations_run != nullptr) *iterations_run = 0;
   if (n == 0) return rank;
   double* p = rank->data();

@@ -127,6 +127,24 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
       (void)!::write(fd, &one, sizeof one);
     });
   }
+  if (options.install_threads > 0) {
+    impl->installer = std::make_unique<Installer>(
+        options.install_threads, impl,
+        [](void* ctx, const Installer::Job& job) {
+          auto* m = static_cast<Manager::Impl*>(ctx);
+          for (const InstallIo& io : job.pages)
+            m->install(job.region, io.page, io.src, io.writable);
+        },
+        [](void* ctx, std::coroutine_handle<> h) {
+          auto* m = static_cast<Manager::Impl*>(ctx);
+          {
+            std::lock_guard<std::mutex> lock(m->mu);
+            m->installed.push_back(h);
+          }
+          const uint64_t one = 1;
+          (void)!::write(m->event_fd, &one, sizeof one);
+        });
+  }
   impl->recompute_budget();
   std::promise<Status> started;
   std::future<Status> f = started.get_future();
@@ -148,6 +166,7 @@ Manager::~Manager() {
 }
 
 Manager::Impl::~Impl() {
+  installer.reset();  // idle: the pager thread ended with every coroutine
   if (tenant != nullptr) tenant->budget().remove_tenant(tenant);
   for (auto& [bytes, list] : staging_free) {
     for (uint8_t* b : list) std::free(b);
@@ -224,6 +243,7 @@ ManagerStats Manager::stats() const {
   s.resident_bytes = impl_->resident_bytes.load();
   s.cleaner_runs = impl_->cleaner_runs.load();
   s.fault_waits = impl_->fault_waits.load();
+  s.offloaded_installs = impl_->offloaded_installs.load();
   if (impl_->tenant != nullptr) {
     s.budget = impl_->tenant->usage();
   } else {
@@ -326,15 +346,18 @@ bool Manager::Impl::drain_commands() {
   uint64_t v;
   (void)!read(event_fd, &v, sizeof v);
   std::deque<Command*> batch;
+  std::vector<std::coroutine_handle<>> done;
   {
     std::lock_guard<std::mutex> lock(mu);
     batch.swap(commands);
+    done.swap(installed);
   }
+  for (std::coroutine_handle<> h : done) scheduler->post(h);
   for (Command* cmd : batch) {
     Status st = scheduler->spawn(run_command(this, cmd));
     if (!st.ok()) cmd->done.set_value(st);
   }
-  return !batch.empty();
+  return !batch.empty() || !done.empty();
 }
 
 bool Manager::Impl::read_events() {
@@ -462,7 +485,10 @@ void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {
       m.waiters = true;  // the eviction wakes it
       return;
     case PageState::kFetching:
-      return;  // the install wakes it
+      // An installer mapped it write-protected before the pager saw the install finish (the
+      // install woke nobody then): fetch_group finishes this fault when it does.
+      m.wp_pending = true;
+      return;
   }
 }
 
@@ -586,6 +612,16 @@ bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
     return true;
   }
   return false;
+}
+
+Installer::Await Manager::Impl::install_all(RegionState* r, std::vector<InstallIo> pages,
+                                            bool awaited) {
+  if (installer != nullptr && !awaited) {
+    offloaded_installs.fetch_add(pages.size(), std::memory_order_relaxed);
+    return installer->install(r, std::move(pages));
+  }
+  for (const InstallIo& io : pages) install(r, io.page, io.src, io.writable);
+  return Installer::Await{nullptr, {}};  // ready: nothing left to install
 }
 
 // UFFDIO_COPY, resumed after a partial copy while the address space was changing (EAGAIN).
@@ -739,6 +775,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
     st = co_await r->source->fetch(r->region->layout(), remote, m->deadline());
     if (!st.ok() && fault) m->fatal(r, pages[0], "cannot fetch page", st);
   }
+  std::vector<InstallIo> installs;
   for (size_t i = 0; i < ios.size(); ++i) {
     const uint64_t p = ios[i].page;
     PageMeta& meta = r->pages[p];
@@ -756,20 +793,38 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
       } else {
         r->counters.prefetched.fetch_add(1, std::memory_order_relaxed);
       }
-      meta.state = PageState::kResident;
       meta.dirty = writable;
       meta.referenced = true;
       if (!meta.in_clock) {
         meta.in_clock = true;
         m->clock.push_back(Manager::Impl::ClockEntry{r, p});
       }
-      m->install(r, p, ios[i].buf, writable);
+      installs.push_back(InstallIo{p, ios[i].buf, writable});
     } else {
       meta.state = PageState::kMissing;
       meta.prefetched = false;
+      meta.wp_pending = false;
       m->unreserve(pb);
       m->wake(r, p);
     }
+  }
+  // A fault's group is mapped here (its thread waits: a hand-off would only add latency); a
+  // read-ahead group on an installer thread, if any (still kFetching meanwhile: CLOCK passes
+  // them by).
+  co_await m->install_all(r, installs, fault);
+  for (const InstallIo& io : installs) {
+    PageMeta& meta = r->pages[io.page];
+    meta.state = PageState::kResident;
+    if (meta.wp_pending) {  // a write fault on it came while an installer mapped it
+      meta.wp_pending = false;
+      if (!meta.dirty) {
+        meta.dirty = true;
+        r->counters.wp_faults.fetch_add(1, std::memory_order_relaxed);
+      }
+      m->protect(r, io.page, false);  // wakes the writer
+    }
+  }
+  for (size_t i = 0; i < ios.size(); ++i) {
     if (staged[i]) m->put_staging(static_cast<uint8_t*>(ios[i].buf), pb);
   }
   co_return st;

@@ -18,6 +18,7 @@
 #include "farmem/paged/manager.h"
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/task.h"
+#include "installer.h"
 
 namespace farmem::paged {
 
@@ -106,6 +107,10 @@ struct Manager::Impl {
   // Commands from application threads (mu).
   std::mutex mu;
   std::deque<Command*> commands;
+  // Install helpers (null: the pager thread installs), and the coroutines whose installs they
+  // finished, to be resumed on the pager thread (mu).
+  std::unique_ptr<Installer> installer;
+  std::vector<std::coroutine_handle<>> installed;
 
   // Regions: the list under regions_mu (stats read it from any thread); the map by address
   // on the pager thread.
@@ -116,7 +121,7 @@ struct Manager::Impl {
   uint64_t next_region_id = 1;
 
   std::atomic<uint64_t> budget_bytes{0}, footprint_bytes{0}, resident_bytes{0};
-  std::atomic<uint64_t> cleaner_runs{0}, fault_waits{0};
+  std::atomic<uint64_t> cleaner_runs{0}, fault_waits{0}, offloaded_installs{0};
   uint64_t pinned_bytes = 0;
   // The shared budget's tenant (null: the budget is budget_bytes) and the other tenants'
   // pressure last acted on (pager thread).
@@ -178,6 +183,9 @@ struct Manager::Impl {
   void wake(RegionState* r, uint64_t page);
   void protect(RegionState* r, uint64_t page, bool on);
   void install(RegionState* r, uint64_t page, const void* src, bool writable);
+  // Installs `pages` of r: on an installer thread if there are any and no thread is `awaited`
+  // (waiting for them: a fault's group) (the coroutine resumes when they are mapped), else here.
+  Installer::Await install_all(RegionState* r, std::vector<InstallIo> pages, bool awaited);
   bool pick_victim(RegionState** r, uint64_t* page);
   uint8_t* get_staging(uint64_t bytes);
   void put_staging(uint8_t* buf, uint64_t bytes);

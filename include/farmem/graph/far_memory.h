@@ -34,6 +34,10 @@ struct FarOptions {
   // slower since each trial's result is freed before the next trial; pinning cut PageRank's
   // faults 8x at Kronecker 21, 25% budget).
   paged::Advice random_array_advice = paged::Advice::kRandom;
+  // Advice for Access::kSequential vertex arrays (sequential: read ahead and paged like the
+  // graph; static: pinned too, in allocation order while the half-budget limit lasts, so an
+  // algorithm allocates its random-access arrays first; `--far-pin all`).
+  paged::Advice sequential_array_advice = paged::Advice::kSequential;
   // Where pages come from (RegionOptions::source; null = direct): the graph file's region and
   // the vertex arrays' regions (agent mode: agent::make_agent_source with per-source caching).
   std::shared_ptr<paged::PageSource> graph_source;

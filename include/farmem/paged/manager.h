@@ -60,6 +60,9 @@ struct ManagerOptions {
   // a fault that comes soon after the previous one (a thread streaming through a region) is
   // then served without waking the pager (0 = sleep at once).
   uint32_t idle_spin_us = 50;
+  // Threads that map fetched pages (UFFDIO_COPY, a copy of every page) so that the pager thread
+  // goes on reading faults and starting fetches meanwhile (0 = the pager thread maps them).
+  uint32_t install_threads = 2;
 };
 
 class Manager {

@@ -36,6 +36,7 @@ struct ManagerStats {
   uint64_t resident_bytes = 0;
   uint64_t cleaner_runs = 0;         // proactive write-back/eviction rounds started
   uint64_t fault_waits = 0;          // faults that had to evict a page first (buffer full)
+  uint64_t offloaded_installs = 0;   // pages mapped by an installer thread (read-ahead)
   std::vector<PathTraffic> traffic;  // per path, from every source in use
 };
 

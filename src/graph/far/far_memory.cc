@@ -65,7 +65,7 @@ class FarMemory : public GraphMemory {
     paged::RegionOptions ro;
     ro.page_bytes = o_.page_bytes;
     ro.name = std::string(what);
-    ro.advice = access == Access::kSequential ? paged::Advice::kSequential : o_.random_array_advice;
+    ro.advice = access == Access::kSequential ? o_.sequential_array_advice : o_.random_array_advice;
     ro.source = o_.buffer_source;
     auto r = manager_.allocate(std::max<uint64_t>(bytes, 1), ro);
     if (!r.ok()) return r.status();
