@@ -111,7 +111,9 @@ TEST_F(GraphCliTest, DegreeOrderRelabelsAndTheMapLeadsBackToTheSameDepths) {
                              " --backend far --local-memory 25% --page-bytes 4KiB --output " +
                              path(std::string(g) + ".txt");
     ASSERT_EQ(farmem(args, &out), 0) << args << "\n" << out;
-    if (std::string(g) == "deg") EXPECT_NE(out.find("source 0"), std::string::npos) << out;
+    if (std::string(g) == "deg") {
+      EXPECT_NE(out.find("source 0"), std::string::npos) << out;
+    }
   }
   const auto by_old = values_by_id(slurp(path("in.txt")));
   const auto by_new = values_by_id(slurp(path("deg.txt")));

@@ -248,7 +248,9 @@ void expect_relabelled(const Csr& in, const Csr& got, const std::vector<uint32_t
     ASSERT_EQ(degree(got, i), degree(in, old)) << "vertex " << i;
     if (i > 0) {
       ASSERT_GE(degree(got, i - 1), degree(got, i)) << "not by descending degree at " << i;
-      if (degree(got, i - 1) == degree(got, i)) ASSERT_LT(old_ids[i - 1], old) << "tie order";
+      if (degree(got, i - 1) == degree(got, i)) {
+        ASSERT_LT(old_ids[i - 1], old) << "tie order";
+      }
     }
     std::vector<std::pair<uint32_t, float>> want, have;
     for (uint64_t k = in.offsets[old]; k < in.offsets[old + 1]; ++k) {
