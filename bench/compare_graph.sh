@@ -19,8 +19,8 @@
 # relabelled by descending degree, `farmem graph generate --order degree`), THREADS (2), TRIALS (3), BUDGET (25%: of the
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
 # (sequential: the far backend reads ahead in the graph's sections; or random), FAR_PIN (on:
-# random-access vertex arrays pinned in the far rows; all: sequential ones too, which suits
-# PageRank's rank arrays; off),
+# random-access vertex arrays, then sequential state such as PageRank's rank arrays, pinned in
+# the far rows; random: random-access ones only; off),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
 # mmap-default mmap-random"), SHARED (1: the two-process row), SHARED_ALGORITHM (pr),
 # SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),

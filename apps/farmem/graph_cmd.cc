@@ -436,9 +436,10 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
       ->check(CLI::IsMember({"random", "sequential"}));
   c.run
       ->add_option("--far-pin", f->far_pin,
-                   "far: on | all | off: keep random-access vertex arrays resident (static "
-                   "advice, at most half the budget; all: sequential ones too, after them) (on)")
-      ->check(CLI::IsMember({"on", "all", "off"}));
+                   "far: on | random | off: keep vertex arrays resident (static advice, at most "
+                   "half the budget): random-access ones, then sequential state (on) or "
+                   "random-access ones only (random); frontier lists never (on)")
+      ->check(CLI::IsMember({"on", "random", "off"}));
   c.run
       ->add_option("--far-install-threads", f->far_install_threads,
                    "far: threads that map fetched pages beside the pager thread (0: the pager "

@@ -176,7 +176,7 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
       f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
   fo.random_array_advice = f.far_pin != "off" ? paged::Advice::kStatic : paged::Advice::kRandom;
   fo.sequential_array_advice =
-      f.far_pin == "all" ? paged::Advice::kStatic : paged::Advice::kSequential;
+      f.far_pin == "on" ? paged::Advice::kStatic : paged::Advice::kSequential;
   fo.preload_name = std::filesystem::path(f.graph).filename().string();
   fo.graph_source = s->graph_source;
   fo.buffer_source = s->buffer_source;
@@ -191,9 +191,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   }
   fmt::print(stderr, "graph: far: local budget {} bytes, pages of {} bytes, vertex arrays {}{}\n",
              s->manager->budget_bytes(), f.page_bytes,
-             f.far_pin == "on"    ? "pinned (static advice)"
-             : f.far_pin == "all" ? "pinned, sequential ones too (static advice)"
-                                  : "paged",
+             f.far_pin == "on"       ? "pinned, random-access then sequential (static advice)"
+             : f.far_pin == "random" ? "pinned, random-access ones (static advice)"
+                                     : "paged",
              use_agent ? fmt::format(", through the agent at {} (cache {})", f.agent, f.cache)
                        : std::string(", direct"));
   *out = std::move(s);

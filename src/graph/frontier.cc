@@ -82,7 +82,7 @@ Result<Frontier> Context::empty_frontier() {
 
 Status Context::ensure_ids(Frontier& f) {
   if (!f.store_->ids.empty()) return OkStatus();
-  auto a = allocate_array<uint32_t>(memory_, vertices(), "frontier ids", Access::kSequential);
+  auto a = allocate_array<uint32_t>(memory_, vertices(), "frontier ids", Access::kScratch);
   if (!a.ok()) return a.status();
   f.store_->ids = std::move(*a);
   return OkStatus();

@@ -28,15 +28,16 @@ struct FarOptions {
   // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
   paged::Advice graph_advice = paged::Advice::kRandom;
   // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
-  // layer's limit of half the budget; random: paged like the rest). kSequential arrays get
-  // sequential advice.
+  // layer's limit of half the budget; random: paged like the rest).
   // `farmem graph run` passes static unless --far-pin off (BC's later trials are no longer
   // slower since each trial's result is freed before the next trial; pinning cut PageRank's
   // faults 8x at Kronecker 21, 25% budget).
   paged::Advice random_array_advice = paged::Advice::kRandom;
   // Advice for Access::kSequential vertex arrays (sequential: read ahead and paged like the
   // graph; static: pinned too, in allocation order while the half-budget limit lasts, so an
-  // algorithm allocates its random-access arrays first; `--far-pin all`).
+  // algorithm allocates its random-access arrays first). `farmem graph run` passes static
+  // unless --far-pin random|off (PageRank's write-back 412 -> 102 MB per trial, -11% time at
+  // Kronecker 21, 25%). Access::kScratch arrays always get sequential advice.
   paged::Advice sequential_array_advice = paged::Advice::kSequential;
   // Where pages come from (RegionOptions::source; null = direct): the graph file's region and
   // the vertex arrays' regions (agent mode: agent::make_agent_source with per-source caching).

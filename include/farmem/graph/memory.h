@@ -27,11 +27,13 @@
 
 namespace farmem::graph {
 
-// How an algorithm will touch a buffer (a hint: the far backend keeps kRandom arrays resident
-// first and reads ahead in kSequential ones; local and mmap ignore it).
+// How an algorithm will touch a buffer (a hint: the far backend keeps kRandom and then
+// kSequential arrays resident while its pin room lasts and reads ahead in kSequential and
+// kScratch ones; local and mmap ignore it).
 enum class Access : uint8_t {
   kRandom,      // indexed by vertex id in edge order (depths, labels, contributions, flags)
-  kSequential,  // swept in order (PageRank's rank vectors, frontier id lists)
+  kSequential,  // state swept in order, round after round (PageRank's rank vectors)
+  kScratch,     // swept in order and short-lived or mostly unused (frontier id lists)
 };
 
 // A zero-filled buffer owned by a backend; freed when destroyed.

@@ -65,7 +65,17 @@ class FarMemory : public GraphMemory {
     paged::RegionOptions ro;
     ro.page_bytes = o_.page_bytes;
     ro.name = std::string(what);
-    ro.advice = access == Access::kSequential ? o_.sequential_array_advice : o_.random_array_advice;
+    switch (access) {
+      case Access::kRandom:
+        ro.advice = o_.random_array_advice;
+        break;
+      case Access::kSequential:
+        ro.advice = o_.sequential_array_advice;
+        break;
+      case Access::kScratch:
+        ro.advice = paged::Advice::kSequential;
+        break;
+    }
     ro.source = o_.buffer_source;
     auto r = manager_.allocate(std::max<uint64_t>(bytes, 1), ro);
     if (!r.ok()) return r.status();
