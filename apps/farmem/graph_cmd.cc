@@ -59,11 +59,18 @@ int fail(std::string_view what) {
   return 1;
 }
 
+// Writes "id value" lines to `path`, for id = 0 .. n-1 (--output, --order-map).
+template <typename ValueOf>
+Status write_id_lines(const std::string& path, uint64_t n, const ValueOf& value_of) {
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) return InvalidArgument(fmt::format("cannot create {}", path));
+  for (uint64_t v = 0; v < n; ++v) fmt::print(out, "{} {}\n", v, value_of(v));
+  const bool ok = std::fclose(out) == 0;
+  return ok ? OkStatus() : Internal(fmt::format("writing {} failed", path));
+}
+
 Status write_order_map(const std::vector<uint32_t>& old_ids, const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (file == nullptr) return InvalidArgument(fmt::format("cannot create {}", path));
-  for (size_t i = 0; i < old_ids.size(); ++i) fmt::print(file, "{} {}\n", i, old_ids[i]);
-  return std::fclose(file) == 0 ? OkStatus() : Internal(fmt::format("writing {} failed", path));
+  return write_id_lines(path, old_ids.size(), [&](uint64_t i) { return old_ids[i]; });
 }
 
 // --order degree: relabels by descending degree (and writes --order-map when asked).
@@ -236,11 +243,7 @@ Result<std::unique_ptr<graph::GraphMemory>> open_backend(const GraphFlags& f, ui
 }
 
 Status write_output(const std::string& path, const Outcome& o, uint64_t n) {
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (out == nullptr) return InvalidArgument(fmt::format("cannot create {}", path));
-  for (uint64_t v = 0; v < n; ++v) fmt::print(out, "{} {}\n", v, o.value(v));
-  const bool ok = std::fclose(out) == 0;
-  return ok ? OkStatus() : Internal(fmt::format("writing {} failed", path));
+  return write_id_lines(path, n, [&](uint64_t v) { return o.value(v); });
 }
 
 double median_of(std::vector<double> xs) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <numeric>
 #include <utility>
 
 #include "farmem/graph/format.h"
@@ -147,7 +148,7 @@ Csr reorder_by_degree(const Csr& in, ThreadPool& pool, std::vector<uint32_t>* ol
   const bool weighted = !in.weights.empty();
   auto degree = [&](uint64_t v) { return in.offsets[v + 1] - in.offsets[v]; };
   std::vector<uint32_t> old_of(n);
-  for (uint64_t i = 0; i < n; ++i) old_of[i] = static_cast<uint32_t>(i);
+  std::iota(old_of.begin(), old_of.end(), 0u);
   std::stable_sort(old_of.begin(), old_of.end(),
                    [&](uint32_t a, uint32_t b) { return degree(a) > degree(b); });
   std::vector<uint32_t> new_of(n);

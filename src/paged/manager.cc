@@ -614,11 +614,11 @@ bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
   return false;
 }
 
-Installer::Await Manager::Impl::install_all(RegionState* r, std::vector<InstallIo> pages,
+Installer::Await Manager::Impl::install_all(RegionState* r, const std::vector<InstallIo>& pages,
                                             bool awaited) {
   if (installer != nullptr && !awaited) {
     offloaded_installs.fetch_add(pages.size(), std::memory_order_relaxed);
-    return installer->install(r, std::move(pages));
+    return installer->install(r, pages);  // the job's own copy
   }
   for (const InstallIo& io : pages) install(r, io.page, io.src, io.writable);
   return Installer::Await{nullptr, {}};  // ready: nothing left to install
@@ -817,11 +817,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
     meta.state = PageState::kResident;
     if (meta.wp_pending) {  // a write fault on it came while an installer mapped it
       meta.wp_pending = false;
-      if (!meta.dirty) {
-        meta.dirty = true;
-        r->counters.wp_faults.fetch_add(1, std::memory_order_relaxed);
-      }
-      m->protect(r, io.page, false);  // wakes the writer
+      m->on_write_protect(r, io.page);  // served as on a resident page: dirty, writer woken
     }
   }
   for (size_t i = 0; i < ios.size(); ++i) {

@@ -185,7 +185,7 @@ struct Manager::Impl {
   void install(RegionState* r, uint64_t page, const void* src, bool writable);
   // Installs `pages` of r: on an installer thread if there are any and no thread is `awaited`
   // (waiting for them: a fault's group) (the coroutine resumes when they are mapped), else here.
-  Installer::Await install_all(RegionState* r, std::vector<InstallIo> pages, bool awaited);
+  Installer::Await install_all(RegionState* r, const std::vector<InstallIo>& pages, bool awaited);
   bool pick_victim(RegionState** r, uint64_t* page);
   uint8_t* get_staging(uint64_t bytes);
   void put_staging(uint8_t* buf, uint64_t bytes);
