@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "farmem/client/thread_client.h"
@@ -16,9 +17,50 @@ namespace {
 
 bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// A number from /proc/meminfo ("Hugepagesize:" in kB, "HugePages_Free:" a count), 0 if absent.
+uint64_t meminfo_value(const char* key) {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  unsigned long long v = 0;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, key, n) == 0 && std::sscanf(line + n, " %llu", &v) == 1) break;
+  }
+  std::fclose(f);
+  return v;
+}
+
+uint64_t huge_page_bytes() { return meminfo_value("Hugepagesize:") * 1024; }
+
+// A huge-page region holds at most its pages or the budget's worth (plus the fetches in flight),
+// whichever is fewer; the pool must have that many free now (MAP_NORESERVE reserves nothing; an
+// empty pool later is a fatal UFFDIO_COPY error).
+Status check_huge_pool(const Manager::Impl* m, const RemoteLayout& layout) {
+  const uint64_t budget = m->budget_bytes.load();
+  const uint64_t need =
+      std::min<uint64_t>(layout.page_count, budget / layout.page_bytes + m->options.max_inflight) *
+      (layout.page_bytes / huge_page_bytes());
+  const uint64_t free = meminfo_value("HugePages_Free:");
+  if (free >= need) return OkStatus();
+  return ResourceExhausted("paged: a huge-page region of " + std::to_string(layout.page_count) +
+                           " pages needs " + std::to_string(need) +
+                           " free huge pages, the pool has " + std::to_string(free) +
+                           " (raise vm.nr_hugepages)");
+}
+
 Status check_options(const RegionOptions& o) {
   if (!power_of_two(o.page_bytes) || o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes) {
     return InvalidArgument("paged: page_bytes must be a power of two in [4 KiB, 4 MiB]");
+  }
+  if (o.huge_pages) {
+    const uint64_t hp = huge_page_bytes();
+    if (hp == 0) return Unavailable("paged: this kernel offers no huge pages (hugetlbfs)");
+    if (o.page_bytes % hp != 0) {
+      return InvalidArgument(
+          "paged: huge_pages needs page_bytes a multiple of the huge page size (" +
+          std::to_string(hp) + " bytes)");
+    }
   }
   if (o.readahead_pages > PageSource::kMaxPagesPerCall) {
     return InvalidArgument("paged: readahead_pages must be at most 64");
@@ -51,30 +93,44 @@ runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> st
 
 runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r);
 
+// Maps `bytes` of address space for a region and registers it for missing and write-protect
+// faults. On failure nothing stays mapped.
+Status map_region(Manager::Impl* m, const RemoteLayout& layout, bool huge, void** out) {
+  const uint64_t bytes = layout.page_count * layout.page_bytes;
+  if (huge) FARMEM_RETURN_IF_ERROR(check_huge_pool(m, layout));
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (huge ? MAP_HUGETLB : 0), -1, 0);
+  if (base == MAP_FAILED) {
+    return ResourceExhausted(std::string("paged: mmap: ") + std::strerror(errno));
+  }
+  if (!huge) (void)madvise(base, bytes, MADV_NOHUGEPAGE);
+  uffdio_register reg{};
+  reg.range.start = reinterpret_cast<uint64_t>(base);
+  reg.range.len = bytes;
+  reg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP;
+  Status st;
+  if (ioctl(m->uffd, UFFDIO_REGISTER, &reg) != 0) {
+    st = Unavailable(std::string("paged: UFFDIO_REGISTER: ") + std::strerror(errno));
+  } else if ((reg.ioctls & (uint64_t{1} << _UFFDIO_COPY)) == 0 ||
+             (reg.ioctls & (uint64_t{1} << _UFFDIO_WRITEPROTECT)) == 0) {
+    st = Unavailable("paged: the kernel offers no UFFDIO_COPY/WRITEPROTECT on this range");
+  }
+  if (!st.ok()) {
+    munmap(base, bytes);
+    return st;
+  }
+  *out = base;
+  return OkStatus();
+}
+
+runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r);
+
 // Maps and registers the region, with its remote layout made. On failure frees the stripes.
 runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layout,
                                              const RegionOptions& options, bool remote_valid) {
   const uint64_t bytes = layout.page_count * layout.page_bytes;
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  Status st;
-  if (base == MAP_FAILED) {
-    st = ResourceExhausted(std::string("paged: mmap: ") + std::strerror(errno));
-  } else {
-    (void)madvise(base, bytes, MADV_NOHUGEPAGE);
-    uffdio_register reg{};
-    reg.range.start = reinterpret_cast<uint64_t>(base);
-    reg.range.len = bytes;
-    reg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP;
-    if (ioctl(m->uffd, UFFDIO_REGISTER, &reg) != 0) {
-      st = Unavailable(std::string("paged: UFFDIO_REGISTER: ") + std::strerror(errno));
-    } else if ((reg.ioctls & (uint64_t{1} << _UFFDIO_COPY)) == 0 ||
-               (reg.ioctls & (uint64_t{1} << _UFFDIO_WRITEPROTECT)) == 0) {
-      st = Unavailable("paged: the kernel offers no UFFDIO_COPY/WRITEPROTECT on this range");
-    }
-  }
-  if (!st.ok()) {
-    if (base != MAP_FAILED) munmap(base, bytes);
+  void* base = nullptr;
+  if (Status st = map_region(m, layout, options.huge_pages, &base); !st.ok()) {
     co_await free_stripes(m, layout.stripes);
     co_return st;
   }
@@ -92,6 +148,7 @@ runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layo
     m->sources_used.push_back(state->source);
   }
   state->readahead = options.readahead_pages;
+  state->huge = options.huge_pages;
   m->by_addr[reinterpret_cast<uintptr_t>(base)] = state.get();
   {
     std::lock_guard<std::mutex> lock(m->regions_mu);
@@ -100,7 +157,7 @@ runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layo
   m->footprint_bytes.fetch_add(bytes);
   m->recompute_budget();
   RegionState* rs = RegionState::of(r);
-  st = co_await rs->source->region_opened(r->layout());
+  Status st = co_await rs->source->region_opened(r->layout());
   if (!st.ok()) {
     (void)co_await free_region(m, rs);
     co_return st;
@@ -229,6 +286,7 @@ runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
   layout.region_id = m->next_region_id++;
   layout.page_bytes = cmd->options.page_bytes;
   layout.page_count = (cmd->bytes + layout.page_bytes - 1) / layout.page_bytes;
+  if (cmd->options.huge_pages) FARMEM_CO_RETURN_IF_ERROR(check_huge_pool(m, layout));  // early
   FARMEM_CO_RETURN_IF_ERROR(co_await allocate_stripes(m, &layout));
   auto r = co_await create_region(m, std::move(layout), cmd->options, false);
   if (!r.ok()) co_return r.status();

@@ -636,7 +636,10 @@ void Manager::Impl::install(RegionState* r, uint64_t page, const void* src, bool
     copy.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
     if (ioctl(uffd, UFFDIO_COPY, &copy) == 0) return;
     if (errno != EAGAIN || attempt == 1000) {
-      fatal(r, page, "UFFDIO_COPY failed", Internal(std::strerror(errno)));
+      fatal(r, page,
+            r->huge && errno == ENOMEM ? "UFFDIO_COPY failed: no free huge page (vm.nr_hugepages)"
+                                       : "UFFDIO_COPY failed",
+            Internal(std::strerror(errno)));
     }
     if (copy.copy > 0) done += static_cast<uint64_t>(copy.copy);
   }

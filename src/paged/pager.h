@@ -56,6 +56,7 @@ struct RegionState {
   std::vector<PageMeta> pages;
   std::shared_ptr<PageSource> source;
   uint32_t readahead = 8;
+  bool huge = false;      // on huge pages (RegionOptions::huge_pages)
   uint32_t window = 8;    // the read-ahead window now (sequential advice)
   uint64_t seq_next = 0;  // the page after the last read-ahead window
   uint32_t inflight = 0;  // tasks using this region now

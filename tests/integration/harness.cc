@@ -215,6 +215,54 @@ bool in_ci() {
   return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
+namespace {
+
+constexpr const char* kNrHugePages = "/proc/sys/vm/nr_hugepages";
+
+uint64_t meminfo_count(const std::string& key) {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size()));
+  }
+  return 0;
+}
+
+uint64_t read_nr_hugepages() {
+  std::ifstream in(kNrHugePages);
+  uint64_t n = 0;
+  in >> n;
+  return n;
+}
+
+bool write_nr_hugepages(uint64_t n) {
+  std::ofstream out(kNrHugePages);
+  out << n << '\n';
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+HugePagePool::HugePagePool(uint64_t pages) {
+  const uint64_t free = meminfo_count("HugePages_Free:");
+  if (free >= pages) return;
+  const uint64_t total = read_nr_hugepages();
+  if (!write_nr_hugepages(total + pages - free)) {
+    why_ = fmt::format("cannot raise {} to {} (needs root)", kNrHugePages, total + pages - free);
+    return;
+  }
+  added_ = read_nr_hugepages() - total;
+  if (meminfo_count("HugePages_Free:") < pages) {
+    why_ = fmt::format("the kernel gave {} of {} huge pages asked for in {}", added_, pages - free,
+                       kNrHugePages);
+  }
+}
+
+HugePagePool::~HugePagePool() {
+  if (added_ > 0) (void)write_nr_hugepages(read_nr_hugepages() - added_);
+}
+
 int remove_stale_namespaces() {
   std::string out;
   if (run_command("ip netns list", &out) != 0) return 0;

@@ -102,6 +102,23 @@ bool in_ci();
     }                                                                \
   } while (0)
 
+// Makes sure the kernel's huge page pool has at least `pages` free pages, raising
+// vm.nr_hugepages if needed (root); the destructor takes back what it added. ok() is false,
+// with why(), when it cannot (no permission, no memory for the pages).
+class HugePagePool {
+ public:
+  explicit HugePagePool(uint64_t pages);
+  ~HugePagePool();
+  HugePagePool(const HugePagePool&) = delete;
+  HugePagePool& operator=(const HugePagePool&) = delete;
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+
+ private:
+  uint64_t added_ = 0;
+  std::string why_;
+};
+
 // Deletes network namespaces (fmns<pid>) and veth links (fmh<pid>) left by test processes
 // that died without cleaning up (their pid is gone). Returns how many it removed.
 int remove_stale_namespaces();

@@ -34,6 +34,10 @@ struct RegionOptions {
   // allocate_from_file: share one remote copy per (file, page size, node set) with other
   // processes (read-mostly: writes go to the shared copy); false = a private copy.
   bool share_file = true;
+  // Back the region with the kernel's huge pages (the hugetlbfs pool, vm.nr_hugepages):
+  // page_bytes must be a multiple of the huge page size (2 MiB on x86-64). Installing and
+  // dropping a huge page costs the kernel far less per byte than 4 KiB pages do.
+  bool huge_pages = false;
   // Pages fetched ahead of a fault under sequential advice.
   uint32_t readahead_pages = 8;
 };

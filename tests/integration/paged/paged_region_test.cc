@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -23,6 +25,22 @@ using paged::RegionOptions;
 
 // A value for word i of a region in generation g (never 0, so zero pages are told apart).
 uint64_t word_value(uint64_t i, uint64_t g) { return (i * 0x9E3779B97F4A7C15ull) ^ (g + 1); }
+
+// Thread t of `threads` adds t + 1 to every word i with i % threads == t of w[0..n), pass after
+// pass, front to back; word i then holds (i % threads + 1) * passes.
+void sweep_writers(std::atomic<uint64_t>* w, uint64_t n, int threads, int passes) {
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([=] {
+      for (int pass = 0; pass < passes; ++pass) {
+        for (uint64_t i = static_cast<uint64_t>(t); i < n; i += threads) {
+          w[i].fetch_add(static_cast<uint64_t>(t) + 1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+}
 
 class PagedRegionTest : public PagedTest {
  protected:
@@ -149,18 +167,7 @@ TEST_P(PagedRegionTest, WritersSweepingThroughInstalledReadAheadLoseNothing) {
     auto* w = static_cast<std::atomic<uint64_t>*>(r->data());
     const uint64_t n = r->size() / 8;
     const int threads = 3, passes = tcp() ? 2 : 4;
-    // Thread t adds t + 1 to every word i with i % threads == t, pass after pass, front to back.
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        for (int pass = 0; pass < passes; ++pass) {
-          for (uint64_t i = static_cast<uint64_t>(t); i < n; i += threads) {
-            w[i].fetch_add(static_cast<uint64_t>(t) + 1, std::memory_order_relaxed);
-          }
-        }
-      });
-    }
-    for (auto& t : ts) t.join();
+    sweep_writers(w, n, threads, passes);
     for (uint64_t i = 0; i < n; ++i) {
       ASSERT_EQ(w[i].load(), (i % threads + 1) * passes)
           << "word " << i << " installers " << installers;
@@ -175,6 +182,91 @@ TEST_P(PagedRegionTest, WritersSweepingThroughInstalledReadAheadLoseNothing) {
     }
     ASSERT_TRUE(manager_->free(r).ok());
   }
+}
+
+// The page size the kernel maps at `addr` (KernelPageSize of its /proc/self/smaps entry), 0 if
+// none is found.
+uint64_t kernel_page_bytes(const void* addr) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_vma = false;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) in_vma = lo <= a && a < hi;
+    unsigned long kib = 0;
+    if (in_vma && std::sscanf(line.c_str(), "KernelPageSize: %lu kB", &kib) == 1) {
+      return uint64_t{kib} * 1024;
+    }
+  }
+  return 0;
+}
+
+// Regions on the kernel's 2 MiB huge pages: writers sweeping a sequential-advice region and
+// random increments on a random-advice one, under a budget of four pages, keep every write; a
+// page size that is not a multiple of the huge page size, and a region the pool cannot hold,
+// are refused.
+TEST_P(PagedRegionTest, HugePageRegionsKeepEveryWriteUnderEviction) {
+  constexpr uint64_t kHuge = 2 << 20;
+  ManagerOptions mo;
+  mo.local_bytes = 4 * kHuge;
+  start(mo);
+  // After the memory node started: over shared memory UCX may put its memory on huge pages too.
+  HugePagePool pool(12);
+  if (!pool.ok()) FARMEM_SKIP_OR_FAIL("no huge pages: " + pool.why());
+  RegionOptions o;
+  o.page_bytes = kHuge;
+  o.huge_pages = true;
+  o.advice = Advice::kSequential;
+  auto seq = manager_->allocate(6 * kHuge, o);
+  ASSERT_TRUE(seq.ok()) << seq.status().to_string();
+  EXPECT_EQ(kernel_page_bytes((*seq)->data()), kHuge);
+  auto* w = static_cast<std::atomic<uint64_t>*>((*seq)->data());
+  const uint64_t n = (*seq)->size() / 8;
+  const int threads = 3, passes = 2;
+  sweep_writers(w, n, threads, passes);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w[i].load(), (i % threads + 1) * passes) << i;
+  ASSERT_TRUE(manager_->free(*seq).ok());
+
+  o.advice = Advice::kRandom;
+  auto rnd = manager_->allocate(6 * kHuge, o);
+  ASSERT_TRUE(rnd.ok()) << rnd.status().to_string();
+  auto* x = static_cast<uint64_t*>((*rnd)->data());
+  std::vector<uint64_t> model((*rnd)->size() / 8, 0);
+  std::mt19937_64 rng(test_seed());
+  for (int k = 0; k < (tcp() ? 100 : 400); ++k) {
+    const uint64_t i = rng() % model.size();
+    x[i] += k + 1;
+    model[i] += k + 1;
+  }
+  ASSERT_TRUE((*rnd)->flush().ok());
+  for (uint64_t i = 0; i < model.size(); ++i) ASSERT_EQ(x[i], model[i]) << i;
+  const paged::ManagerStats ms = manager_->stats();
+  EXPECT_GT(ms.total.evictions, 0u);
+  EXPECT_GT(ms.total.bytes_written_back, 0u);
+  EXPECT_GT(ms.total.prefetched, 0u);
+  ASSERT_TRUE(manager_->free(*rnd).ok());
+
+  o.page_bytes = 64 * 1024;
+  auto small = manager_->allocate(kHuge, o);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument) << small.status().to_string();
+  // More pages than the pool has free, under a budget that would let them all be resident: refused
+  // before anything is allocated.
+  std::ifstream meminfo("/proc/meminfo");
+  uint64_t free_pages = 0;
+  for (std::string line; std::getline(meminfo, line);) {
+    (void)std::sscanf(line.c_str(), "HugePages_Free: %lu", &free_pages);
+  }
+  ManagerOptions roomy;
+  roomy.local_bytes = (free_pages + 8) * kHuge;
+  auto m2 = paged::Manager::create(*cluster_, roomy);
+  ASSERT_TRUE(m2.ok()) << m2.status().to_string();
+  o.page_bytes = kHuge;
+  auto big = (*m2)->allocate((free_pages + 1) * kHuge, o);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("nr_hugepages"), std::string::npos)
+      << big.status().to_string();
 }
 
 TEST_P(PagedRegionTest, FlushesRacingWritersLoseNothing) {
