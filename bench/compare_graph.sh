@@ -20,7 +20,9 @@
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
 # (sequential: the far backend reads ahead in the graph's sections; or random), FAR_PIN (on:
 # random-access vertex arrays, then sequential state such as PageRank's rank arrays, pinned in
-# the far rows; random: random-access ones only; off),
+# the far rows; random: random-access ones only; off), GRAPH_PAGES (huge: the far rows keep the
+# graph's region on 2 MiB huge pages, `--graph-page-bytes 2MiB --far-huge-pages`, with the pool
+# raised to HUGE_POOL_PAGES (256) for the run and restored after, needs root; small: PAGE_BYTES),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
 # mmap-default mmap-random"), SHARED (1: the two-process row), SHARED_ALGORITHM (pr),
 # SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),
@@ -47,6 +49,8 @@ BUDGET=${BUDGET:-25%}
 PAGE_BYTES=${PAGE_BYTES:-64KiB}
 FAR_ADVICE=${FAR_ADVICE:-sequential}
 FAR_PIN=${FAR_PIN:-on}
+GRAPH_PAGES=${GRAPH_PAGES:-huge}
+HUGE_POOL_PAGES=${HUGE_POOL_PAGES:-256}
 ALGORITHMS=${ALGORITHMS:-"bfs pr cc radii bc"}
 BACKENDS=${BACKENDS:-"local far agent-off agent-static agent-dynamic mmap-default mmap-random"}
 SHARED=${SHARED:-1}
@@ -76,14 +80,31 @@ stop_pid() {
     wait "$1" 2>/dev/null || true
   fi
 }
+HUGE_POOL_BEFORE=""
 cleanup() {
   stop_pid "$CHILD"
   stop_pid "$BG_PID"
   stop_pid "$AGENT_PID"
   stop_pid "$NODE_PID"
+  if [[ -n "$HUGE_POOL_BEFORE" ]]; then echo "$HUGE_POOL_BEFORE" > /proc/sys/vm/nr_hugepages; fi
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
+
+GRAPH_PAGE_ARGS=()
+if [[ "$GRAPH_PAGES" == huge ]]; then
+  pool=$(cat /proc/sys/vm/nr_hugepages)
+  if (( pool < HUGE_POOL_PAGES )); then
+    if echo "$HUGE_POOL_PAGES" > /proc/sys/vm/nr_hugepages 2>/dev/null; then
+      HUGE_POOL_BEFORE=$pool
+    else
+      echo "cannot raise vm.nr_hugepages to $HUGE_POOL_PAGES (needs root): GRAPH_PAGES=small" >&2
+      GRAPH_PAGES=small
+    fi
+  fi
+  [[ "$GRAPH_PAGES" == huge ]] && GRAPH_PAGE_ARGS=(--graph-page-bytes 2MiB --far-huge-pages)
+  echo "== huge page pool: $(cat /proc/sys/vm/nr_hugepages) pages"
+fi
 
 # Runs one command in the background (so that cleanup can stop it by PID) and waits for it.
 run() {
@@ -136,7 +157,7 @@ start_agent() {
 agent_args() {  # CACHE
   echo --backend far --servers "$NODE" --agent "$AGENT" --cache "$1" \
        --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES" --far-advice "$FAR_ADVICE" \
-       --far-pin "$FAR_PIN"
+       --far-pin "$FAR_PIN" "${GRAPH_PAGE_ARGS[@]}"
 }
 if [[ " $BACKENDS " == *" agent-"* || "$SHARED" == 1 ]]; then
   start_node
@@ -159,7 +180,7 @@ for algorithm in $ALGORITHMS; do
                      args+=("${extra[@]}") ;;
       local) args+=(--backend local) ;;
       far) args+=(--backend far --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES"
-                  --far-advice "$FAR_ADVICE" --far-pin "$FAR_PIN") ;;
+                  --far-advice "$FAR_ADVICE" --far-pin "$FAR_PIN" "${GRAPH_PAGE_ARGS[@]}") ;;
       mmap-default) args+=(--backend mmap --local-memory "$BUDGET" --advice default
                            --mmap-dir "$WORK") ;;
       mmap-random) args+=(--backend mmap --local-memory "$BUDGET" --advice random
@@ -195,7 +216,7 @@ fi
 cat "$RESULTS" "$SHARED_RESULTS" >> "$OUT"
 
 echo
-echo "Kronecker scale $SCALE degree $DEGREE (ids: $ORDER; $(basename "$GRAPH")), $THREADS threads, budget $BUDGET, median of $TRIALS"
+echo "Kronecker scale $SCALE degree $DEGREE (ids: $ORDER; $(basename "$GRAPH")), $THREADS threads, budget $BUDGET, median of $TRIALS, far graph pages $GRAPH_PAGES"
 python3 - "$RESULTS" "$SHARED_RESULTS" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

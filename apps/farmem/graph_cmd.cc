@@ -428,6 +428,13 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
                     "arrays); mmap runs inside a memory cgroup of that size");
   c.run->add_option("--page-bytes", f->page_bytes, "far: page size (64KiB)")
       ->transform(bytes_unit());
+  c.run
+      ->add_option("--graph-page-bytes", f->graph_page_bytes,
+                   "far: page size of the graph file's region (--page-bytes)")
+      ->transform(bytes_unit());
+  c.run->add_flag("--far-huge-pages", f->far_huge_pages,
+                  "far: back the graph file's region with huge pages (vm.nr_hugepages; "
+                  "--graph-page-bytes a multiple of the huge page size)");
   c.run->add_option("--agent", f->agent, "far: none | ADDR of a farmem-agent");
   c.run->add_option("--cache", f->cache, "far with an agent: off | static | dynamic")
       ->check(CLI::IsMember({"off", "static", "dynamic"}));

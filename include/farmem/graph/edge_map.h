@@ -19,6 +19,7 @@
 // sparse result is then deduplicated.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -62,6 +63,10 @@ inline uint64_t count_flags(Context& ctx, const uint8_t* flags) {
   return reduce_vertices<uint64_t>(ctx, [&](uint32_t v) -> uint64_t { return flags[v] != 0; });
 }
 
+// A sparse output this small is sorted by id, so the next round visits the lists in address
+// order (a paged or mmap graph then touches each page once, not once per vertex).
+inline constexpr uint64_t kSortedSparseMax = uint64_t{1} << 16;
+
 template <typename F>
 Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicate) {
   if (Status s = in.to_sparse(); !s.ok()) return s;
@@ -101,6 +106,7 @@ Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicat
       for (uint32_t d : found[c]) seen[d] = 0;
     }
   });
+  if (start.back() <= kSortedSparseMax) std::sort(out_ids, out_ids + start.back());
   Context::set(*out, start.back(), false);
   return out;
 }

@@ -22,11 +22,20 @@ namespace farmem::graph {
 
 struct FarOptions {
   uint64_t page_bytes = paged::kDefaultPageBytes;
+  // The graph file's region: its page size (0 = page_bytes) and whether it sits on huge pages
+  // (paged::RegionOptions::huge_pages).
+  uint64_t graph_page_bytes = 0;
+  bool graph_huge_pages = false;
   std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
   // Advice for the offsets and neighbours sections (sequential: the pager reads ahead of
   // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
   paged::Advice graph_advice = paged::Advice::kRandom;
+  // The offsets section pinned (static advice, before any vertex array: every round reads it
+  // at random). `farmem graph run` pins it unless --far-pin off.
+  bool pin_offsets = false;
+  // Read-ahead of the graph's region under sequential advice, in bytes (at least one page).
+  uint64_t graph_readahead_bytes = 512 * 1024;
   // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged
   // layer's limit of half the budget; random: paged like the rest).
   // `farmem graph run` passes static unless --far-pin off (BC's later trials are no longer

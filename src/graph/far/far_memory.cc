@@ -91,7 +91,10 @@ class FarMemory : public GraphMemory {
     auto h = read_fmg_header(path);
     if (!h.ok()) return h.status();
     paged::RegionOptions ro;
-    ro.page_bytes = o_.page_bytes;
+    ro.page_bytes = o_.graph_page_bytes != 0 ? o_.graph_page_bytes : o_.page_bytes;
+    ro.huge_pages = o_.graph_huge_pages;
+    ro.readahead_pages = static_cast<uint32_t>(
+        std::clamp<uint64_t>(o_.graph_readahead_bytes / ro.page_bytes, 1, ro.readahead_pages));
     ro.name = "graph " + path;
     ro.source = o_.graph_source;
     std::string why = "no preload name";
@@ -125,11 +128,12 @@ class FarMemory : public GraphMemory {
       return Status(s.code(), fmt::format("far copy of {}: {}", path, s.message()));
     }
     graph_ = view_of_fmg(remote, static_cast<const uint8_t*>(file_->data()));
-    if (o_.graph_advice != paged::Advice::kRandom) {
-      for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
-        const FmgSectionEntry& e = remote.sections[static_cast<uint32_t>(sec)];
-        if (Status s = file_->advise(e.offset, e.bytes, o_.graph_advice); !s.ok()) return s;
-      }
+    for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
+      const FmgSectionEntry& e = remote.sections[static_cast<uint32_t>(sec)];
+      const paged::Advice a =
+          sec == FmgSection::kOffsets && o_.pin_offsets ? paged::Advice::kStatic : o_.graph_advice;
+      if (a == paged::Advice::kRandom) continue;
+      if (Status s = file_->advise(e.offset, e.bytes, a); !s.ok()) return s;
     }
     return o_.validate ? check_fmg_sections(graph_, path) : OkStatus();
   }

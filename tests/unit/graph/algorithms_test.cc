@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "farmem/graph/builder.h"
+#include "farmem/graph/edge_map.h"
 #include "farmem/graph/input.h"
 #include "farmem/graph/memory.h"
 #include "reference.h"
@@ -211,6 +212,40 @@ TEST_P(GraphAlgorithmsTest, ResultsDoNotDependOnTheThreadCount) {
 std::string case_name(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
   static const std::vector<Case> all = cases();
   return std::get<0>(info.param) + "_" + all[std::get<1>(info.param)].name;
+}
+
+// Visits every edge once (a sparse push's functor).
+struct TakeAll {
+  bool cond(uint32_t) const { return true; }
+  bool update(uint32_t, uint32_t) const { return true; }
+  bool update_atomic(uint32_t, uint32_t) const { return true; }
+};
+
+// A small sparse round's output is in id order, whatever order the lists were visited in (the
+// next round then reads the lists front to back).
+TEST(GraphEdgeMap, SmallSparseOutputsComeSortedById) {
+  // 1 -> {10, 30}, 2 -> {20, 40}: visited 10, 30, 20, 40.
+  const std::string path = temp_path("sorted-sparse");
+  ThreadPool pool(1);
+  const Csr csr = build_csr(edges_of(41, {{1, 10}, {1, 30}, {2, 20}, {2, 40}}), {}, pool);
+  ASSERT_TRUE(write_fmg(csr, path).ok());
+  auto m = open_local(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  {
+    Context ctx(**m, pool);
+    auto in = ctx.frontier_of({1, 2});
+    ASSERT_TRUE(in.ok());
+    TakeAll f;
+    EdgeMapOptions o;
+    o.allow_dense = false;
+    auto out = edge_map(ctx, *in, f, o);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_FALSE(out->dense());
+    const std::vector<uint32_t> got(out->ids(), out->ids() + out->size());
+    EXPECT_EQ(got, (std::vector<uint32_t>{10, 20, 30, 40}));
+  }
+  m->reset();
+  std::filesystem::remove(path);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GraphAlgorithmsTest,
