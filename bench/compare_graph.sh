@@ -20,9 +20,10 @@
 # footprint, graph + the algorithm's vertex arrays; or bytes), PAGE_BYTES (64KiB), FAR_ADVICE
 # (sequential: the far backend reads ahead in the graph's sections; or random), FAR_PIN (on:
 # random-access vertex arrays, then sequential state such as PageRank's rank arrays, pinned in
-# the far rows; random: random-access ones only; off), GRAPH_PAGES (huge: the far rows keep the
+# the far rows; random: random-access ones only; off), GRAPH_PAGES (huge: the far row keeps the
 # graph's region on 2 MiB huge pages, `--graph-page-bytes 2MiB --far-huge-pages`, with the pool
-# raised to HUGE_POOL_PAGES (256) for the run and restored after, needs root; small: PAGE_BYTES),
+# raised to HUGE_POOL_PAGES (256) for the run and restored after, needs root; small: PAGE_BYTES;
+# the agent rows always use PAGE_BYTES: 2 MiB pages through the agent made PageRank 2.4x slower),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
 # mmap-default mmap-random"), SHARED (1: the two-process row), SHARED_ALGORITHM (pr),
 # SHARED_CACHE (dynamic), AGENT_CACHE_BYTES (256MiB: the agent's dynamic cache budget),
@@ -157,7 +158,7 @@ start_agent() {
 agent_args() {  # CACHE
   echo --backend far --servers "$NODE" --agent "$AGENT" --cache "$1" \
        --local-memory "$BUDGET" --page-bytes "$PAGE_BYTES" --far-advice "$FAR_ADVICE" \
-       --far-pin "$FAR_PIN" "${GRAPH_PAGE_ARGS[@]}"
+       --far-pin "$FAR_PIN"
 }
 if [[ " $BACKENDS " == *" agent-"* || "$SHARED" == 1 ]]; then
   start_node

@@ -176,7 +176,6 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   fo.graph_huge_pages = f.far_huge_pages;
   fo.graph_advice =
       f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
-  fo.pin_offsets = f.far_pin != "off";
   fo.random_array_advice = f.far_pin != "off" ? paged::Advice::kStatic : paged::Advice::kRandom;
   fo.sequential_array_advice =
       f.far_pin == "on" ? paged::Advice::kStatic : paged::Advice::kSequential;

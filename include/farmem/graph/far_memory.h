@@ -28,12 +28,12 @@ struct FarOptions {
   bool graph_huge_pages = false;
   std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
-  // Advice for the offsets and neighbours sections (sequential: the pager reads ahead of
-  // faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
+  // Advice for the neighbours section (sequential: the pager reads ahead of faults, which suits
+  // dense rounds that sweep the graph) and for the offsets section (random, the default: every
+  // round indexes it by vertex, and sequential advice let the sweeps over the neighbours push
+  // it out of the buffer; pinning it instead took the pin room BC's vertex arrays need).
   paged::Advice graph_advice = paged::Advice::kRandom;
-  // The offsets section pinned (static advice, before any vertex array: every round reads it
-  // at random). `farmem graph run` pins it unless --far-pin off.
-  bool pin_offsets = false;
+  paged::Advice offsets_advice = paged::Advice::kRandom;
   // Read-ahead of the graph's region under sequential advice, in bytes (at least one page).
   uint64_t graph_readahead_bytes = 512 * 1024;
   // Advice for Access::kRandom vertex arrays (static: pinned resident, within the paged

@@ -130,8 +130,7 @@ class FarMemory : public GraphMemory {
     graph_ = view_of_fmg(remote, static_cast<const uint8_t*>(file_->data()));
     for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
       const FmgSectionEntry& e = remote.sections[static_cast<uint32_t>(sec)];
-      const paged::Advice a =
-          sec == FmgSection::kOffsets && o_.pin_offsets ? paged::Advice::kStatic : o_.graph_advice;
+      const paged::Advice a = sec == FmgSection::kOffsets ? o_.offsets_advice : o_.graph_advice;
       if (a == paged::Advice::kRandom) continue;
       if (Status s = file_->advise(e.offset, e.bytes, a); !s.ok()) return s;
     }

@@ -111,7 +111,7 @@ TEST_P(GraphFarTest, DirectedUniformAndCornerCases) {
   check_all(std::move(corners), {true, false, false}, "corners");
 }
 
-// The graph's region on 2 MiB huge pages (read ahead, offsets pinned) and the vertex arrays on
+// The graph's region on 2 MiB huge pages (neighbours read ahead) and the vertex arrays on
 // 4 KiB pages, under a budget of four huge pages for a graph of nine: BFS, PageRank and
 // Components against the references.
 TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
@@ -125,7 +125,6 @@ TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
   fo.graph_page_bytes = 2 << 20;
   fo.graph_huge_pages = true;
   fo.graph_advice = paged::Advice::kSequential;
-  fo.pin_offsets = true;
   check_all(generated(Generator::kKronecker, 17, 16, test_seed()), {true, true, true}, "huge", fo,
             false);
   const paged::ManagerStats ms = manager_->stats();

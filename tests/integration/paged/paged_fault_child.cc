@@ -6,6 +6,8 @@
 // writes i + p + 1 to it, printing "pass p"; then prints "checksum H" (FNV-1a over the region's
 // words as values) and exits 0, or with "hold" prints "holding" and waits until killed.
 // Wrong data ends it with status 6 after "wrong data at word N".
+// FARMEM_CHILD_ADVICE=sequential gives the region sequential advice (read-ahead groups mapped
+// by installer threads) instead of random.
 #include <unistd.h>
 
 #include <cstdio>
@@ -49,6 +51,10 @@ int main(int argc, char** argv) {
   if (!manager.ok()) return 4;
   farmem::paged::RegionOptions ro;
   ro.name = "child-region";
+  if (const char* a = std::getenv("FARMEM_CHILD_ADVICE"); a != nullptr) {
+    if (std::string(a) != "sequential") return 2;
+    ro.advice = farmem::paged::Advice::kSequential;
+  }
   auto region = (*manager)->allocate(2 << 20, ro);
   if (!region.ok()) return 5;
   auto* w = static_cast<volatile uint64_t*>((*region)->data());

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "paged/fault_exit.h"
@@ -110,21 +111,27 @@ TEST_P(PagedPreloadTest, NodeWithoutPreloadDirRefuses) {
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().to_string();
 }
 
+// Random advice, then sequential (installer threads mapping read-ahead when the node dies).
 TEST_P(PagedPreloadTest, KilledNodeEndsAFaultingProcessWithTheDocumentedStatus) {
-  ServerOptions o;
-  o.tls = GetParam().tls;
-  auto server = ServerProcess::start(o);
-  ASSERT_NE(server, nullptr);
-  auto child = ChildProcess::start({FARMEM_PAGED_CHILD_BIN, server->address(), GetParam().tls},
-                                   {"UCX_TLS=" + GetParam().tls});
-  ASSERT_NE(child, nullptr);
-  ASSERT_EQ(child->wait_for_line("ready", 60'000), "ready") << child->output();
-  server->signal(SIGKILL);
-  const int status = child->wait_exit(60'000);  // a hang guard, not a measurement
-  std::string out;
-  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*child, status, &out));
-  EXPECT_NE(out.find("region child-region"), std::string::npos) << out;
-  EXPECT_NE(out.find("node 0"), std::string::npos) << out;
+  for (const char* advice : {"random", "sequential"}) {
+    SCOPED_TRACE(advice);
+    ServerOptions o;
+    o.tls = GetParam().tls;
+    auto server = ServerProcess::start(o);
+    ASSERT_NE(server, nullptr);
+    std::vector<std::string> env = {"UCX_TLS=" + GetParam().tls};
+    if (std::string(advice) == "sequential") env.push_back("FARMEM_CHILD_ADVICE=sequential");
+    auto child =
+        ChildProcess::start({FARMEM_PAGED_CHILD_BIN, server->address(), GetParam().tls}, env);
+    ASSERT_NE(child, nullptr);
+    ASSERT_EQ(child->wait_for_line("ready", 60'000), "ready") << child->output();
+    server->signal(SIGKILL);
+    const int status = child->wait_exit(60'000);  // a hang guard, not a measurement
+    std::string out;
+    ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*child, status, &out));
+    EXPECT_NE(out.find("region child-region"), std::string::npos) << out;
+    EXPECT_NE(out.find("node 0"), std::string::npos) << out;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PagedPreloadTest, ::testing::ValuesIn(all_transports()),

@@ -43,11 +43,15 @@ class PagedStopTest : public ::testing::TestWithParam<Transport> {
     ASSERT_NE(node_, nullptr);
   }
   // A faulting child: op deadline `timeout_ms`, `passes` passes (0: until a fault fails).
-  std::unique_ptr<ChildProcess> child(uint32_t timeout_ms, uint64_t passes, bool hold = false) {
+  // With `sequential`, its region has sequential advice (installer threads map read-ahead).
+  std::unique_ptr<ChildProcess> child(uint32_t timeout_ms, uint64_t passes, bool hold = false,
+                                      bool sequential = false) {
     std::vector<std::string> args = {FARMEM_PAGED_CHILD_BIN, node_->address(), GetParam().tls,
                                      std::to_string(timeout_ms), std::to_string(passes)};
     if (hold) args.push_back("hold");
-    auto c = ChildProcess::start(args, {"UCX_TLS=" + GetParam().tls});
+    std::vector<std::string> env = {"UCX_TLS=" + GetParam().tls};
+    if (sequential) env.push_back("FARMEM_CHILD_ADVICE=sequential");
+    auto c = ChildProcess::start(args, env);
     EXPECT_NE(c, nullptr);
     return c;
   }
@@ -103,6 +107,20 @@ TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsTheChildThenServesANewOne) {
   EXPECT_NE(out.find("node 0"), std::string::npos) << out;
   std::cout << "the child's line: " << out.substr(out.find("farmem paged: fatal:"));
   expect_child_completes(3);
+}
+
+// Row: the same with the child reading ahead (sequential advice: installer threads busy
+// mapping read-ahead groups when the node stops answering).
+TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsASequentialReader) {
+  auto c = child(1000, 0, false, true);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->wait_for_line("ready", kGuardMs), "ready") << c->output();
+  node_->signal(SIGSTOP);
+  const int status = c->wait_exit(kGuardMs);
+  node_->signal(SIGCONT);
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*c, status, &out));
+  EXPECT_NE(out.find("region child-region offset "), std::string::npos) << out;
 }
 
 // Row: a faulting child holding a region is stopped (the node serves another child meanwhile),
