@@ -87,7 +87,8 @@ runtime::Task<Result<GlobalAddress>> shared_stripe(Manager::Impl* m, const Remot
     if (created.ok()) {
       const uint64_t id = *created;
       auto a = co_await c->allocate_on(node, layout->stripe_bytes(s), 4096, id);
-      Status st = a.ok() ? co_await load_stripe(c, layout, s, *a, file, info) : a.status();
+      Status st = a.status();  // no co_await inside ?: (g++ 12 miscompiles its temporaries)
+      if (st.ok()) st = co_await load_stripe(c, layout, s, *a, file, info);
       if (st.ok()) st = co_await c->publish_root(fmt::format("{}:{}", name, id), *a, true);
       if (st.ok()) st = co_await c->object_persist(node, id);
       if (!st.ok()) {
@@ -151,7 +152,8 @@ runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bo
       continue;
     }
     auto a = co_await c->allocate_on(nodes[s].node_id, layout->stripe_bytes(s), 4096);
-    Status st = a.ok() ? co_await load_stripe(c, layout, s, *a, file, infos[s]) : a.status();
+    Status st = a.status();  // no co_await inside ?: (g++ 12 miscompiles its temporaries)
+    if (st.ok()) st = co_await load_stripe(c, layout, s, *a, file, infos[s]);
     if (!st.ok()) {
       if (a.ok()) (void)co_await c->free_on(*a);
       for (size_t k = 0; k < s; ++k) (void)co_await c->free_on(layout->stripes[k]);

@@ -28,10 +28,9 @@ struct FarOptions {
   bool graph_huge_pages = false;
   std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
-  // Advice for the neighbours section (sequential: the pager reads ahead of faults, which suits
-  // dense rounds that sweep the graph) and for the offsets section (random, the default: every
-  // round indexes it by vertex, and sequential advice let the sweeps over the neighbours push
-  // it out of the buffer; pinning it instead took the pin room BC's vertex arrays need).
+  // Advice for the neighbours section and the offsets section (sequential: the pager reads
+  // ahead of faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
+  // `farmem graph run` gives the offsets random advice on huge graph pages (graph_far.cc).
   paged::Advice graph_advice = paged::Advice::kRandom;
   paged::Advice offsets_advice = paged::Advice::kRandom;
   // Read-ahead of the graph's region under sequential advice, in bytes (at least one page).
