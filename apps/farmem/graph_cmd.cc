@@ -435,6 +435,11 @@ GraphCommands add_graph_commands(CLI::App* app, GraphFlags* f) {
   c.run->add_flag("--far-huge-pages", f->far_huge_pages,
                   "far: back the graph file's region with huge pages (vm.nr_hugepages; "
                   "--graph-page-bytes a multiple of the huge page size)");
+  c.run
+      ->add_option("--far-sparse-view", f->far_sparse_view,
+                   "far, graph pages larger than --page-bytes: a second copy of the graph on "
+                   "--page-bytes pages for sparse rounds over few vertices (true)")
+      ->default_str("true");
   c.run->add_option("--agent", f->agent, "far: none | ADDR of a farmem-agent");
   c.run->add_option("--cache", f->cache, "far with an agent: off | static | dynamic")
       ->check(CLI::IsMember({"off", "static", "dynamic"}));

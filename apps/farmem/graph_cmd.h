@@ -34,6 +34,7 @@ struct GraphFlags {
   uint64_t page_bytes = 64 * 1024;
   uint64_t graph_page_bytes = 0;  // far: page size of the graph file's region (0 = page_bytes)
   bool far_huge_pages = false;    // far: the graph file's region on huge pages
+  bool far_sparse_view = true;    // far: a small-page copy for sparse rounds (large graph pages)
   std::string agent = "none";
   std::string cache = "off";
   std::string advice = "default";     // mmap: default | random

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <map>
 
@@ -146,9 +148,13 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   if (!header.ok()) return header.status();
   auto s = std::make_unique<Session>();
   ClusterFlags cf = f.cluster;
-  // A local node (no --servers/--config) must hold the graph and the vertex arrays.
-  cf.local_capacity_bytes = std::max<uint64_t>(
-      1ull << 30, 2 * header->file_bytes + 64 * header->vertices + (256ull << 20));
+  // A local node (no --servers/--config) must hold the graph (twice with a sparse view: large
+  // graph pages) and the vertex arrays.
+  const uint64_t copies = f.far_sparse_view && f.graph_page_bytes > f.page_bytes ? 3 : 2;
+  // (Power-of-two blocks: a copy takes the file size rounded up to one.)
+  cf.local_capacity_bytes =
+      std::max<uint64_t>(1ull << 30, copies * std::bit_ceil(header->file_bytes) +
+                                         64 * header->vertices + (256ull << 20));
   // The local node sleeps when idle: shared-memory reads need none of its CPU, and its
   // yield-spinning would take a core from the algorithm's threads on a small machine.
   if (cf.local_idle_spin_us < 0) cf.local_idle_spin_us = 0;
@@ -174,6 +180,7 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   fo.page_bytes = f.page_bytes;
   fo.graph_page_bytes = f.graph_page_bytes;
   fo.graph_huge_pages = f.far_huge_pages;
+  fo.sparse_view = f.far_sparse_view;
   fo.graph_advice =
       f.far_advice == "sequential" ? paged::Advice::kSequential : paged::Advice::kRandom;
   // On huge graph pages the offsets section is nine 2 MiB pages that CLOCK keeps; read ahead
@@ -190,6 +197,9 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   graph::FarLoad load;
   auto memory = graph::open_far(*s->manager, f.graph, fo, &load);
   if (!memory.ok()) return memory.status();
+  if (!load.sparse_view.empty()) {
+    fmt::print(stderr, "graph: far: sparse rounds over few vertices: {}\n", load.sparse_view);
+  }
   if (load.how == "copied") {
     fmt::print(stderr, "graph: far: copied {} into far memory through this process ({})\n", f.graph,
                load.why_copied);

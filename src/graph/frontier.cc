@@ -66,7 +66,11 @@ Status Frontier::to_sparse() {
 }
 
 Context::Context(GraphMemory& memory, ThreadPool& pool)
-    : memory_(memory), pool_(pool), graph_(memory.graph()) {}
+    : memory_(memory),
+      pool_(pool),
+      graph_(memory.graph()),
+      sparse_graph_(memory.sparse_graph()),
+      sparse_limit_(memory.sparse_limit()) {}
 
 Result<Frontier> Context::empty_frontier() {
   Frontier f;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "farmem/client/thread_client.h"
+#include "farmem/runtime/when_all.h"
 #include "pager.h"
 
 namespace farmem::paged {
@@ -214,34 +215,53 @@ Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_
   return OkStatus();
 }
 
-// Fetches the missing pages of [first, end) in groups, evicting others for room; at most the
-// budget's unpinned part (a larger range would evict its own beginning). With pinned_only, only
-// pinned pages whose contents are in far memory (static advice: pages beyond the pin limit stay
-// paged, and a page never written is zero-filled by its first fault, without a fetch).
-runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
-                                     bool pinned_only = false) {
+// Fetches the missing ones of `pages` (sorted, distinct) in groups, kPrefetchGroupsInFlight at
+// a time (their copies then overlap on the installer threads), evicting others for room; at
+// most the budget's unpinned part (more would evict its own beginning).
+runtime::Task<Status> prefetch_list(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages) {
+  constexpr size_t kPrefetchGroupsInFlight = 4;
   const uint64_t room =
       (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
       r->region->page_bytes();
-  end = std::min(end, first + room);
   Status result;
-  uint64_t p = first;
-  while (p < end && result.ok() && !r->closing) {
-    std::vector<uint64_t> group;
-    for (; p < end && group.size() < PageSource::kMaxPagesPerCall; ++p) {
-      PageMeta& meta = r->pages[p];
-      if (meta.state != PageState::kMissing) continue;
-      if (pinned_only && !(meta.pinned && meta.remote_valid)) continue;
-      meta.state = PageState::kFetching;
-      meta.prefetched = true;
-      group.push_back(p);
+  size_t i = 0;
+  uint64_t taken = 0;
+  while (i < pages.size() && taken < room && result.ok() && !r->closing) {
+    std::vector<runtime::Task<Status>> groups;
+    while (groups.size() < kPrefetchGroupsInFlight && i < pages.size() && taken < room) {
+      std::vector<uint64_t> group;
+      for (; i < pages.size() && group.size() < PageSource::kMaxPagesPerCall && taken < room; ++i) {
+        PageMeta& meta = r->pages[pages[i]];
+        if (meta.state != PageState::kMissing) continue;
+        meta.state = PageState::kFetching;
+        meta.prefetched = true;
+        group.push_back(pages[i]);
+        ++taken;
+      }
+      if (!group.empty()) groups.push_back(fetch_group(m, r, std::move(group), false, false, true));
     }
-    if (group.empty()) break;
-    ++r->inflight;
-    result = co_await fetch_group(m, r, std::move(group), false, false, true);
-    --r->inflight;
+    if (groups.empty()) break;
+    const auto n = static_cast<uint32_t>(groups.size());
+    r->inflight += n;
+    for (Status& st : co_await runtime::when_all(std::move(groups))) {
+      if (!st.ok() && result.ok()) result = st;
+    }
+    r->inflight -= n;
   }
   co_return result;
+}
+
+// prefetch_list over [first, end). With pinned_only, only pinned pages whose contents are in far
+// memory (static advice: pages beyond the pin limit stay paged, and a page never written is
+// zero-filled by its first fault, without a fetch).
+runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
+                                     bool pinned_only = false) {
+  std::vector<uint64_t> pages;
+  for (uint64_t p = first; p < end; ++p) {
+    const PageMeta& meta = r->pages[p];
+    if (!pinned_only || (meta.pinned && meta.remote_valid)) pages.push_back(p);
+  }
+  co_return co_await prefetch_list(m, r, std::move(pages));
 }
 
 runtime::Task<Status> advise_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
@@ -337,6 +357,8 @@ runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
     case Command::Kind::kPrefetch:
       FARMEM_CO_RETURN_IF_ERROR(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
       co_return co_await prefetch_pages(m, cmd->region, first, end);
+    case Command::Kind::kPrefetchPages:
+      co_return co_await prefetch_list(m, cmd->region, std::move(cmd->pages));
     case Command::Kind::kFlush:
       if (cmd->region == nullptr) co_return co_await flush_all(m);
       co_return co_await clean_pages(m, cmd->region);

@@ -271,6 +271,26 @@ Status Region::prefetch(uint64_t offset, uint64_t bytes) {
   return manager_->impl_->post(&cmd);
 }
 
+Status Region::prefetch(std::span<const Range> ranges) {
+  Command cmd;
+  cmd.kind = Command::Kind::kPrefetchPages;
+  cmd.region = state_;
+  for (const Range& r : ranges) {
+    if (r.offset > bytes_ || r.bytes > bytes_ - r.offset) {
+      return InvalidArgument("paged: prefetch range outside the region");
+    }
+    if (r.bytes == 0) continue;
+    const uint64_t last = (r.offset + r.bytes - 1) / page_bytes_;
+    for (uint64_t p = r.offset / page_bytes_; p <= last; ++p) {
+      if (cmd.pages.empty() || cmd.pages.back() != p) cmd.pages.push_back(p);
+    }
+  }
+  std::sort(cmd.pages.begin(), cmd.pages.end());
+  cmd.pages.erase(std::unique(cmd.pages.begin(), cmd.pages.end()), cmd.pages.end());
+  if (cmd.pages.empty()) return OkStatus();
+  return manager_->impl_->post(&cmd);
+}
+
 Status Region::flush() {
   Command cmd;
   cmd.kind = Command::Kind::kFlush;

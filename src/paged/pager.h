@@ -81,10 +81,20 @@ struct RegionState {
 
 // A request from an application thread, run on the pager thread.
 struct Command {
-  enum class Kind : uint8_t { kAllocate, kAllocateFile, kFree, kPrefetch, kFlush, kAdvise, kStop };
+  enum class Kind : uint8_t {
+    kAllocate,
+    kAllocateFile,
+    kFree,
+    kPrefetch,
+    kPrefetchPages,
+    kFlush,
+    kAdvise,
+    kStop
+  };
   Kind kind = Kind::kStop;
   RegionState* region = nullptr;  // kFree, kPrefetch, kFlush (null = all), kAdvise
   uint64_t offset = 0, bytes = 0;
+  std::vector<uint64_t> pages;  // kPrefetchPages: sorted, distinct
   Advice advice = Advice::kRandom;
   RegionOptions options;
   std::string file;

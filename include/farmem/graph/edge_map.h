@@ -76,8 +76,9 @@ Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicat
   if (may_duplicate) {
     if (Status s = ctx.ensure_flags(*out); !s.ok()) return s;
   }
-  const Graph& g = ctx.graph();
+  const Graph& g = ctx.sparse_graph(in.size());
   const uint32_t* ids = in.ids();
+  ctx.memory().will_read(g, ids, in.size());
   uint8_t* seen = may_duplicate ? out->mutable_flags() : nullptr;
   std::vector<std::vector<uint32_t>> found(ThreadPool::chunks(in.size(), kSparseGrain));
   ctx.pool().parallel_for(in.size(), kSparseGrain, [&](uint64_t c, uint64_t b, uint64_t e) {

@@ -26,6 +26,10 @@ struct FarOptions {
   // (paged::RegionOptions::huge_pages).
   uint64_t graph_page_bytes = 0;
   bool graph_huge_pages = false;
+  // With graph pages larger than page_bytes: a second copy of the graph on page_bytes pages
+  // for sparse rounds over few vertices (GraphMemory::sparse_graph; twice the graph's memory
+  // on the memory nodes unless they share preloaded copies).
+  bool sparse_view = true;
   std::string preload_name;  // the file's name in the memory nodes' preload_dir ("" = copy)
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
   // Advice for the neighbours section and the offsets section (sequential: the pager reads
@@ -57,6 +61,9 @@ struct FarOptions {
 struct FarLoad {
   std::string how;
   std::string why_copied;  // the preload's error when copied
+  // The sparse view (FarOptions::sparse_view): how it was made, or why there is none ("" when
+  // not asked for).
+  std::string sparse_view;
 };
 
 Result<std::unique_ptr<GraphMemory>> open_far(paged::Manager& manager, const std::string& path,

@@ -60,6 +60,10 @@ class Context {
   GraphMemory& memory() { return memory_; }
   ThreadPool& pool() { return pool_; }
   const Graph& graph() const { return graph_; }
+  // The view a sparse round over `frontier_size` vertices reads (GraphMemory::sparse_graph).
+  const Graph& sparse_graph(uint64_t frontier_size) const {
+    return frontier_size <= sparse_limit_ ? sparse_graph_ : graph_;
+  }
   uint64_t vertices() const { return graph_.vertices; }
 
   // An empty sparse frontier; a frontier holding `ids` (copied); a dense frontier of all.
@@ -81,6 +85,8 @@ class Context {
   GraphMemory& memory_;
   ThreadPool& pool_;
   Graph graph_;
+  Graph sparse_graph_;
+  uint64_t sparse_limit_ = 0;
   std::vector<std::unique_ptr<FrontierStore>> free_;  // at most kMaxFreeStores
   static constexpr size_t kMaxFreeStores = 4;
 };

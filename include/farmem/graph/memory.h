@@ -56,6 +56,16 @@ class GraphMemory {
   virtual ~GraphMemory() = default;
   virtual std::string_view backend() const = 0;
   virtual const Graph& graph() const = 0;
+  // The same graph for sparse rounds over at most sparse_limit() frontier vertices: the far
+  // backend maps it a second time on small pages when its graph() region has large ones (a
+  // round touching a few hundred lists then fetches a few hundred small pages, not as many
+  // 2 MiB ones). Elsewhere graph() itself, limit 0.
+  virtual const Graph& sparse_graph() const { return graph(); }
+  virtual uint64_t sparse_limit() const { return 0; }
+  // A hint before a sparse round reads the lists of ids[0..n) in the view `g`: the far backend
+  // fetches their pages in batches (paged::Region::prefetch of ranges) instead of one fault
+  // at a time. Called from the calling thread only; errors are left to the faults.
+  virtual void will_read(const Graph& g, const uint32_t* ids, uint64_t n) {}
   virtual Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what,
                                                    Access access) = 0;
   virtual MemoryCounters counters() const { return {}; }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,14 @@ class Region {
 
   // Fetches the pages of [offset, offset + bytes) that are not resident (within the budget).
   Status prefetch(uint64_t offset, uint64_t bytes);
+  // The same for scattered ranges (e.g. the neighbour lists a sparse round is about to read):
+  // their missing pages, in page order, at most the budget's unpinned part, fetched in batches
+  // rather than one fault at a time. Ranges outside the region are refused.
+  struct Range {
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+  };
+  Status prefetch(std::span<const Range> ranges);
   // Writes back every dirty page of this region (they stay resident, clean).
   Status flush();
   // Applies `advice` to the pages overlapping [offset, offset + bytes).

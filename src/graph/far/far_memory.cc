@@ -55,10 +55,30 @@ class FarMemory : public GraphMemory {
  public:
   FarMemory(paged::Manager& manager, FarOptions o) : manager_(manager), o_(std::move(o)) {}
   ~FarMemory() override {
+    if (sparse_file_ != nullptr) (void)manager_.free(sparse_file_);
     if (file_ != nullptr) (void)manager_.free(file_);
   }
   std::string_view backend() const override { return "far"; }
   const Graph& graph() const override { return graph_; }
+  const Graph& sparse_graph() const override {
+    return sparse_file_ != nullptr ? sparse_graph_ : graph_;
+  }
+  uint64_t sparse_limit() const override { return sparse_limit_; }
+  // Only for the sparse view (small pages, few lists): the huge view's sweeps read ahead.
+  void will_read(const Graph& g, const uint32_t* ids, uint64_t n) override {
+    if (sparse_file_ == nullptr || g.neighbours != sparse_graph_.neighbours) return;
+    const auto* base = static_cast<const uint8_t*>(sparse_file_->data());
+    const auto* nbr = reinterpret_cast<const uint8_t*>(g.neighbours);
+    std::vector<paged::Region::Range> ranges;
+    ranges.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t v = ids[i];
+      if (g.degree(v) == 0) continue;
+      ranges.push_back({static_cast<uint64_t>(nbr - base) + g.offsets[v] * sizeof(uint32_t),
+                        g.degree(v) * sizeof(uint32_t)});
+    }
+    (void)sparse_file_->prefetch(ranges);  // a hint: a page it could not fetch faults later
+  }
 
   Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view what,
                                            Access access) override {
@@ -97,51 +117,95 @@ class FarMemory : public GraphMemory {
         std::clamp<uint64_t>(o_.graph_readahead_bytes / ro.page_bytes, 1, ro.readahead_pages));
     ro.name = "graph " + path;
     ro.source = o_.graph_source;
-    std::string why = "no preload name";
-    if (!o_.preload_name.empty()) {
-      auto r = manager_.allocate_from_file(o_.preload_name, ro);
-      if (r.ok() && (*r)->size() < h->file_bytes) {
-        why = fmt::format("the preloaded file is {} bytes, {} has {}", (*r)->size(), path,
-                          h->file_bytes);
-        (void)manager_.free(*r);
-      } else if (r.ok()) {
-        file_ = *r;
-        load->how = "preloaded";
-      } else {
-        why = r.status().to_string();
-      }
-    }
-    if (file_ == nullptr) {
-      auto r = manager_.allocate(h->file_bytes, ro);
-      if (!r.ok()) return r.status();
-      file_ = *r;
-      if (Status s = copy_file(path, static_cast<uint8_t*>(file_->data()), h->file_bytes);
-          !s.ok()) {
-        return s;
-      }
-      load->how = "copied";
-      load->why_copied = why;
-    }
-    FmgHeader remote;
-    std::memcpy(&remote, file_->data(), sizeof(remote));
-    if (Status s = validate_fmg_header(remote, file_->size()); !s.ok()) {
-      return Status(s.code(), fmt::format("far copy of {}: {}", path, s.message()));
-    }
-    graph_ = view_of_fmg(remote, static_cast<const uint8_t*>(file_->data()));
+    auto file = load_region(path, h->file_bytes, ro, load);
+    if (!file.ok()) return file.status();
+    file_ = *file;
+    auto g = view(path, file_);
+    if (!g.ok()) return g.status();
+    graph_ = *g;
     for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
-      const FmgSectionEntry& e = remote.sections[static_cast<uint32_t>(sec)];
+      const FmgSectionEntry& e = section(sec);
       const paged::Advice a = sec == FmgSection::kOffsets ? o_.offsets_advice : o_.graph_advice;
       if (a == paged::Advice::kRandom) continue;
       if (Status s = file_->advise(e.offset, e.bytes, a); !s.ok()) return s;
     }
-    return o_.validate ? check_fmg_sections(graph_, path) : OkStatus();
+    if (o_.validate) FARMEM_RETURN_IF_ERROR(check_fmg_sections(graph_, path));
+    if (ro.page_bytes <= o_.page_bytes || !o_.sparse_view) return OkStatus();
+    // The sparse view: the file again on small pages, random advice (no read-ahead).
+    paged::RegionOptions small;
+    small.page_bytes = o_.page_bytes;
+    small.name = "graph (sparse rounds) " + path;
+    small.source = o_.graph_source;
+    FarLoad second_load;
+    auto second = load_region(path, h->file_bytes, small, &second_load);
+    if (!second.ok() && second.status().code() == StatusCode::kResourceExhausted) {
+      load->sparse_view = "none (" + second.status().to_string() + ")";  // an optimisation only
+      return OkStatus();
+    }
+    if (!second.ok()) return second.status();
+    sparse_file_ = *second;
+    auto sg = view(path, sparse_file_);
+    if (!sg.ok()) return sg.status();
+    sparse_graph_ = *sg;
+    // A round over n lists touches at most n pages of either view; the small view wins while n
+    // small pages cost less than the large pages the same lists touch (copying small pages
+    // costs the kernel about 3x more per byte: paged::RegionOptions::huge_pages).
+    sparse_limit_ = section(FmgSection::kNeighbours).bytes / (3 * o_.page_bytes);
+    load->sparse_view = fmt::format("a second copy on {}-byte pages ({}), up to {} vertices",
+                                    o_.page_bytes, second_load.how, sparse_limit_);
+    return OkStatus();
   }
 
  private:
+  // The file in a region: preloaded by the memory nodes when they can, else copied in.
+  Result<paged::Region*> load_region(const std::string& path, uint64_t file_bytes,
+                                     const paged::RegionOptions& ro, FarLoad* load) {
+    std::string why = "no preload name";
+    if (!o_.preload_name.empty()) {
+      auto r = manager_.allocate_from_file(o_.preload_name, ro);
+      if (r.ok() && (*r)->size() >= file_bytes) {
+        load->how = "preloaded";
+        return *r;
+      }
+      if (r.ok()) {
+        why = fmt::format("the preloaded file is {} bytes, {} has {}", (*r)->size(), path,
+                          file_bytes);
+        (void)manager_.free(*r);
+      } else {
+        why = r.status().to_string();
+      }
+    }
+    auto r = manager_.allocate(file_bytes, ro);
+    if (!r.ok()) return r.status();
+    if (Status s = copy_file(path, static_cast<uint8_t*>((*r)->data()), file_bytes); !s.ok()) {
+      (void)manager_.free(*r);
+      return s;
+    }
+    load->how = "copied";
+    load->why_copied = why;
+    return *r;
+  }
+
+  // The graph as the region's copy of the file describes it (header checked).
+  Result<Graph> view(const std::string& path, paged::Region* region) {
+    std::memcpy(&header_, region->data(), sizeof(header_));
+    if (Status s = validate_fmg_header(header_, region->size()); !s.ok()) {
+      return Status(s.code(), fmt::format("far copy of {}: {}", path, s.message()));
+    }
+    return view_of_fmg(header_, static_cast<const uint8_t*>(region->data()));
+  }
+  const FmgSectionEntry& section(FmgSection s) const {
+    return header_.sections[static_cast<uint32_t>(s)];
+  }
+
   paged::Manager& manager_;
   FarOptions o_;
   paged::Region* file_ = nullptr;
+  paged::Region* sparse_file_ = nullptr;  // the sparse view's region (null: none)
+  FmgHeader header_{};
   Graph graph_;
+  Graph sparse_graph_;
+  uint64_t sparse_limit_ = 0;
 };
 
 }  // namespace

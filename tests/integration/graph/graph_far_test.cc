@@ -43,6 +43,10 @@ class GraphFarTest : public PagedTest {
     std::filesystem::remove(path);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     EXPECT_TRUE(load.how == "copied" || load.how == "preloaded") << load.how;
+    if (fo.sparse_view && fo.graph_page_bytes > fo.page_bytes) {  // a sparse view on small pages
+      EXPECT_GT((*m)->sparse_limit(), 0u) << load.sparse_view;
+      EXPECT_NE((*m)->sparse_graph().neighbours, (*m)->graph().neighbours);
+    }
     Context ctx(**m, pool);
     const uint32_t source = max_degree_vertex(ctx);
     auto depth = bfs(ctx, source);
@@ -111,9 +115,9 @@ TEST_P(GraphFarTest, DirectedUniformAndCornerCases) {
   check_all(std::move(corners), {true, false, false}, "corners");
 }
 
-// The graph's region on 2 MiB huge pages (neighbours read ahead) and the vertex arrays on
-// 4 KiB pages, under a budget of four huge pages for a graph of nine: BFS, PageRank and
-// Components against the references.
+// The graph's region on 2 MiB huge pages (neighbours read ahead), its sparse view and the
+// vertex arrays on 4 KiB pages, under a budget of four huge pages for a graph of nine: BFS
+// (whose last rounds read the sparse view), PageRank and Components against the references.
 TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
   paged::ManagerOptions mo;
   mo.local_bytes = 8 << 20;
@@ -129,6 +133,48 @@ TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
             false);
   const paged::ManagerStats ms = manager_->stats();
   EXPECT_GT(ms.total.evictions, 0u);
+}
+
+// A memory node with room for one copy of the graph only: the sparse view is an optimisation,
+// so the graph opens without it (and says why) and BFS still matches the reference.
+TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
+  paged::ManagerOptions mo;
+  mo.local_bytes = 8 << 20;
+  ServerOptions so;
+  so.tls = GetParam().tls;
+  so.capacity_bytes = 40ull << 20;  // one 32 MiB block for the ~17 MiB graph, 8 MiB for arrays
+  servers_.push_back(ServerProcess::start(so));
+  ASSERT_NE(servers_.back(), nullptr);
+  auto c = client::Cluster::connect(config_for({servers_.back().get()}, GetParam().tls, 5000));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  cluster_ = std::move(*c);
+  auto mgr = paged::Manager::create(*cluster_, mo);
+  ASSERT_TRUE(mgr.ok()) << mgr.status().to_string();
+  manager_ = std::move(*mgr);
+  HugePagePool pool(40);
+  if (!pool.ok()) FARMEM_SKIP_OR_FAIL("no huge pages: " + pool.why());
+  ThreadPool threads(2);
+  const Csr csr =
+      build_csr(generated(Generator::kKronecker, 17, 16, test_seed()), {true, true, true}, threads);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("farmem-graph-noroom-" + std::to_string(::getpid()) + ".fmg"))
+                               .string();
+  ASSERT_TRUE(write_fmg(csr, path).ok());
+  FarOptions fo = small_pages();
+  fo.graph_page_bytes = 2 << 20;
+  fo.graph_huge_pages = true;
+  FarLoad load;
+  auto m = open_far(*manager_, path, fo, &load);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(load.sparse_view.rfind("none (", 0), 0u) << load.sparse_view;
+  EXPECT_EQ((*m)->sparse_limit(), 0u);
+  Context ctx(**m, threads);
+  const uint32_t source = max_degree_vertex(ctx);
+  auto depth = bfs(ctx, source);
+  ASSERT_TRUE(depth.ok()) << depth.status().to_string();
+  const auto want = reference::bfs(csr, source);
+  for (uint64_t v = 0; v < csr.vertices; ++v) ASSERT_EQ((*depth)[v], want[v]) << v;
 }
 
 // The memory node loads the .fmg file itself (--preload-dir): nothing passes through the host.

@@ -389,6 +389,20 @@ TEST_P(PagedRegionTest, PrefetchFlushAndStaticAdvice) {
   EXPECT_EQ(r->stats().faults, before);
   EXPECT_FALSE(r->prefetch(3 << 20, 2 << 20).ok());  // outside the region
   EXPECT_FALSE(r->advise(5 << 20, 1, Advice::kRandom).ok());
+  // Scattered ranges (pages 20, 37-38 and 50; none resident after a sweep of the rest): fetched
+  // ahead, so reading them faults no more; a range past the end is refused.
+  for (uint64_t i = 0; i < (1 << 20) / 8; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  const std::vector<Region::Range> ranges = {
+      {50 << 16, 8}, {(20 << 16) + 100, 200}, {(37 << 16) + 65000, 1000}, {20 << 16, 1}};
+  const paged::RegionStats s0 = r->stats();
+  ASSERT_TRUE(r->prefetch(ranges).ok());
+  EXPECT_EQ(r->stats().prefetched, s0.prefetched + 4);
+  for (uint64_t page : {20, 37, 38, 50}) {
+    for (uint64_t i = page * 8192; i < (page + 1) * 8192; ++i) ASSERT_EQ(w[i], word_value(i, 4));
+  }
+  EXPECT_EQ(r->stats().faults, s0.faults);
+  const std::vector<Region::Range> past_end = {{(4 << 20) - 8, 16}};
+  EXPECT_FALSE(r->prefetch(past_end).ok());
 }
 
 TEST_P(PagedRegionTest, RejectsBadOptions) {
