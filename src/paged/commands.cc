@@ -92,8 +92,6 @@ runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> st
   }
 }
 
-runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r);
-
 // Maps `bytes` of address space for a region and registers it for missing and write-protect
 // faults. On failure nothing stays mapped.
 Status map_region(Manager::Impl* m, const RemoteLayout& layout, bool huge, void** out) {

@@ -281,9 +281,7 @@ Status Region::prefetch(std::span<const Range> ranges) {
     }
     if (r.bytes == 0) continue;
     const uint64_t last = (r.offset + r.bytes - 1) / page_bytes_;
-    for (uint64_t p = r.offset / page_bytes_; p <= last; ++p) {
-      if (cmd.pages.empty() || cmd.pages.back() != p) cmd.pages.push_back(p);
-    }
+    for (uint64_t p = r.offset / page_bytes_; p <= last; ++p) cmd.pages.push_back(p);
   }
   std::sort(cmd.pages.begin(), cmd.pages.end());
   cmd.pages.erase(std::unique(cmd.pages.begin(), cmd.pages.end()), cmd.pages.end());

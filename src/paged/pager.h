@@ -92,7 +92,7 @@ struct Command {
     kStop
   };
   Kind kind = Kind::kStop;
-  RegionState* region = nullptr;  // kFree, kPrefetch, kFlush (null = all), kAdvise
+  RegionState* region = nullptr;  // kFree, kPrefetch(Pages), kFlush (null = all), kAdvise
   uint64_t offset = 0, bytes = 0;
   std::vector<uint64_t> pages;  // kPrefetchPages: sorted, distinct
   Advice advice = Advice::kRandom;

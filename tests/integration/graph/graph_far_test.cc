@@ -26,6 +26,22 @@ FarOptions small_pages() {
   return fo;
 }
 
+// Writes `csr` to a temporary .fmg file named after `name`; returns its path ("" on failure).
+std::string write_temp_fmg(const Csr& csr, const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("farmem-graph-far-" + std::to_string(::getpid()) + name + ".fmg"))
+                               .string();
+  return write_fmg(csr, path).ok() ? path : "";
+}
+
+// BFS from `source` on `ctx` against the reference's depths.
+void expect_bfs_matches(Context& ctx, const Csr& csr, uint32_t source) {
+  auto depth = bfs(ctx, source);
+  ASSERT_TRUE(depth.ok()) << depth.status().to_string();
+  const auto want = reference::bfs(csr, source);
+  for (uint64_t v = 0; v < csr.vertices; ++v) ASSERT_EQ((*depth)[v], want[v]) << v;
+}
+
 class GraphFarTest : public PagedTest {
  protected:
   // Builds, writes and opens `el` on the far backend; runs the algorithms against the
@@ -34,10 +50,8 @@ class GraphFarTest : public PagedTest {
                  const FarOptions& fo = small_pages(), bool every_algorithm = true) {
     ThreadPool pool(2);
     const Csr csr = build_csr(std::move(el), bo, pool);
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("farmem-graph-far-" + std::to_string(::getpid()) + name + ".fmg"))
-                                 .string();
-    ASSERT_TRUE(write_fmg(csr, path).ok());
+    const std::string path = write_temp_fmg(csr, name);
+    ASSERT_FALSE(path.empty());
     FarLoad load;
     auto m = open_far(*manager_, path, fo, &load);
     std::filesystem::remove(path);
@@ -49,10 +63,7 @@ class GraphFarTest : public PagedTest {
     }
     Context ctx(**m, pool);
     const uint32_t source = max_degree_vertex(ctx);
-    auto depth = bfs(ctx, source);
-    ASSERT_TRUE(depth.ok()) << depth.status().to_string();
-    const auto want_depth = reference::bfs(csr, source);
-    for (uint64_t v = 0; v < csr.vertices; ++v) ASSERT_EQ((*depth)[v], want_depth[v]) << v;
+    ASSERT_NO_FATAL_FAILURE(expect_bfs_matches(ctx, csr, source));
     auto rank = pagerank(ctx, {});
     ASSERT_TRUE(rank.ok()) << rank.status().to_string();
     const auto want_rank = reference::pagerank(csr, 0.85, 20);
@@ -140,26 +151,15 @@ TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
 TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
   paged::ManagerOptions mo;
   mo.local_bytes = 8 << 20;
-  ServerOptions so;
-  so.tls = GetParam().tls;
-  so.capacity_bytes = 64ull << 20;  // one 32 MiB block for the ~18 MiB graph, less for arrays
-  servers_.push_back(ServerProcess::start(so));
-  ASSERT_NE(servers_.back(), nullptr);
-  auto c = client::Cluster::connect(config_for({servers_.back().get()}, GetParam().tls, 5000));
-  ASSERT_TRUE(c.ok()) << c.status().to_string();
-  cluster_ = std::move(*c);
-  auto mgr = paged::Manager::create(*cluster_, mo);
-  ASSERT_TRUE(mgr.ok()) << mgr.status().to_string();
-  manager_ = std::move(*mgr);
+  server_capacity_bytes_ = 64ull << 20;  // one 32 MiB block for the ~18 MiB graph, less for arrays
+  start(mo);
   HugePagePool pool(40);
   if (!pool.ok()) FARMEM_SKIP_OR_FAIL("no huge pages: " + pool.why());
   ThreadPool threads(2);
   const Csr csr =
       build_csr(generated(Generator::kKronecker, 17, 16, test_seed()), {true, true, true}, threads);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("farmem-graph-noroom-" + std::to_string(::getpid()) + ".fmg"))
-                               .string();
-  ASSERT_TRUE(write_fmg(csr, path).ok());
+  const std::string path = write_temp_fmg(csr, "noroom");
+  ASSERT_FALSE(path.empty());
   FarOptions fo = small_pages();
   fo.graph_page_bytes = 2 << 20;
   fo.graph_huge_pages = true;
@@ -170,11 +170,7 @@ TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
   EXPECT_EQ(load.sparse_view.rfind("none (", 0), 0u) << load.sparse_view;
   EXPECT_EQ((*m)->sparse_limit(), 0u);
   Context ctx(**m, threads);
-  const uint32_t source = max_degree_vertex(ctx);
-  auto depth = bfs(ctx, source);
-  ASSERT_TRUE(depth.ok()) << depth.status().to_string();
-  const auto want = reference::bfs(csr, source);
-  for (uint64_t v = 0; v < csr.vertices; ++v) ASSERT_EQ((*depth)[v], want[v]) << v;
+  ASSERT_NO_FATAL_FAILURE(expect_bfs_matches(ctx, csr, max_degree_vertex(ctx)));
 }
 
 // The memory node loads the .fmg file itself (--preload-dir): nothing passes through the host.

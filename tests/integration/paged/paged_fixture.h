@@ -23,6 +23,7 @@ class PagedTest : public ::testing::TestWithParam<Transport> {
       o.tls = GetParam().tls;
       o.node_id = static_cast<uint16_t>(i);
       o.extra_args = server_args;
+      o.capacity_bytes = server_capacity_bytes_;
       servers_.push_back(ServerProcess::start(o));
       ASSERT_NE(servers_.back(), nullptr);
       list.push_back(servers_.back().get());
@@ -41,6 +42,7 @@ class PagedTest : public ::testing::TestWithParam<Transport> {
   }
   bool tcp() const { return GetParam().name == "tcp"; }
 
+  uint64_t server_capacity_bytes_ = ServerOptions{}.capacity_bytes;  // of each node start() starts
   std::vector<std::unique_ptr<ServerProcess>> servers_;
   std::unique_ptr<client::Cluster> cluster_;
   std::unique_ptr<paged::Manager> manager_;

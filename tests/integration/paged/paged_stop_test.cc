@@ -69,6 +69,19 @@ class PagedStopTest : public ::testing::TestWithParam<Transport> {
     ASSERT_NE(c, nullptr);
     expect_completed(*c, c->wait_exit(kGuardMs), passes);
   }
+  // Starts a faulting child (op deadline 1 s; `sequential` as in child()), stops the node once
+  // the child is ready, and checks the child exits 86 with its line naming the region (in
+  // `out`); the node is continued after.
+  void expect_node_stop_ends_child(bool sequential, std::string* out) {
+    auto c = child(1000, 0, false, sequential);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->wait_for_line("ready", kGuardMs), "ready") << c->output();
+    node_->signal(SIGSTOP);
+    const int status = c->wait_exit(kGuardMs);
+    node_->signal(SIGCONT);
+    ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*c, status, out));
+    EXPECT_NE(out->find("region child-region offset "), std::string::npos) << *out;
+  }
   uint64_t used_bytes(client::ThreadClient* tc) {
     auto st = tc->run(tc->stats(0));
     EXPECT_TRUE(st.ok()) << st.status().to_string();
@@ -95,15 +108,8 @@ TEST_P(PagedStopTest, NodeStoppedWithinTheDeadlineThenContinued) {
 // Row: node stopped past the op deadline: the child exits 86 with its one line; after SIGCONT
 // the node serves a new faulting child.
 TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsTheChildThenServesANewOne) {
-  auto c = child(1000, 0);
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(c->wait_for_line("ready", kGuardMs), "ready") << c->output();
-  node_->signal(SIGSTOP);
-  const int status = c->wait_exit(kGuardMs);
-  node_->signal(SIGCONT);
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*c, status, &out));
-  EXPECT_NE(out.find("region child-region offset "), std::string::npos) << out;
+  ASSERT_NO_FATAL_FAILURE(expect_node_stop_ends_child(false, &out));
   EXPECT_NE(out.find("node 0"), std::string::npos) << out;
   std::cout << "the child's line: " << out.substr(out.find("farmem paged: fatal:"));
   expect_child_completes(3);
@@ -112,15 +118,8 @@ TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsTheChildThenServesANewOne) {
 // Row: the same with the child reading ahead (sequential advice: installer threads busy
 // mapping read-ahead groups when the node stops answering).
 TEST_P(PagedStopTest, NodeStoppedPastTheDeadlineEndsASequentialReader) {
-  auto c = child(1000, 0, false, true);
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(c->wait_for_line("ready", kGuardMs), "ready") << c->output();
-  node_->signal(SIGSTOP);
-  const int status = c->wait_exit(kGuardMs);
-  node_->signal(SIGCONT);
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(expect_fault_exit(*c, status, &out));
-  EXPECT_NE(out.find("region child-region offset "), std::string::npos) << out;
+  ASSERT_NO_FATAL_FAILURE(expect_node_stop_ends_child(true, &out));
 }
 
 // Row: a faulting child holding a region is stopped (the node serves another child meanwhile),
