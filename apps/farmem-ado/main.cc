@@ -54,7 +54,7 @@ Status connect(Connection* c) {
   if (!config.ok()) return config.status();
   config->options.tls = env_or("FARMEM_ADO_TLS", "sm,tcp");
   config->options.direct_access = true;
-  FARMEM_RETURN_IF_ERROR(config->load_cluster_key());
+  FARMEM_TRY(config->load_cluster_key());
   unsetenv("FARMEM_CLUSTER_KEY");
   auto cluster = farmem::client::Cluster::connect(*config);
   if (!cluster.ok()) return cluster.status();

@@ -49,10 +49,10 @@ farmem::Status parse_size(const std::string& text, const char* flag, uint64_t* o
 }
 
 farmem::Status to_options(const Flags& f, farmem::agent::AgentOptions* o) {
-  FARMEM_RETURN_IF_ERROR(parse_size(f.cache_bytes, "--cache-bytes", &o->cache_bytes));
-  FARMEM_RETURN_IF_ERROR(parse_size(f.entry_bytes, "--entry-bytes", &o->entry_bytes));
-  FARMEM_RETURN_IF_ERROR(parse_size(f.static_bytes, "--static-bytes", &o->static_bytes));
-  FARMEM_RETURN_IF_ERROR(parse_size(f.page_bytes, "--page-bytes", &o->page_bytes));
+  FARMEM_TRY(parse_size(f.cache_bytes, "--cache-bytes", &o->cache_bytes));
+  FARMEM_TRY(parse_size(f.entry_bytes, "--entry-bytes", &o->entry_bytes));
+  FARMEM_TRY(parse_size(f.static_bytes, "--static-bytes", &o->static_bytes));
+  FARMEM_TRY(parse_size(f.page_bytes, "--page-bytes", &o->page_bytes));
   o->aggregation = !f.no_aggregation;
   o->async_writeback = !f.sync_writeback;
   o->static_cache = !f.no_static;

@@ -57,7 +57,7 @@ std::string value_of(uint64_t seed, uint64_t i, size_t bytes) {
 Task<Status> load_slice(kv::Pool* pool, uint64_t begin, uint64_t end, uint64_t step, uint64_t seed,
                         size_t value_bytes) {
   for (uint64_t i = begin; i < end; i += step) {
-    FARMEM_CO_RETURN_IF_ERROR(co_await pool->put(key_of(i), value_of(seed, i, value_bytes)));
+    FARMEM_CO_TRY(co_await pool->put(key_of(i), value_of(seed, i, value_bytes)));
   }
   co_return OkStatus();
 }
@@ -80,7 +80,7 @@ Task<Status> fetch_slice(kv::Pool* pool, uint64_t begin, uint64_t end, uint64_t 
 
 Status run_all(client::ThreadClient* c, std::vector<Task<Status>> tasks) {
   std::vector<Status> results = c->run(runtime::when_all(std::move(tasks)));
-  for (auto& s : results) FARMEM_RETURN_IF_ERROR(s);
+  for (auto& s : results) FARMEM_TRY(s);
   return OkStatus();
 }
 

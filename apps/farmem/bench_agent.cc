@@ -31,7 +31,7 @@ Result<std::unique_ptr<client::Cluster>> connect_agent(const std::string& addres
   auto cfg = client::ClusterConfig::from_server_list(address);
   if (!cfg.ok()) return cfg.status();
   if (!tls.empty()) cfg->options.tls = tls;
-  FARMEM_RETURN_IF_ERROR(cfg->load_cluster_key());
+  FARMEM_TRY(cfg->load_cluster_key());
   return client::Cluster::connect(*cfg);
 }
 
@@ -82,9 +82,9 @@ runtime::Task<Status> direct_reads(client::ThreadClient* tc, std::vector<GlobalA
   for (size_t i = 0; i < addrs.size(); i += depth) {
     client::Batch b(*tc);
     for (size_t k = i; k < std::min(addrs.size(), i + depth); ++k) {
-      FARMEM_CO_RETURN_IF_ERROR(b.read(addrs[k], bufs->data() + (k - i) * page, page));
+      FARMEM_CO_TRY(b.read(addrs[k], bufs->data() + (k - i) * page, page));
     }
-    FARMEM_CO_RETURN_IF_ERROR(co_await b.wait());
+    FARMEM_CO_TRY(co_await b.wait());
   }
   co_return OkStatus();
 }
@@ -100,7 +100,7 @@ runtime::Task<Status> agent_reads(agent::AgentClient* c, std::vector<GlobalAddre
       d.push_back(bufs->data() + (k - i) * page);
     }
     for (const Status& s : co_await c->read_many(std::move(a), std::move(d), page)) {
-      FARMEM_CO_RETURN_IF_ERROR(s);
+      FARMEM_CO_TRY(s);
     }
   }
   co_return OkStatus();
@@ -199,8 +199,7 @@ int run_bench_agent(const BenchAgentFlags& f) {
     const agent::AgentTraffic t_before = (*ac)->traffic();
     Phase p{name};
     const auto t0 = Clock::now();
-    FARMEM_RETURN_IF_ERROR(
-        (*ac)->thread_client().run(agent_reads(ac->get(), addrs, page, f.depth, &bufs)));
+    FARMEM_TRY((*ac)->thread_client().run(agent_reads(ac->get(), addrs, page, f.depth, &bufs)));
     p.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     auto after = (*ac)->thread_client().run((*ac)->stats());
     if (!after.ok()) return after.status();

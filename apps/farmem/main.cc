@@ -60,7 +60,7 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
     auto down = client::parse_down_nodes(flags.down_nodes);
     if (!down.ok()) return down.status();
     config->options.down_nodes = std::move(*down);
-    FARMEM_RETURN_IF_ERROR(config->validate());
+    FARMEM_TRY(config->validate());
     return config;
   }
   if (!flags.down_nodes.empty()) return InvalidArgument("--down-nodes needs --servers or --config");

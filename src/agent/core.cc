@@ -345,8 +345,8 @@ Status AgentCore::load_static(GlobalAddress addr, uint64_t bytes) {
   const uint64_t end = (addr.offset() + bytes + e - 1) / e * e;
   for (uint64_t off = first; off < end; off += e) {
     std::vector<uint8_t> data;
-    FARMEM_RETURN_IF_ERROR(read_entry(GlobalAddress(addr.node(), off), &data));
-    FARMEM_RETURN_IF_ERROR(cache_.put_static(GlobalAddress(addr.node(), off), std::move(data)));
+    FARMEM_TRY(read_entry(GlobalAddress(addr.node(), off), &data));
+    FARMEM_TRY(cache_.put_static(GlobalAddress(addr.node(), off), std::move(data)));
   }
   return OkStatus();
 }

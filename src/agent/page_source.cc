@@ -21,7 +21,7 @@ class AgentPageSource : public paged::PageSource {
   runtime::Task<Status> fetch(const paged::RemoteLayout& layout,
                               std::span<const paged::PageIo> pages, uint64_t deadline_ns) override {
     AgentClient* c = nullptr;
-    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    FARMEM_CO_TRY(client(&c));
     std::vector<runtime::Task<Status>> parts;
     for (const paged::PageIo& io : pages) {
       const GlobalAddress at = layout.page_address(io.page);
@@ -41,7 +41,7 @@ class AgentPageSource : public paged::PageSource {
                                    std::span<const paged::PageIo> pages,
                                    uint64_t deadline_ns) override {
     AgentClient* c = nullptr;
-    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    FARMEM_CO_TRY(client(&c));
     std::vector<runtime::Task<Status>> parts;
     for (const paged::PageIo& io : pages) {
       parts.push_back(c->write(layout.page_address(io.page), io.buf, layout.page_bytes));
@@ -55,7 +55,7 @@ class AgentPageSource : public paged::PageSource {
   // agent must not keep copies of it from before or after. A shared file copy stays (other
   // processes read it through the same entries).
   runtime::Task<Status> region_opened(const paged::RemoteLayout& layout) override {
-    FARMEM_CO_RETURN_IF_ERROR(co_await invalidate(layout));
+    FARMEM_CO_TRY(co_await invalidate(layout));
     if (!options_.pin_static || layout.shared) co_return OkStatus();
     co_return co_await pin_whole(layout);
   }
@@ -69,7 +69,7 @@ class AgentPageSource : public paged::PageSource {
       co_return OkStatus();
     }
     AgentClient* c = nullptr;
-    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    FARMEM_CO_TRY(client(&c));
     // Each stripe's pages of the range are contiguous on its node.
     const uint64_t n = layout.stripes.size();
     const uint64_t last = first_page + page_count - 1;
@@ -91,7 +91,7 @@ class AgentPageSource : public paged::PageSource {
   // caching off) leaves the region uncached (counted, one warning), other errors fail.
   runtime::Task<Status> pin_whole(const paged::RemoteLayout& layout) {
     AgentClient* c = nullptr;
-    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    FARMEM_CO_TRY(client(&c));
     Status st;
     for (size_t s = 0; s < layout.stripes.size() && st.ok(); ++s) {
       const uint64_t bytes = layout.stripe_bytes(s);
@@ -118,7 +118,7 @@ class AgentPageSource : public paged::PageSource {
   runtime::Task<Status> invalidate(const paged::RemoteLayout& layout) {
     if (layout.shared) co_return OkStatus();
     AgentClient* c = nullptr;
-    FARMEM_CO_RETURN_IF_ERROR(client(&c));
+    FARMEM_CO_TRY(client(&c));
     for (size_t s = 0; s < layout.stripes.size(); ++s) {
       const uint64_t bytes = layout.stripe_bytes(s);
       if (bytes == 0) continue;

@@ -102,7 +102,7 @@ class AgentWorker : public memnode::ServiceWorker {
     switch (job->op) {
       case wire::Op::kRead: {
         wire::ReadRequest q;
-        FARMEM_RETURN_IF_ERROR(parse(r, &q, true));
+        FARMEM_TRY(parse(r, &q, true));
         if ((q.flags & ~wire::kReadFlagsKnown) != 0) {
           return ProtocolError("agent: reserved flags set");
         }
@@ -116,7 +116,7 @@ class AgentWorker : public memnode::ServiceWorker {
       }
       case wire::Op::kWrite: {
         wire::WriteRequest q;
-        FARMEM_RETURN_IF_ERROR(parse(r, &q, false));
+        FARMEM_TRY(parse(r, &q, false));
         if (q.flags != 0) return ProtocolError("agent: reserved flags set");
         if (q.bytes == 0 || q.bytes > wire::kMaxWriteBytes ||
             r.payload.size() != sizeof(q) + q.bytes) {
@@ -130,7 +130,7 @@ class AgentWorker : public memnode::ServiceWorker {
       case wire::Op::kPinStatic:
       case wire::Op::kInvalidate: {
         wire::PinRequest q;
-        FARMEM_RETURN_IF_ERROR(parse(r, &q, true));
+        FARMEM_TRY(parse(r, &q, true));
         job->addr = GlobalAddress::unpack(q.address);
         job->bytes = q.bytes;
         return OkStatus();
@@ -170,12 +170,12 @@ class AgentService : public memnode::Service {
 
 Result<std::unique_ptr<Agent>> Agent::create(const AgentOptions& options,
                                              const client::ClusterConfig& memnodes) {
-  FARMEM_RETURN_IF_ERROR(options.validate());
+  FARMEM_TRY(options.validate());
   auto cluster = client::Cluster::connect(memnodes);
   if (!cluster.ok()) return cluster.status();
   std::unique_ptr<Agent> agent(new Agent());
   agent->core_ = std::make_shared<AgentCore>(options, std::move(*cluster));
-  FARMEM_RETURN_IF_ERROR(agent->core_->start());
+  FARMEM_TRY(agent->core_->start());
   return agent;
 }
 

@@ -10,11 +10,11 @@
 namespace farmem::client {
 
 Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
-  FARMEM_RETURN_IF_ERROR(config.validate());
+  FARMEM_TRY(config.validate());
   uint64_t t0 = now_ns();
   std::unique_ptr<Cluster> c(new Cluster(config));
   if (c->config_.options.cluster_key.empty()) {
-    FARMEM_RETURN_IF_ERROR(c->config_.load_cluster_key());
+    FARMEM_TRY(c->config_.load_cluster_key());
   }
   fabric::ContextOptions co;
   co.tls = config.options.tls;

@@ -40,7 +40,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
   for (const toml::node& n : *nodes) {
     const toml::table* t = n.as_table();
     if (t == nullptr) return InvalidArgument("each [[memnode]] must be a table");
-    FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", {"address"}));
+    FARMEM_TRY(toml_config::check_keys(*t, "memnode", {"address"}));
     auto addr = (*t)["address"].value_exact<std::string>();
     if (!addr) return InvalidArgument("[[memnode]] needs address = \"host:port\"");
     auto hp = parse_host_port(*addr);
@@ -55,7 +55,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
                                                 "direct_access",    "tls",
                                                 "net_devices",      "one_sided",
                                                 "cluster_key_file", "down_nodes"};
-    FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "client", known));
+    FARMEM_TRY(toml_config::check_keys(*t, "client", known));
     FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(max_coroutines, "max_coroutines", 4096, 1, 1'000'000);
@@ -63,14 +63,13 @@ Result<ClusterConfig> parse(const toml::table& root) {
     FARMEM_ASSIGN_INT(throttle_cap, "throttle_cap", 16, 1, 1'000'000);
     if (t->contains("throttle")) {
       std::string mode;
-      FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "throttle", &mode));
+      FARMEM_TRY(toml_config::get_string(*t, "client", "throttle", &mode));
       auto m = runtime::parse_throttle_mode(mode);
       if (!m.ok()) return m.status();
       c.options.throttle = *m;
     }
-    FARMEM_RETURN_IF_ERROR(toml_config::get_bool(*t, "client", "backoff", &c.options.backoff));
-    FARMEM_RETURN_IF_ERROR(
-        toml_config::get_bool(*t, "client", "direct_access", &c.options.direct_access));
+    FARMEM_TRY(toml_config::get_bool(*t, "client", "backoff", &c.options.backoff));
+    FARMEM_TRY(toml_config::get_bool(*t, "client", "direct_access", &c.options.direct_access));
     if (const toml::node* n = t->get("one_sided")) {
       auto s = n->value_exact<std::string>();
       auto m = s ? parse_one_sided(*s) : Result<OneSidedPath>(InvalidArgument(""));
@@ -78,20 +77,18 @@ Result<ClusterConfig> parse(const toml::table& root) {
         return InvalidArgument("client.one_sided must be \"auto\", \"ucx\" or \"served\"");
       c.options.one_sided = *m;
     }
-    FARMEM_RETURN_IF_ERROR(
+    FARMEM_TRY(
         toml_config::get_string(*t, "client", "cluster_key_file", &c.options.cluster_key_file));
-    FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "tls", &c.options.tls));
-    FARMEM_RETURN_IF_ERROR(
-        toml_config::get_string(*t, "client", "net_devices", &c.options.net_devices));
-    FARMEM_RETURN_IF_ERROR(
-        toml_config::get_bytes(*t, "client", "chunk_bytes", {}, &c.options.chunk_bytes));
+    FARMEM_TRY(toml_config::get_string(*t, "client", "tls", &c.options.tls));
+    FARMEM_TRY(toml_config::get_string(*t, "client", "net_devices", &c.options.net_devices));
+    FARMEM_TRY(toml_config::get_bytes(*t, "client", "chunk_bytes", {}, &c.options.chunk_bytes));
     std::string down;
-    FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "client", "down_nodes", &down));
+    FARMEM_TRY(toml_config::get_string(*t, "client", "down_nodes", &down));
     auto parsed = parse_down_nodes(down);
     if (!parsed.ok()) return parsed.status();
     c.options.down_nodes = std::move(*parsed);
   }
-  FARMEM_RETURN_IF_ERROR(c.validate());
+  FARMEM_TRY(c.validate());
   return c;
 }
 
@@ -207,7 +204,7 @@ Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  FARMEM_RETURN_IF_ERROR(c.validate());
+  FARMEM_TRY(c.validate());
   return c;
 }
 

@@ -29,7 +29,7 @@ Status read_welcome(int fd, const w::DoorWelcome& m, uint64_t deadline, const st
   }
   rkey->resize(m.rkey_bytes);
   address->resize(m.address_bytes);
-  FARMEM_RETURN_IF_ERROR(fabric::recv_exact(fd, rkey->data(), rkey->size(), deadline));
+  FARMEM_TRY(fabric::recv_exact(fd, rkey->data(), rkey->size(), deadline));
   return fabric::recv_exact(fd, address->data(), address->size(), deadline);
 }
 
@@ -72,7 +72,7 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
   if (st.ok()) st = fabric::validate_door_welcome(m);
   if (!st.ok()) return failed(st);
   std::string rkey, address;
-  FARMEM_RETURN_IF_ERROR(read_welcome(s->fd_, m, deadline, s->where_, &rkey, &address));
+  FARMEM_TRY(read_welcome(s->fd_, m, deadline, s->where_, &rkey, &address));
   s->id_ = m.session_id;
   s->node_id_ = m.node_id;
   s->worker_count_ = m.worker_count;
@@ -80,8 +80,7 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
                                      fmt::format("memory node {} ({})", m.node_id, s->where_));
   if (!ep.ok()) return ep.status();
   s->ep_ = std::move(*ep);
-  FARMEM_RETURN_IF_ERROR(
-      s->ep_->attach_region(m.region_base, m.region_bytes, rkey.data(), rkey.size()));
+  FARMEM_TRY(s->ep_->attach_region(m.region_base, m.region_bytes, rkey.data(), rkey.size()));
   const uint64_t now = now_ns();
   s->next_ping_ns_ = now + o.heartbeat_ns;
   s->next_check_ns_ = now + o.heartbeat_ns / 4;

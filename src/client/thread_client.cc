@@ -355,7 +355,7 @@ void Batch::perform_deferred_reads() {
 Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
   fabric::Endpoint* ep;
   uint64_t raddr;
-  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, false, &ep, &raddr));
+  FARMEM_TRY(admit(addr, bytes, false, false, &ep, &raddr));
   ++client_->mutable_counters().reads;
   if (const uint8_t* p = direct_target(ep, addr)) {
     if (deferred_count_ == kMaxDeferredReads) perform_deferred_reads();
@@ -373,7 +373,7 @@ Status Batch::read(GlobalAddress addr, void* dst, size_t bytes) {
 Status Batch::write(GlobalAddress addr, const void* src, size_t bytes) {
   fabric::Endpoint* ep;
   uint64_t raddr;
-  FARMEM_RETURN_IF_ERROR(admit(addr, bytes, false, true, &ep, &raddr));
+  FARMEM_TRY(admit(addr, bytes, false, true, &ep, &raddr));
   ++client_->mutable_counters().writes;
   perform_deferred_reads();  // program order: earlier reads of this batch come first
   if (uint8_t* p = direct_target(ep, addr)) {
@@ -393,7 +393,7 @@ Status Batch::cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint6
   fabric::Endpoint* ep;
   uint64_t raddr;
   if (old_value == nullptr) return InvalidArgument("Batch::cas needs a result pointer");
-  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
+  FARMEM_TRY(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().cas;
   perform_deferred_reads();
   if (uint8_t* p = direct_target(ep, addr)) {
@@ -414,7 +414,7 @@ Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
   fabric::Endpoint* ep;
   uint64_t raddr;
   if (old_value == nullptr) return InvalidArgument("Batch::faa needs a result pointer");
-  FARMEM_RETURN_IF_ERROR(admit(addr, 8, true, true, &ep, &raddr));
+  FARMEM_TRY(admit(addr, 8, true, true, &ep, &raddr));
   ++client_->mutable_counters().faa;
   perform_deferred_reads();
   if (uint8_t* p = direct_target(ep, addr)) {
@@ -577,7 +577,7 @@ Status ThreadClient::connect_all() {
     ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { throttle_.tick(now); });
   }
   for (size_t i = 0; i < cluster_->nodes_.size(); ++i) {
-    if (!cluster_->nodes_[i].down) FARMEM_RETURN_IF_ERROR(connect_node(i));
+    if (!cluster_->nodes_[i].down) FARMEM_TRY(connect_node(i));
   }
   allocators_.resize(by_node_.size());  // fixed from here on (coroutines index it)
   liveness_ticker_id_ = scheduler_->add_ticker([this](uint64_t now) { check_liveness(now); });
@@ -830,7 +830,7 @@ std::string root_request(const std::string& name, uint64_t address, uint32_t fla
 
 Task<Status> ThreadClient::publish_root(std::string name, GlobalAddress addr, bool replace,
                                         uint64_t owner) {
-  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  FARMEM_CO_TRY(check_root_name(name));
   std::string req = root_request(name, addr.pack(), replace ? w::kRootFlagReplace : 0u, owner);
   Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootPublish),
                           req.data(), req.size(), nullptr, 0, nullptr);
@@ -838,7 +838,7 @@ Task<Status> ThreadClient::publish_root(std::string name, GlobalAddress addr, bo
 }
 
 Task<Result<GlobalAddress>> ThreadClient::lookup_root(std::string name) {
-  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  FARMEM_CO_TRY(check_root_name(name));
   std::string req = root_request(name, 0, 0);
   w::RootResponse resp{};
   uint32_t got = 0;
@@ -850,7 +850,7 @@ Task<Result<GlobalAddress>> ThreadClient::lookup_root(std::string name) {
 }
 
 Task<Status> ThreadClient::remove_root(std::string name) {
-  FARMEM_CO_RETURN_IF_ERROR(check_root_name(name));
+  FARMEM_CO_TRY(check_root_name(name));
   std::string req = root_request(name, 0, 0);
   Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootRemove),
                           req.data(), req.size(), nullptr, 0, nullptr);
@@ -871,7 +871,7 @@ Status check_object_name(const std::string& name) {
 
 Task<Result<uint64_t>> ThreadClient::object_create(uint16_t node, std::string name,
                                                    bool ephemeral) {
-  FARMEM_CO_RETURN_IF_ERROR(check_object_name(name));
+  FARMEM_CO_TRY(check_object_name(name));
   w::ObjectRequest r{0, static_cast<uint32_t>(name.size()), ephemeral ? w::kObjectEphemeral : 0u};
   std::string req(reinterpret_cast<const char*>(&r), sizeof(r));
   req += name;
@@ -885,7 +885,7 @@ Task<Result<uint64_t>> ThreadClient::object_create(uint16_t node, std::string na
 }
 
 Task<Result<uint64_t>> ThreadClient::object_open(uint16_t node, std::string name) {
-  FARMEM_CO_RETURN_IF_ERROR(check_object_name(name));
+  FARMEM_CO_TRY(check_object_name(name));
   w::ObjectRequest r{0, static_cast<uint32_t>(name.size()), 0};
   std::string req(reinterpret_cast<const char*>(&r), sizeof(r));
   req += name;

@@ -153,7 +153,7 @@ Status send_all(int fd, const void* data, size_t bytes, uint64_t deadline_ns) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      FARMEM_RETURN_IF_ERROR(wait_for(fd, POLLOUT, deadline_ns, "send"));
+      FARMEM_TRY(wait_for(fd, POLLOUT, deadline_ns, "send"));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -173,7 +173,7 @@ Status recv_exact(int fd, void* data, size_t bytes, uint64_t deadline_ns) {
     }
     if (n == 0) return PeerFailed("the peer closed the connection");
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      FARMEM_RETURN_IF_ERROR(wait_for(fd, POLLIN, deadline_ns, "receive"));
+      FARMEM_TRY(wait_for(fd, POLLIN, deadline_ns, "receive"));
       continue;
     }
     if (errno == EINTR) continue;

@@ -135,7 +135,7 @@ void Endpoint::close_now() {
 
 Status Endpoint::attach_region(uint64_t base, uint64_t bytes, const void* packed_rkey,
                                size_t rkey_bytes) {
-  FARMEM_RETURN_IF_ERROR(check_usable());
+  FARMEM_TRY(check_usable());
   direct_base_ = nullptr;
   if (rkey_) ucp_rkey_destroy(rkey_);
   rkey_ = nullptr;
@@ -213,21 +213,21 @@ Status Endpoint::check_rma() const {
 
 Status Endpoint::post_get(void* dst, uint64_t remote_addr, size_t bytes, Completion* c,
                           uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   ucp_request_param_t p = rma_param();
   return finish_rma(ucp_get_nbx(ep_, dst, bytes, remote_addr, rkey_, &p), c, deadline_ns, "read");
 }
 
 Status Endpoint::post_put(const void* src, uint64_t remote_addr, size_t bytes, Completion* c,
                           uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   ucp_request_param_t p = rma_param();
   return finish_rma(ucp_put_nbx(ep_, src, bytes, remote_addr, rkey_, &p), c, deadline_ns, "write");
 }
 
 Status Endpoint::post_cas(uint64_t remote_addr, const uint64_t* expected, uint64_t* inout,
                           Completion* c, uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   ucp_request_param_t p = rma_param();
   p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
   p.datatype = ucp_dt_make_contig(8);
@@ -239,7 +239,7 @@ Status Endpoint::post_cas(uint64_t remote_addr, const uint64_t* expected, uint64
 
 Status Endpoint::post_faa(uint64_t remote_addr, const uint64_t* add, uint64_t* old_out,
                           Completion* c, uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   ucp_request_param_t p = rma_param();
   p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
   p.datatype = ucp_dt_make_contig(8);
@@ -249,7 +249,7 @@ Status Endpoint::post_faa(uint64_t remote_addr, const uint64_t* add, uint64_t* o
 }
 
 Status Endpoint::post_flush(Completion* c, uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   ucp_request_param_t p = rma_param();
   return finish_rma(ucp_ep_flush_nbx(ep_, &p), c, deadline_ns, "flush");
 }
@@ -273,7 +273,7 @@ Status Endpoint::post_rpc(uint16_t opcode, const void* payload, size_t payload_b
 Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* payload,
                                   size_t payload_bytes, void* reply, uint32_t reply_capacity,
                                   uint32_t* reply_bytes, Completion* c, uint64_t deadline_ns) {
-  FARMEM_RETURN_IF_ERROR(check_rma());
+  FARMEM_TRY(check_rma());
   PendingOp* send = worker_->acquire_op();
   PendingOp* wait = send != nullptr ? worker_->acquire_op() : nullptr;
   if (wait == nullptr) {
@@ -324,7 +324,7 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
 
 Status Endpoint::send_reply(const wire::RpcHeader& request, StatusCode code, const void* payload,
                             size_t payload_bytes) {
-  FARMEM_RETURN_IF_ERROR(check_usable());
+  FARMEM_TRY(check_usable());
   const size_t limit =
       code == StatusCode::kOk ? wire::kMaxRpcPayloadBytes : wire::kMaxErrorMessageBytes;
   if (payload_bytes > limit) payload_bytes = limit;

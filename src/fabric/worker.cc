@@ -26,8 +26,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerOpt
   st = ucp_worker_get_efd(w, &worker->event_fd_);
   if (st != UCS_OK) return from_ucs(st, "ucp_worker_get_efd");
   if (options.register_rpc_client) {
-    FARMEM_RETURN_IF_ERROR(
-        worker->set_am_handler(wire::kAmRpcResponse, &Worker::on_rpc_reply, worker.get()));
+    FARMEM_TRY(worker->set_am_handler(wire::kAmRpcResponse, &Worker::on_rpc_reply, worker.get()));
   }
   return worker;
 }

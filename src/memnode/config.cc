@@ -30,7 +30,7 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
                                               "capacity",     "workers",         "idle_spin_us",
                                               "max_sessions", "door_timeout_ms", "cluster_key_file",
                                               "tls",          "net_devices",     "preload_dir"};
-  FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "memnode", known));
+  FARMEM_TRY(toml_config::check_keys(*t, "memnode", known));
   auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
   if (!node_id.ok()) return node_id.status();
   c.node_id = static_cast<uint16_t>(*node_id);
@@ -49,19 +49,17 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
   auto door_timeout = get_int(*t, "memnode", "door_timeout_ms", 2000, 10, 60'000);
   if (!door_timeout.ok()) return door_timeout.status();
   c.door_timeout_ms = static_cast<uint32_t>(*door_timeout);
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "listen", &c.listen));
-  FARMEM_RETURN_IF_ERROR(
-      toml_config::get_string(*t, "memnode", "cluster_key_file", &c.cluster_key_file));
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "tls", &c.tls));
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "net_devices", &c.net_devices));
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "memnode", "preload_dir", &c.preload_dir));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "listen", &c.listen));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "cluster_key_file", &c.cluster_key_file));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "tls", &c.tls));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "net_devices", &c.net_devices));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "preload_dir", &c.preload_dir));
   toml_config::BytesRules capacity_rules;
   capacity_rules.expected = "a size like \"1GiB\" or an integer";
   capacity_rules.positive_integer = true;
   capacity_rules.prefix_parse_errors = true;
-  FARMEM_RETURN_IF_ERROR(
-      toml_config::get_bytes(*t, "memnode", "capacity", capacity_rules, &c.capacity_bytes));
-  FARMEM_RETURN_IF_ERROR(c.validate());
+  FARMEM_TRY(toml_config::get_bytes(*t, "memnode", "capacity", capacity_rules, &c.capacity_bytes));
+  FARMEM_TRY(c.validate());
   return c;
 }
 

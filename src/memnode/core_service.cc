@@ -88,7 +88,7 @@ class CoreWorker : public ServiceWorker {
     if ((requested & w::kObjectOwnerBit) == 0) {
       return InvalidArgument("owner must be 0 (this session) or an object id");
     }
-    FARMEM_RETURN_IF_ERROR(unpinned(requested));
+    FARMEM_TRY(unpinned(requested));
     return requested;
   }
 
@@ -105,7 +105,7 @@ class CoreWorker : public ServiceWorker {
 
   Status alloc(const Request& r, std::string* out) {
     w::AllocRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "alloc"));
+    FARMEM_TRY(parse(r, &req, "alloc"));
     if (r.payload.size() != sizeof(req)) return InvalidArgument("alloc request has extra bytes");
     if (req.alignment > 4096) return InvalidArgument("alignment above 4096 is not supported");
     std::lock_guard<std::mutex> lock(node_.mu);
@@ -119,17 +119,17 @@ class CoreWorker : public ServiceWorker {
 
   Status free_block(const Request& r) {
     w::FreeRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "free"));
+    FARMEM_TRY(parse(r, &req, "free"));
     if (r.payload.size() != sizeof(req)) return InvalidArgument("free request has extra bytes");
     std::lock_guard<std::mutex> lock(node_.mu);
     const uint64_t owner = node_.heap.owner_of(req.offset);
-    if (owner & w::kObjectOwnerBit) FARMEM_RETURN_IF_ERROR(unpinned(owner));
+    if (owner & w::kObjectOwnerBit) FARMEM_TRY(unpinned(owner));
     return node_.heap.free(req.offset, r.session);
   }
 
   Status root(const Request& r, std::string* out) {
     w::RootRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "root"));
+    FARMEM_TRY(parse(r, &req, "root"));
     auto name = trailing_name(r, sizeof(req), req.name_bytes, "root");
     if (!name.ok()) return name.status();
     const auto op = static_cast<w::Opcode>(r.header.opcode);
@@ -140,7 +140,7 @@ class CoreWorker : public ServiceWorker {
         if ((req.owner & w::kObjectOwnerBit) == 0) {
           return InvalidArgument("a root's owner must be an object id or 0");
         }
-        FARMEM_RETURN_IF_ERROR(node_.objects.find(req.owner).status());
+        FARMEM_TRY(node_.objects.find(req.owner).status());
       }
       return node_.roots.publish(*name, req.address, (req.flags & w::kRootFlagReplace) != 0,
                                  req.owner);
@@ -178,7 +178,7 @@ class CoreWorker : public ServiceWorker {
 
   Status object_by_name(const Request& r, std::string* out) {
     w::ObjectRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "object"));
+    FARMEM_TRY(parse(r, &req, "object"));
     auto name = trailing_name(r, sizeof(req), req.name_bytes, "object");
     if (!name.ok()) return name.status();
     if (req.id != 0) return InvalidArgument("object create/open takes a name, not an id");
@@ -196,13 +196,13 @@ class CoreWorker : public ServiceWorker {
 
   Status object_by_id(const Request& r) {
     w::ObjectRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "object"));
+    FARMEM_TRY(parse(r, &req, "object"));
     if (r.payload.size() != sizeof(req) || req.name_bytes != 0 || req.flags != 0) {
       return InvalidArgument("object destroy/persist takes only an id");
     }
     if ((req.id & w::kObjectOwnerBit) == 0) return InvalidArgument("not an object id");
     std::lock_guard<std::mutex> lock(node_.mu);
-    FARMEM_RETURN_IF_ERROR(unpinned(req.id));
+    FARMEM_TRY(unpinned(req.id));
     if (static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectPersist) {
       return node_.objects.persist(req.id);
     }
@@ -211,7 +211,7 @@ class CoreWorker : public ServiceWorker {
 
   Status sessions_alive(const Request& r, std::string* out) {
     w::SessionsAliveRequest req;
-    FARMEM_RETURN_IF_ERROR(parse(r, &req, "sessions-alive"));
+    FARMEM_TRY(parse(r, &req, "sessions-alive"));
     if (req.reserved != 0 || req.count == 0 || req.count > w::kMaxSessionsPerQuery ||
         r.payload.size() != sizeof(req) + 8ull * req.count) {
       return InvalidArgument(fmt::format("sessions-alive request for {} ids in {} bytes", req.count,

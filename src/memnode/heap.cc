@@ -24,7 +24,7 @@ Status Heap::free(uint64_t offset, uint64_t requester) {
     return InvalidArgument(
         fmt::format("offset {:#x} belongs to another client session; only it may free it", offset));
   }
-  FARMEM_RETURN_IF_ERROR(allocator_.free(offset));
+  FARMEM_TRY(allocator_.free(offset));
   owner_of_.erase(it);
   auto o = owned_.find(owner);
   if (o != owned_.end()) {

@@ -68,7 +68,7 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
     Parsed p;
     std::memcpy(&p.op, req + at, sizeof(p.op));
     at += sizeof(p.op);
-    FARMEM_RETURN_IF_ERROR(check_op(p.op, region_bytes));
+    FARMEM_TRY(check_op(p.op, region_bytes));
     p.data_at = at;
     const auto kind = static_cast<w::MemOpKind>(p.op.kind);
     if (kind == w::MemOpKind::kWrite) {

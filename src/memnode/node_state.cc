@@ -5,7 +5,7 @@
 namespace farmem::memnode {
 
 Status NodeState::destroy_object_locked(uint64_t id) {
-  FARMEM_RETURN_IF_ERROR(objects.remove(id));
+  FARMEM_TRY(objects.remove(id));
   heap.release(id);
   roots.remove_owned(id);
   return OkStatus();

@@ -16,7 +16,7 @@ Status ObjectTable::check_name(std::string_view name) {
 
 Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t ephemeral_session,
                                                 bool pinned) {
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   if (by_name_.count(name) != 0) {
     return AlreadyExists(fmt::format("an object named '{}' already exists", name));
   }
@@ -30,7 +30,7 @@ Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t 
 }
 
 Result<ObjectTable::Object> ObjectTable::open(std::string_view name) const {
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return NotFound(fmt::format("no object named '{}'", name));
   return by_id_.at(it->second);

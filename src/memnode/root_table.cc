@@ -15,7 +15,7 @@ Status RootTable::check_name(std::string_view name) {
 }
 
 Status RootTable::publish(std::string_view name, uint64_t address, bool replace, uint64_t owner) {
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   auto it = roots_.find(name);
   if (it != roots_.end()) {
     if (!replace) return AlreadyExists(fmt::format("root '{}' already exists", name));
@@ -30,14 +30,14 @@ Status RootTable::publish(std::string_view name, uint64_t address, bool replace,
 }
 
 Result<uint64_t> RootTable::lookup(std::string_view name) const {
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   auto it = roots_.find(name);
   if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
   return it->second.address;
 }
 
 Status RootTable::remove(std::string_view name) {
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   auto it = roots_.find(name);
   if (it == roots_.end()) return NotFound(fmt::format("no root named '{}'", name));
   roots_.erase(it);

@@ -60,11 +60,11 @@ std::string net_device_for(const std::string& listen) {
 
 Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
                                                std::vector<std::shared_ptr<Service>> services) {
-  FARMEM_RETURN_IF_ERROR(config.validate());
-  FARMEM_RETURN_IF_ERROR(check_capacity(config.capacity_bytes));
+  FARMEM_TRY(config.validate());
+  FARMEM_TRY(check_capacity(config.capacity_bytes));
   std::unique_ptr<Server> s(new Server());
-  FARMEM_RETURN_IF_ERROR(s->services_.add(make_core_service()));
-  for (auto& svc : services) FARMEM_RETURN_IF_ERROR(s->services_.add(std::move(svc)));
+  FARMEM_TRY(s->services_.add(make_core_service()));
+  for (auto& svc : services) FARMEM_TRY(s->services_.add(std::move(svc)));
   s->stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (s->stop_fd_ < 0) return Internal(fmt::format("eventfd: {}", std::strerror(errno)));
 

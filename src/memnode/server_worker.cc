@@ -154,8 +154,7 @@ Status ServerWorker::init(fabric::Context& context) {
   auto worker = fabric::Worker::create(context, wo);
   if (!worker.ok()) return worker.status();
   worker_ = std::move(*worker);
-  FARMEM_RETURN_IF_ERROR(
-      worker_->set_am_handler(w::kAmRpcRequest, &ServerWorker::on_request, this));
+  FARMEM_TRY(worker_->set_am_handler(w::kAmRpcRequest, &ServerWorker::on_request, this));
   address_ = worker_->address();
   if (address_.empty()) return Internal("cannot read the UCX worker address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);

@@ -96,7 +96,7 @@ runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> st
 // faults. On failure nothing stays mapped.
 Status map_region(Manager::Impl* m, const RemoteLayout& layout, bool huge, void** out) {
   const uint64_t bytes = layout.page_count * layout.page_bytes;
-  if (huge) FARMEM_RETURN_IF_ERROR(check_huge_pool(m, layout));
+  if (huge) FARMEM_TRY(check_huge_pool(m, layout));
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (huge ? MAP_HUGETLB : 0), -1, 0);
   if (base == MAP_FAILED) {
@@ -298,14 +298,14 @@ runtime::Task<Status> flush_all(Manager::Impl* m) {
 }
 
 runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
-  FARMEM_CO_RETURN_IF_ERROR(check_options(cmd->options));
+  FARMEM_CO_TRY(check_options(cmd->options));
   if (cmd->bytes == 0) co_return InvalidArgument("paged: a region needs at least one byte");
   RemoteLayout layout;
   layout.region_id = m->next_region_id++;
   layout.page_bytes = cmd->options.page_bytes;
   layout.page_count = (cmd->bytes + layout.page_bytes - 1) / layout.page_bytes;
-  if (cmd->options.huge_pages) FARMEM_CO_RETURN_IF_ERROR(check_huge_pool(m, layout));  // early
-  FARMEM_CO_RETURN_IF_ERROR(co_await allocate_stripes(m, &layout));
+  if (cmd->options.huge_pages) FARMEM_CO_TRY(check_huge_pool(m, layout));  // early
+  FARMEM_CO_TRY(co_await allocate_stripes(m, &layout));
   auto r = co_await create_region(m, std::move(layout), cmd->options, false);
   if (!r.ok()) co_return r.status();
   cmd->result = *r;
@@ -315,13 +315,12 @@ runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
 }
 
 runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
-  FARMEM_CO_RETURN_IF_ERROR(check_options(cmd->options));
+  FARMEM_CO_TRY(check_options(cmd->options));
   RemoteLayout layout;
   layout.region_id = m->next_region_id++;
   layout.page_bytes = cmd->options.page_bytes;
   uint64_t file_bytes = 0;
-  FARMEM_CO_RETURN_IF_ERROR(
-      co_await preload_file(m, cmd->file, cmd->options.share_file, &layout, &file_bytes));
+  FARMEM_CO_TRY(co_await preload_file(m, cmd->file, cmd->options.share_file, &layout, &file_bytes));
   RegionOptions options = cmd->options;
   if (options.name.empty()) options.name = cmd->file;
   auto r = co_await create_region(m, std::move(layout), options, true);
@@ -353,7 +352,7 @@ runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
     case Command::Kind::kFree:
       co_return co_await free_region(m, cmd->region);
     case Command::Kind::kPrefetch:
-      FARMEM_CO_RETURN_IF_ERROR(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
+      FARMEM_CO_TRY(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
       co_return co_await prefetch_pages(m, cmd->region, first, end);
     case Command::Kind::kPrefetchPages:
       co_return co_await prefetch_list(m, cmd->region, std::move(cmd->pages));
@@ -361,7 +360,7 @@ runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
       if (cmd->region == nullptr) co_return co_await flush_all(m);
       co_return co_await clean_pages(m, cmd->region);
     case Command::Kind::kAdvise:
-      FARMEM_CO_RETURN_IF_ERROR(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
+      FARMEM_CO_TRY(page_range(cmd->region, cmd->offset, cmd->bytes, &first, &end));
       co_return co_await advise_pages(m, cmd->region, first, end, cmd->advice);
     case Command::Kind::kStop:
       co_return co_await stop(m);

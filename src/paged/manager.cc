@@ -195,7 +195,7 @@ Result<Region*> Manager::allocate(uint64_t bytes, const RegionOptions& options) 
   cmd.kind = Command::Kind::kAllocate;
   cmd.bytes = bytes;
   cmd.options = options;
-  FARMEM_RETURN_IF_ERROR(impl_->post(&cmd));
+  FARMEM_TRY(impl_->post(&cmd));
   return cmd.result;
 }
 
@@ -204,7 +204,7 @@ Result<Region*> Manager::allocate_from_file(const std::string& name, const Regio
   cmd.kind = Command::Kind::kAllocateFile;
   cmd.file = name;
   cmd.options = options;
-  FARMEM_RETURN_IF_ERROR(impl_->post(&cmd));
+  FARMEM_TRY(impl_->post(&cmd));
   return cmd.result;
 }
 

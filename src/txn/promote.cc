@@ -138,7 +138,7 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
     report.already_failed = true;
     co_return report;
   }
-  FARMEM_CO_RETURN_IF_ERROR(check_promotable(t, dead, index, new_failed));
+  FARMEM_CO_TRY(check_promotable(t, dead, index, new_failed));
   ScanResult scan;
   for (uint32_t j = 0; j < t.node_count(); ++j) {
     if ((new_failed >> j) & 1) continue;

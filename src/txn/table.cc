@@ -76,7 +76,7 @@ uint64_t bucket_count(uint64_t capacity, uint64_t nodes) {
 Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, TableOptions o) {
   if (name.empty()) co_return InvalidArgument("a table needs a name");
   const std::vector<uint16_t> ids = sorted_nodes(c);
-  FARMEM_CO_RETURN_IF_ERROR(check_options(o, ids.size()));
+  FARMEM_CO_TRY(check_options(o, ids.size()));
   auto object = co_await ds::FarObject::create(c, root_name(name), o.temporary);
   if (!object.ok()) {
     if (object.status().code() == StatusCode::kAlreadyExists) {

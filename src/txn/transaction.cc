@@ -559,7 +559,7 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
 }
 
 Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry** entry) {
-  FARMEM_CO_RETURN_IF_ERROR(check_room());
+  FARMEM_CO_TRY(check_room());
   const uint64_t b = t.bucket_of(key);
   if (Status live = t.check_bucket(b); !live.ok()) {
     Status e = co_await finish_abort(fail_error(live));
@@ -665,7 +665,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
     *value = r->value;
     co_return OkStatus();
   }
-  FARMEM_CO_RETURN_IF_ERROR(check_room());
+  FARMEM_CO_TRY(check_room());
   const uint64_t b = t.bucket_of(key);
   if (Status live = t.check_bucket(b); !live.ok()) {
     Status e = co_await finish_abort(fail_error(live));
@@ -718,7 +718,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
 }
 
 Task<Status> Transaction::read_for_update(const Table& t, uint64_t key, std::string* value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_write(t, {}, false));
+  FARMEM_CO_TRY(check_write(t, {}, false));
   if (const WriteEntry* w = find_write(t, key)) {
     if (w->kind == Kind::kErase) co_return NotFound("erased by this transaction");
     *value = w->value;
@@ -732,7 +732,7 @@ Task<Status> Transaction::read_for_update(const Table& t, uint64_t key, std::str
 }
 
 Task<Status> Transaction::update(const Table& t, uint64_t key, std::string_view value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_write(t, value, true));
+  FARMEM_CO_TRY(check_write(t, value, true));
   WriteEntry* w = find_write(t, key);
   if (w == nullptr) {
     Status s = co_await lock_record(t, key, &w);
@@ -746,14 +746,14 @@ Task<Status> Transaction::update(const Table& t, uint64_t key, std::string_view 
 }
 
 Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_write(t, value, true));
+  FARMEM_CO_TRY(check_write(t, value, true));
   if (WriteEntry* w = find_write(t, key)) {
     if (w->kind != Kind::kErase) co_return AlreadyExists(fmt::format("key {} exists", key));
     w->kind = Kind::kUpdate;  // erased, then inserted again: the slot stays
     w->value.assign(value.data(), value.size());
     co_return OkStatus();
   }
-  FARMEM_CO_RETURN_IF_ERROR(check_room());
+  FARMEM_CO_TRY(check_room());
   const uint64_t b = t.bucket_of(key);
   BucketLock* bl = nullptr;
   Status s = co_await lock_bucket(t, b, &bl);
@@ -811,7 +811,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
 }
 
 Task<Status> Transaction::erase(const Table& t, uint64_t key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_write(t, {}, false));
+  FARMEM_CO_TRY(check_write(t, {}, false));
   WriteEntry* w = find_write(t, key);
   if (w != nullptr && w->kind == Kind::kErase) co_return NotFound("erased by this transaction");
   if (w != nullptr && w->kind == Kind::kInsert) {

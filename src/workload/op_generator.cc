@@ -11,7 +11,7 @@ constexpr int kMaxRedraws = 16;
 }  // namespace
 
 Result<OpGenerator> OpGenerator::create(const OpGeneratorOptions& options) {
-  FARMEM_RETURN_IF_ERROR(validate_workload(options.spec));
+  FARMEM_TRY(validate_workload(options.spec));
   const WorkloadSpec& spec = options.spec;
   if (options.record_count == 0) return InvalidArgument("record_count must be at least 1");
   if (options.distribution == Distribution::kZipfian &&

@@ -140,13 +140,13 @@ Task<Status> ordered_batch(ThreadClient* c, GlobalAddress a, uint64_t* before, u
                            uint64_t* cas_seen, uint64_t* faa_seen, uint64_t* last) {
   Batch b(*c);
   uint64_t value = 1234;
-  FARMEM_CO_RETURN_IF_ERROR(b.read(a, before, 8));   // deferred on the direct path
-  FARMEM_CO_RETURN_IF_ERROR(b.write(a, &value, 8));  // performs the read first
-  FARMEM_CO_RETURN_IF_ERROR(b.read(a, after, 8));    // sees the write
-  FARMEM_CO_RETURN_IF_ERROR(b.cas(a, 1234, 77, cas_seen));
-  FARMEM_CO_RETURN_IF_ERROR(b.read(a + 8, last, 8));
-  FARMEM_CO_RETURN_IF_ERROR(b.faa(a + 8, 3, faa_seen));
-  FARMEM_CO_RETURN_IF_ERROR(b.fence());
+  FARMEM_CO_TRY(b.read(a, before, 8));   // deferred on the direct path
+  FARMEM_CO_TRY(b.write(a, &value, 8));  // performs the read first
+  FARMEM_CO_TRY(b.read(a, after, 8));    // sees the write
+  FARMEM_CO_TRY(b.cas(a, 1234, 77, cas_seen));
+  FARMEM_CO_TRY(b.read(a + 8, last, 8));
+  FARMEM_CO_TRY(b.faa(a + 8, 3, faa_seen));
+  FARMEM_CO_TRY(b.fence());
   Status s = co_await b.wait();
   co_return s;
 }
@@ -471,13 +471,13 @@ struct MixedSeen {
 Task<Status> mixed_round(ThreadClient* c, GlobalAddress x, GlobalAddress y, MixedSeen* out) {
   Batch b(*c);
   uint64_t ten = 10, twenty = 20;
-  FARMEM_CO_RETURN_IF_ERROR(b.write(y, &twenty, 8));  // through UCX
-  FARMEM_CO_RETURN_IF_ERROR(b.write(x, &ten, 8));     // direct
-  FARMEM_CO_RETURN_IF_ERROR(b.fence());
-  FARMEM_CO_RETURN_IF_ERROR(b.cas(x + 8, 0, 1, &out->cas0));  // through UCX after the fence
-  FARMEM_CO_RETURN_IF_ERROR(b.cas(y + 8, 0, 2, &out->cas1));
-  FARMEM_CO_RETURN_IF_ERROR(b.read(x, &out->r0, 8));
-  FARMEM_CO_RETURN_IF_ERROR(b.read(y, &out->r1, 8));
+  FARMEM_CO_TRY(b.write(y, &twenty, 8));  // through UCX
+  FARMEM_CO_TRY(b.write(x, &ten, 8));     // direct
+  FARMEM_CO_TRY(b.fence());
+  FARMEM_CO_TRY(b.cas(x + 8, 0, 1, &out->cas0));  // through UCX after the fence
+  FARMEM_CO_TRY(b.cas(y + 8, 0, 2, &out->cas1));
+  FARMEM_CO_TRY(b.read(x, &out->r0, 8));
+  FARMEM_CO_TRY(b.read(y, &out->r1, 8));
   Status s = co_await b.wait();
   co_return s;
 }

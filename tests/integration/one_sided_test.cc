@@ -197,18 +197,18 @@ Task<Status> batch_round(ThreadClient* c, GlobalAddress data, GlobalAddress lock
   // Write-then-unlock: data writes, a fence, then the lock release.
   Batch w(*c);
   uint64_t values[4] = {11, 22, 33, 44};
-  for (int i = 0; i < 4; ++i) FARMEM_CO_RETURN_IF_ERROR(w.write(data + 8 * i, &values[i], 8));
-  FARMEM_CO_RETURN_IF_ERROR(w.fence());
+  for (int i = 0; i < 4; ++i) FARMEM_CO_TRY(w.write(data + 8 * i, &values[i], 8));
+  FARMEM_CO_TRY(w.fence());
   uint64_t unlocked = 0;
-  FARMEM_CO_RETURN_IF_ERROR(w.write(lock, &unlocked, 8));
+  FARMEM_CO_TRY(w.write(lock, &unlocked, 8));
   Status ws = co_await w.wait();
-  FARMEM_CO_RETURN_IF_ERROR(ws);
+  FARMEM_CO_TRY(ws);
   // One round trip: read everything plus a CAS and a FAA.
   Batch r(*c);
   seen->assign(6, 0);
-  for (int i = 0; i < 4; ++i) FARMEM_CO_RETURN_IF_ERROR(r.read(data + 8 * i, &(*seen)[i], 8));
-  FARMEM_CO_RETURN_IF_ERROR(r.cas(lock, 0, 7, &(*seen)[4]));
-  FARMEM_CO_RETURN_IF_ERROR(r.faa(data + 32, 5, &(*seen)[5]));
+  for (int i = 0; i < 4; ++i) FARMEM_CO_TRY(r.read(data + 8 * i, &(*seen)[i], 8));
+  FARMEM_CO_TRY(r.cas(lock, 0, 7, &(*seen)[4]));
+  FARMEM_CO_TRY(r.faa(data + 32, 5, &(*seen)[5]));
   Status rs = co_await r.wait();
   co_return rs;
 }

@@ -159,7 +159,7 @@ Status FailIfNegative(int v) {
 }
 
 Status ChainWithReturnIfError(int v, bool* reached_end) {
-  FARMEM_RETURN_IF_ERROR(FailIfNegative(v));
+  FARMEM_TRY(FailIfNegative(v));
   *reached_end = true;
   return OkStatus();
 }
@@ -228,7 +228,7 @@ Result<int> HalfOfEven(int v) {
 
 Status UseReturnIfErrorWithResultStatus(int v, int* out) {
   Result<int> r = HalfOfEven(v);
-  FARMEM_RETURN_IF_ERROR(r.status());
+  FARMEM_TRY(r.status());
   *out = *r;
   return OkStatus();
 }

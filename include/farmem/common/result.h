@@ -21,7 +21,9 @@ class [[nodiscard]] Result {
   }
 
   bool ok() const { return value_.has_value(); }
-  const Status& status() const { return status_; }
+  const Status& status() const& { return status_; }
+  // From a temporary Result: the Status by value, so that `f().status()` never dangles.
+  Status status() && { return std::move(status_); }
   T& value() & {
     assert(ok());
     return *value_;
@@ -44,5 +46,11 @@ class [[nodiscard]] Result {
   std::optional<T> value_;
   Status status_;
 };
+
+// The Status of a Result (OK when it holds a value), for FARMEM_TRY and friends.
+template <typename T>
+const Status& status_of(const Result<T>& r) {
+  return r.status();
+}
 
 }  // namespace farmem

@@ -79,17 +79,42 @@ Status RetriesExhausted(std::string_view what, uint64_t attempts);
 Status Busy(std::string_view msg);
 Status Aborted(std::string_view msg);
 
+// The Status of a Status (itself); Result<T> has its own status_of (result.h).
+inline const Status& status_of(const Status& s) { return s; }
+
 }  // namespace farmem
 
-// Returns early from a function returning Status (or Result) when `expr` fails.
-#define FARMEM_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    ::farmem::Status _fm_status = (expr);    \
-    if (!_fm_status.ok()) return _fm_status; \
+#define FARMEM_CONCAT_INNER(a, b) a##b
+#define FARMEM_CONCAT(a, b) FARMEM_CONCAT_INNER(a, b)
+
+// FARMEM_TRY(expr): returns early from a function returning Status (or Result) when `expr`, a
+// Status or a Result, failed. An lvalue is checked in place (not copied).
+#define FARMEM_TRY(expr)                   \
+  do {                                     \
+    decltype(auto) _fm_try = (expr);       \
+    if (!_fm_try.ok()) [[unlikely]]        \
+      return ::farmem::status_of(_fm_try); \
   } while (0)
 
-#define FARMEM_CO_RETURN_IF_ERROR(expr)         \
-  do {                                          \
-    ::farmem::Status _fm_status = (expr);       \
-    if (!_fm_status.ok()) co_return _fm_status; \
+// FARMEM_CO_TRY(expr): the same for a coroutine (co_return). `expr` may be `co_await x`: the
+// expansion keeps it a statement of its own (docs/runtime.md rule 2).
+#define FARMEM_CO_TRY(expr)                   \
+  do {                                        \
+    decltype(auto) _fm_try = (expr);          \
+    if (!_fm_try.ok()) [[unlikely]]           \
+      co_return ::farmem::status_of(_fm_try); \
   } while (0)
+
+// FARMEM_ASSIGN_OR_RETURN(lhs, expr): evaluates the Result `expr`; on failure returns its Status,
+// else moves its value into `lhs` (a declaration such as `auto x` or an existing variable).
+// It expands to several statements: do not use it as the body of an unbraced if/for.
+#define FARMEM_ASSIGN_OR_RETURN(lhs, expr) \
+  FARMEM_ASSIGN_OR_RETURN_IMPL(FARMEM_CONCAT(_fm_result_, __COUNTER__), lhs, expr, return )
+// The same for a coroutine; `expr` may be `co_await x`.
+#define FARMEM_CO_ASSIGN_OR_RETURN(lhs, expr) \
+  FARMEM_ASSIGN_OR_RETURN_IMPL(FARMEM_CONCAT(_fm_result_, __COUNTER__), lhs, expr, co_return )
+#define FARMEM_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ret) \
+  auto tmp = (expr);                                      \
+  if (!tmp.ok()) [[unlikely]]                             \
+    ret tmp.status();                                     \
+  lhs = std::move(*tmp)

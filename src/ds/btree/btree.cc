@@ -95,7 +95,7 @@ uint64_t BTree::lock_wait_ns() const {
 Task<Result<std::unique_ptr<BTree>>> BTree::create(client::ThreadClient* c, std::string name,
                                                    BTreeOptions o) {
   if (name.empty()) co_return InvalidArgument("a B+tree needs a name");
-  FARMEM_CO_RETURN_IF_ERROR(check_create_options(o));
+  FARMEM_CO_TRY(check_create_options(o));
   auto object = co_await FarObject::create(c, root_name(name), o.temporary);
   if (!object.ok()) {
     if (object.status().code() == StatusCode::kAlreadyExists) {
@@ -270,7 +270,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
     if (!a.is_null()) via = Via::kHint;
   }
   if (a.is_null()) {
-    if (root_.is_null()) FARMEM_CO_RETURN_IF_ERROR(co_await refresh_root(reads));
+    if (root_.is_null()) FARMEM_CO_TRY(co_await refresh_root(reads));
     a = root_;
   }
   bool refreshed = false;
@@ -302,7 +302,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
       // Started below the level wanted: the cached root is stale, or the tree is lower.
       if (!refreshed) {
         refreshed = true;
-        FARMEM_CO_RETURN_IF_ERROR(co_await refresh_root(reads));
+        FARMEM_CO_TRY(co_await refresh_root(reads));
         if (root_level_ >= level) {
           a = root_;
           via = Via::kRoot;
@@ -345,7 +345,7 @@ Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value
 // Operations: get, scan
 
 Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   ++stats_.gets;
   BufRef buf(this);
   uint32_t reads = 0;
@@ -403,7 +403,7 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
 Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limit,
                          std::vector<std::pair<std::string, std::string>>* out) {
   out->clear();
-  if (!from.empty()) FARMEM_CO_RETURN_IF_ERROR(check_key(from));
+  if (!from.empty()) FARMEM_CO_TRY(check_key(from));
   ++stats_.scans;
   BufRef buf(this);
   uint32_t reads = 0;
@@ -453,7 +453,7 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
 Task<Status> BTree::check(std::vector<uint64_t>* pages) {
   pages->clear();
   uint32_t reads = 0;
-  FARMEM_CO_RETURN_IF_ERROR(co_await refresh_root(&reads));
+  FARMEM_CO_TRY(co_await refresh_root(&reads));
   BufRef buf(this);
   // The leftmost page of each level, from the root down by child0.
   std::vector<GlobalAddress> leftmost;
@@ -461,7 +461,7 @@ Task<Status> BTree::check(std::vector<uint64_t>* pages) {
   for (;;) {
     PageView v;
     bool foreign = false;
-    FARMEM_CO_RETURN_IF_ERROR(co_await fetch(a, buf.get(), &v, &foreign, &reads));
+    FARMEM_CO_TRY(co_await fetch(a, buf.get(), &v, &foreign, &reads));
     if (foreign) co_return Internal("the leftmost path reaches a dead or foreign page");
     leftmost.push_back(a);
     if (v.leaf()) break;
@@ -475,7 +475,7 @@ Task<Status> BTree::check(std::vector<uint64_t>* pages) {
     for (GlobalAddress p = leftmost[level]; !p.is_null();) {
       PageView v;
       bool foreign = false;
-      FARMEM_CO_RETURN_IF_ERROR(co_await fetch(p, buf.get(), &v, &foreign, &reads));
+      FARMEM_CO_TRY(co_await fetch(p, buf.get(), &v, &foreign, &reads));
       const std::string where =
           fmt::format("page {}:{:#x} at level {}", p.node(), p.offset(), level);
       if (foreign) co_return Internal(where + " is dead or foreign but linked");

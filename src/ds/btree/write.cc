@@ -430,7 +430,7 @@ Task<Status> BTree::insert_separator(uint32_t level, std::string sep, GlobalAddr
     if (st.code() == StatusCode::kNotFound) {
       // The page split was the root (the leftmost page of the top level): grow a new root.
       uint32_t reads = 0;
-      FARMEM_CO_RETURN_IF_ERROR(co_await refresh_root(&reads));
+      FARMEM_CO_TRY(co_await refresh_root(&reads));
       if (root_level_ >= level) continue;
       if (root_level_ + 1 != level) co_return Internal("B+tree levels are not contiguous");
       auto grown = co_await grow_root(root_, level, sep, child);
@@ -458,7 +458,7 @@ Task<Status> BTree::insert_separator(uint32_t level, std::string sep, GlobalAddr
 // Leaf operations
 
 Task<Status> BTree::write_leaf(std::string_view key, std::string_view value, Mode mode) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   if (value.size() > kMaxValueBytes) {
     co_return InvalidArgument(
         fmt::format("value of {} bytes exceeds the {}-byte maximum", value.size(), kMaxValueBytes));
@@ -537,7 +537,7 @@ Task<Status> BTree::put(std::string_view key, std::string_view value) {
 }
 
 Task<Status> BTree::erase(std::string_view key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   ++stats_.erases;
   BufRef buf(this);
   GlobalAddress a;
@@ -583,12 +583,12 @@ namespace farmem::ds::btree {
 Task<Status> BTree::left_neighbour(std::string_view low, GlobalAddress page, char* buf,
                                    GlobalAddress* left) {
   uint32_t reads = 0;
-  if (root_.is_null()) FARMEM_CO_RETURN_IF_ERROR(co_await refresh_root(&reads));
+  if (root_.is_null()) FARMEM_CO_TRY(co_await refresh_root(&reads));
   GlobalAddress a = root_;
   for (uint32_t steps = 0; steps < options_.max_attempts; ++steps) {
     PageView v;
     bool foreign = false;
-    FARMEM_CO_RETURN_IF_ERROR(co_await fetch(a, buf, &v, &foreign, &reads));
+    FARMEM_CO_TRY(co_await fetch(a, buf, &v, &foreign, &reads));
     // The page must hold keys just below `low`: low fence < low <= high fence.
     if (foreign || (!v.low_infinite() && !(v.low() < low))) {
       a = root_;
@@ -615,12 +615,12 @@ Task<Status> BTree::left_neighbour(std::string_view low, GlobalAddress page, cha
 Task<Status> BTree::unlink_leaf(GlobalAddress page, std::string low) {
   BufRef lb(this), pb(this), qb(this);
   GlobalAddress left;
-  FARMEM_CO_RETURN_IF_ERROR(co_await left_neighbour(low, page, lb.get(), &left));
+  FARMEM_CO_TRY(co_await left_neighbour(low, page, lb.get(), &left));
   uint32_t reads = 0;
   bool foreign = false;
   PageView lv, pv, qv;
   // Locks in (level, key) order: the left leaf, the leaf, then the parent.
-  FARMEM_CO_RETURN_IF_ERROR(co_await lock_page(left));
+  FARMEM_CO_TRY(co_await lock_page(left));
   Status st = co_await fetch(left, lb.get(), &lv, &foreign, &reads, /*locked=*/true);
   if (!st.ok() || foreign || !lv.leaf() || lv.sibling() != page.pack() || lv.high_infinite() ||
       lv.high() != low) {

@@ -154,7 +154,7 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
 Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient* c,
                                                            std::string name, HashTableOptions o) {
   if (name.empty()) co_return InvalidArgument("a hash table needs a name");
-  FARMEM_CO_RETURN_IF_ERROR(check_create_options(o));
+  FARMEM_CO_TRY(check_create_options(o));
   auto object = co_await FarObject::create(c, root_name(name), o.temporary);
   if (!object.ok()) {
     if (object.status().code() == StatusCode::kAlreadyExists) {
@@ -370,7 +370,7 @@ void HashTable::bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) cons
 
 Task<Status> HashTable::read_buckets(Shard& s, const KeyHash& kh, Buckets* b, GlobalAddress block,
                                      const std::string* block_bytes, uint32_t* rtt) {
-  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, rtt));
+  if (directory_due(s)) FARMEM_CO_TRY(co_await check_directory(s, rtt));
   bucket_addrs(s, kh, b);
   Batch batch(*client_);
   if (!block.is_null()) (void)batch.write(block, block_bytes->data(), block_bytes->size());
@@ -589,12 +589,12 @@ void HashTable::forget(const KeyHash& kh) {
 // Operations
 
 Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  FARMEM_CO_TRY(check_sizes(key, {}));
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
   ++stats_.gets;
   uint32_t rtt = 0;  // this get's own round trips (coroutines of the handle interleave)
-  if (directory_due(s)) FARMEM_CO_RETURN_IF_ERROR(co_await check_directory(s, &rtt));
+  if (directory_due(s)) FARMEM_CO_TRY(co_await check_directory(s, &rtt));
   if (spec_.enabled()) {
     // The cache entry is likely a cache miss: start loading it, and let the thread's other
     // coroutines run meanwhile when there are any.
@@ -638,7 +638,7 @@ Task<Status> HashTable::release_block(GlobalAddress block, uint64_t bytes, bool 
 }
 
 Task<Status> HashTable::insert(std::string_view key, std::string_view value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  FARMEM_CO_TRY(check_sizes(key, value));
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
   ++stats_.inserts;
@@ -717,7 +717,7 @@ Task<Status> HashTable::replace(Shard& s, std::string_view key, const KeyHash& k
 }
 
 Task<Status> HashTable::update(std::string_view key, std::string_view value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  FARMEM_CO_TRY(check_sizes(key, value));
   KeyHash kh = hash_key(key);
   ++stats_.updates;
   Status st = co_await replace(shard_of(kh), key, kh, value, false);
@@ -725,7 +725,7 @@ Task<Status> HashTable::update(std::string_view key, std::string_view value) {
 }
 
 Task<Status> HashTable::put(std::string_view key, std::string_view value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, value));
+  FARMEM_CO_TRY(check_sizes(key, value));
   KeyHash kh = hash_key(key);
   ++stats_.puts;
   Status st = co_await replace(shard_of(kh), key, kh, value, true);
@@ -733,7 +733,7 @@ Task<Status> HashTable::put(std::string_view key, std::string_view value) {
 }
 
 Task<Status> HashTable::erase(std::string_view key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  FARMEM_CO_TRY(check_sizes(key, {}));
   KeyHash kh = hash_key(key);
   Shard& s = shard_of(kh);
   ++stats_.erases;
@@ -760,7 +760,7 @@ Task<Status> HashTable::erase(std::string_view key) {
 }
 
 Task<Result<int>> HashTable::committed_copies(std::string_view key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_sizes(key, {}));
+  FARMEM_CO_TRY(check_sizes(key, {}));
   KeyHash kh = hash_key(key);
   Buckets b;
   std::vector<Match> all;

@@ -41,7 +41,7 @@ GlobalAddress lock_word_of_directory(GlobalAddress directory) {
 Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   const GlobalAddress sub = subtable_of(s, kh);
   SubtableHeader h{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  FARMEM_CO_TRY(co_await client_->read(sub, &h, sizeof(h)));
   if (h.local_depth > kMaxDepth || (kh.h1 & mask(h.local_depth)) != h.suffix) {
     co_return false;  // our directory is stale
   }
@@ -132,7 +132,7 @@ Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) 
       (void)batch.read(first + off, reinterpret_cast<char*>(buckets->data()) + off,
                        std::min(kSplitReadBytes, total - off));
     }
-    FARMEM_CO_RETURN_IF_ERROR(co_await batch.wait());
+    FARMEM_CO_TRY(co_await batch.wait());
   }
   // CAS every slot to word | frozen; a lost race (a concurrent insert, update or erase) is
   // retried with the value found. Only the lock holder sets the bit.
@@ -161,7 +161,7 @@ Task<Status> HashTable::freeze(GlobalAddress sub, std::vector<Bucket>* buckets) 
                                                    static_cast<uint32_t>(idx % kSlotsPerBucket)),
                         w, w | kSlotFrozenBit, &found[i]);
       }
-      FARMEM_CO_RETURN_IF_ERROR(co_await batch.wait());
+      FARMEM_CO_TRY(co_await batch.wait());
       for (size_t i = 0; i < n; ++i) {
         uint64_t idx = todo[at + i];
         uint64_t& w = (*buckets)[idx / kSlotsPerBucket].slots[idx % kSlotsPerBucket];
@@ -202,7 +202,7 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
     std::vector<Match> cands;
     for (size_t i = 0; i < n; ++i) cands.push_back(Match{0, 0, items[first + i].word, 0, 0});
     std::vector<std::string> bufs;
-    FARMEM_CO_RETURN_IF_ERROR(co_await read_blocks(s, cands, &bufs, nullptr));
+    FARMEM_CO_TRY(co_await read_blocks(s, cands, &bufs, nullptr));
     for (size_t i = 0; i < n; ++i) {
       KvBlockView v;
       size_t need = 0;
@@ -231,7 +231,7 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
     auto a = co_await client_->allocate_on(s.node, sub_bytes, 4096, object_.owner(s.node));
     if (!a.ok()) co_return a.status();
     halves[side] = *a;
-    FARMEM_CO_RETURN_IF_ERROR(co_await client_->write(*a, image.data(), image.size()));
+    FARMEM_CO_TRY(co_await client_->write(*a, image.data(), image.size()));
   }
   (void)sub;
   co_return OkStatus();
@@ -282,10 +282,10 @@ Task<Result<std::unique_ptr<LeaseLock>>> HashTable::lock_directory(Shard& s) {
   // An intent still recorded is a change its publisher announced but may not have finished
   // (it died holding the lock, or failed part-way): redo it (idempotent).
   DirectoryHeader h{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, &h, sizeof(h)));
+  FARMEM_CO_TRY(co_await client_->read(s.directory, &h, sizeof(h)));
   if (h.intent_sub != 0) {
-    FARMEM_CO_RETURN_IF_ERROR(co_await apply_intent(s, h));
-    if (a->taken_over) FARMEM_CO_RETURN_IF_ERROR(co_await retire_orphan(s, h.intent_sub));
+    FARMEM_CO_TRY(co_await apply_intent(s, h));
+    if (a->taken_over) FARMEM_CO_TRY(co_await retire_orphan(s, h.intent_sub));
   }
   co_return lock;
 }
@@ -295,15 +295,14 @@ Task<Status> HashTable::retire_orphan(Shard& s, uint64_t sub_offset) {
   // over (so that exactly one client retires it) and retire it.
   const GlobalAddress sub(s.node, sub_offset);
   SubtableHeader h{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  FARMEM_CO_TRY(co_await client_->read(sub, &h, sizeof(h)));
   if (h.retired != 0 || h.lock == 0) co_return OkStatus();
   LeaseLock lock(client_, sub, 0);
   auto a = co_await lock.try_acquire();
   if (!a.ok()) co_return a.status();
   if (!a->taken_over) co_return OkStatus();  // its splitter lives on and retires it itself
   const uint64_t one = 1;
-  FARMEM_CO_RETURN_IF_ERROR(
-      co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
+  FARMEM_CO_TRY(co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
   Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                          Reclaimer::Kind::kNodeBlock);
   co_return rs;
@@ -311,14 +310,14 @@ Task<Status> HashTable::retire_orphan(Shard& s, uint64_t sub_offset) {
 
 Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
   DirectoryHeader cur{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory, &cur, sizeof(cur)));
+  FARMEM_CO_TRY(co_await client_->read(s.directory, &cur, sizeof(cur)));
   const uint32_t g = directory_depth(cur.global_depth);
   const auto d = static_cast<uint32_t>(intent.intent_dx >> 32);
   const auto x = static_cast<uint32_t>(intent.intent_dx & 0xFFFFFFFFu);
   if (g > kMaxDepth || d >= kMaxDepth) co_return ProtocolError("hash table directory is corrupt");
   std::vector<uint64_t> entries(size_t{1} << g);
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(s.directory + sizeof(DirectoryHeader),
-                                                   entries.data(), 8 * entries.size()));
+  FARMEM_CO_TRY(co_await client_->read(s.directory + sizeof(DirectoryHeader), entries.data(),
+                                       8 * entries.size()));
   // Entries first (readers only look below the published depth, and check bucket headers),
   // then depth and epoch. Recomputed from the current entries, so running it twice is harmless.
   const uint32_t new_g = std::max(g, d + 1);
@@ -404,7 +403,7 @@ Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, u
 Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
   LeaseLock lock(client_, sub, lease_check_ns());
   SubtableHeader h{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  FARMEM_CO_TRY(co_await client_->read(sub, &h, sizeof(h)));
   if (h.retired != 0) co_return OkStatus();  // published and retired by its splitter
   // Is it published? (Taking the directory lock first finishes an announced change.)
   {
@@ -413,19 +412,18 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
     Status rel = co_await (*dl)->release();
     if (!rel.ok()) co_return rel;
   }
-  FARMEM_CO_RETURN_IF_ERROR(co_await refresh_directory(s));
+  FARMEM_CO_TRY(co_await refresh_directory(s));
   bool pointed = false;
   for (uint64_t e : s.entries) pointed = pointed || dir_entry_offset(e) == sub.offset();
   if (!pointed || (h.half0 != 0 && h.half1 != 0)) {
     if (pointed) {
       bool maybe_published = false;
-      FARMEM_CO_RETURN_IF_ERROR(
-          co_await publish_split(s, sub, h.local_depth, h.suffix, GlobalAddress(s.node, h.half0),
-                                 GlobalAddress(s.node, h.half1), &maybe_published));
+      FARMEM_CO_TRY(co_await publish_split(s, sub, h.local_depth, h.suffix,
+                                           GlobalAddress(s.node, h.half0),
+                                           GlobalAddress(s.node, h.half1), &maybe_published));
     }
     const uint64_t one = 1;
-    FARMEM_CO_RETURN_IF_ERROR(
-        co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
+    FARMEM_CO_TRY(co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
     Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                            Reclaimer::Kind::kNodeBlock);
     co_return rs;
@@ -439,7 +437,7 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
 Task<Status> HashTable::repair_stuck_split(Shard& s, const KeyHash& kh) {
   const GlobalAddress sub = subtable_of(s, kh);
   SubtableHeader h{};
-  FARMEM_CO_RETURN_IF_ERROR(co_await client_->read(sub, &h, sizeof(h)));
+  FARMEM_CO_TRY(co_await client_->read(sub, &h, sizeof(h)));
   if (h.lock != 0 && h.retired == 0) {
     LeaseLock lock(client_, sub, 0);
     auto a = co_await lock.try_acquire();
@@ -455,8 +453,7 @@ Task<Status> HashTable::repair_stuck_split(Shard& s, const KeyHash& kh) {
     }
   }
   uint64_t holder = 0;
-  FARMEM_CO_RETURN_IF_ERROR(
-      co_await client_->read(lock_word_of_directory(s.directory), &holder, 8));
+  FARMEM_CO_TRY(co_await client_->read(lock_word_of_directory(s.directory), &holder, 8));
   if (holder == 0) co_return OkStatus();
   LeaseLock dir_lock(client_, lock_word_of_directory(s.directory), 0);
   auto gone = co_await dir_lock.holder_gone(holder);

@@ -67,11 +67,11 @@ Status take_ranges(Reader* r, uint32_t n, uint64_t elem_bytes, uint64_t region_b
   *total = 0;
   for (uint32_t i = 0; i < n; ++i) {
     w::Range& g = (*out)[i];
-    FARMEM_RETURN_IF_ERROR(r->take(&g, "range"));
+    FARMEM_TRY(r->take(&g, "range"));
     if (g.reserved != 0) return ProtocolError("reserved range field not 0");
     if (g.count == 0) return InvalidArgument("empty range");
     if (g.offset % 8 != 0 && elem_bytes == 8) return InvalidArgument("unaligned 8-byte range");
-    FARMEM_RETURN_IF_ERROR(check_span(g.offset, uint64_t{g.count} * elem_bytes, region_bytes));
+    FARMEM_TRY(check_span(g.offset, uint64_t{g.count} * elem_bytes, region_bytes));
     *total += g.count;
   }
   return OkStatus();
@@ -182,10 +182,10 @@ void aggregate_typed(const uint8_t* region, const w::AggregateRequest& q,
 
 Status aggregate(const uint8_t* region, uint64_t region_bytes, Reader r, std::string* out) {
   w::AggregateRequest q;
-  FARMEM_RETURN_IF_ERROR(r.take(&q, "aggregate request"));
-  FARMEM_RETURN_IF_ERROR(check_type(q.type));
+  FARMEM_TRY(r.take(&q, "aggregate request"));
+  FARMEM_TRY(check_type(q.type));
   if (q.pred > static_cast<uint8_t>(w::Pred::kIn)) return InvalidArgument("unknown predicate");
-  if (q.pred != 0) FARMEM_RETURN_IF_ERROR(check_type(q.pred_type));
+  if (q.pred != 0) FARMEM_TRY(check_type(q.pred_type));
   if (q.pred == 0 && (q.pred_type != 0 || q.a != 0 || q.b != 0)) {
     return ProtocolError("predicate fields set without a predicate");
   }
@@ -193,17 +193,17 @@ Status aggregate(const uint8_t* region, uint64_t region_bytes, Reader r, std::st
   if (q.n_ranges == 0 || q.n_ranges > w::kMaxRanges) return InvalidArgument("bad range count");
   std::vector<w::Range> vals, preds, groups;
   uint64_t total = 0, t2 = 0;
-  FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
+  FARMEM_TRY(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
   if (total > w::kMaxScanElements) return InvalidArgument("request scans too many elements");
   if (q.pred != 0) {
-    FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_ranges, 8, region_bytes, &preds, &t2));
-    FARMEM_RETURN_IF_ERROR(check_parallel(vals, preds));
+    FARMEM_TRY(take_ranges(&r, q.n_ranges, 8, region_bytes, &preds, &t2));
+    FARMEM_TRY(check_parallel(vals, preds));
   }
   if (q.grouped) {
-    FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_ranges, 8, region_bytes, &groups, &t2));
-    FARMEM_RETURN_IF_ERROR(check_parallel(vals, groups));
+    FARMEM_TRY(take_ranges(&r, q.n_ranges, 8, region_bytes, &groups, &t2));
+    FARMEM_TRY(check_parallel(vals, groups));
   }
-  FARMEM_RETURN_IF_ERROR(r.done());
+  FARMEM_TRY(r.done());
   switch (static_cast<w::ElemType>(q.type)) {
     case w::ElemType::kU64:
       aggregate_typed<uint64_t>(region, q, vals, preds, groups, out);
@@ -220,8 +220,8 @@ Status aggregate(const uint8_t* region, uint64_t region_bytes, Reader r, std::st
 
 Status filter(const uint8_t* region, uint64_t region_bytes, Reader r, std::string* out) {
   w::FilterRequest q;
-  FARMEM_RETURN_IF_ERROR(r.take(&q, "filter request"));
-  FARMEM_RETURN_IF_ERROR(check_type(q.type));
+  FARMEM_TRY(r.take(&q, "filter request"));
+  FARMEM_TRY(check_type(q.type));
   if (q.pred == 0 || q.pred > static_cast<uint8_t>(w::Pred::kIn)) {
     return InvalidArgument("filter needs a predicate");
   }
@@ -229,9 +229,9 @@ Status filter(const uint8_t* region, uint64_t region_bytes, Reader r, std::strin
   if (q.n_ranges == 0 || q.n_ranges > w::kMaxRanges) return InvalidArgument("bad range count");
   std::vector<w::Range> vals;
   uint64_t total = 0;
-  FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
+  FARMEM_TRY(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
   if (total > w::kMaxScanElements) return InvalidArgument("request scans too many elements");
-  FARMEM_RETURN_IF_ERROR(r.done());
+  FARMEM_TRY(r.done());
   w::FilterReply rep{total, 0};
   std::string bits((total + 7) / 8, '\0');
   uint64_t pos = 0;
@@ -250,7 +250,7 @@ Status filter(const uint8_t* region, uint64_t region_bytes, Reader r, std::strin
 
 Status gather(uint8_t* region, uint64_t region_bytes, Reader r) {
   w::GatherRequest q;
-  FARMEM_RETURN_IF_ERROR(r.take(&q, "gather request"));
+  FARMEM_TRY(r.take(&q, "gather request"));
   if (q.elem_bytes == 0 || q.elem_bytes > w::kMaxGatherElemBytes) {
     return InvalidArgument("gather element size out of range");
   }
@@ -260,11 +260,11 @@ Status gather(uint8_t* region, uint64_t region_bytes, Reader r) {
   }
   std::vector<w::Range> src, dst;
   uint64_t src_total = 0, dst_total = 0;
-  FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_src, q.elem_bytes, region_bytes, &src, &src_total));
+  FARMEM_TRY(take_ranges(&r, q.n_src, q.elem_bytes, region_bytes, &src, &src_total));
   const uint8_t* idx_bytes = nullptr;
-  FARMEM_RETURN_IF_ERROR(r.take_bytes(size_t{q.n_idx} * 4, &idx_bytes, "gather indices"));
-  FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_dst, q.elem_bytes, region_bytes, &dst, &dst_total));
-  FARMEM_RETURN_IF_ERROR(r.done());
+  FARMEM_TRY(r.take_bytes(size_t{q.n_idx} * 4, &idx_bytes, "gather indices"));
+  FARMEM_TRY(take_ranges(&r, q.n_dst, q.elem_bytes, region_bytes, &dst, &dst_total));
+  FARMEM_TRY(r.done());
   if (dst_total != q.n_idx) return InvalidArgument("destination ranges do not hold the indices");
   std::vector<uint64_t> starts(src.size() + 1, 0);
   for (size_t i = 0; i < src.size(); ++i) starts[i + 1] = starts[i] + src[i].count;
@@ -290,22 +290,22 @@ Status gather(uint8_t* region, uint64_t region_bytes, Reader r) {
 
 Status hash_lookup(const uint8_t* region, uint64_t region_bytes, Reader r, std::string* out) {
   w::HashLookupRequest q;
-  FARMEM_RETURN_IF_ERROR(r.take(&q, "hash lookup request"));
+  FARMEM_TRY(r.take(&q, "hash lookup request"));
   if (q.key_bytes == 0 || q.key_bytes > w::kMaxHashKeyBytes ||
       q.value_bytes > w::kMaxHashValueBytes || q.slots == 0 || q.slots > 1024 || q.n_buckets == 0 ||
       q.n_buckets > w::kMaxHashBuckets) {
     return InvalidArgument("hash lookup sizes out of range");
   }
   const uint8_t* key = nullptr;
-  FARMEM_RETURN_IF_ERROR(r.take_bytes(q.key_bytes, &key, "hash key"));
+  FARMEM_TRY(r.take_bytes(q.key_bytes, &key, "hash key"));
   const uint64_t slot = uint64_t{q.key_bytes} + q.value_bytes;
   const uint64_t bucket_bytes = sizeof(w::BucketHeader) + slot * q.slots;
   std::vector<uint64_t> buckets(q.n_buckets);
   for (auto& b : buckets) {
-    FARMEM_RETURN_IF_ERROR(r.take(&b, "bucket offset"));
-    FARMEM_RETURN_IF_ERROR(check_span(b, bucket_bytes, region_bytes));
+    FARMEM_TRY(r.take(&b, "bucket offset"));
+    FARMEM_TRY(check_span(b, bucket_bytes, region_bytes));
   }
-  FARMEM_RETURN_IF_ERROR(r.done());
+  FARMEM_TRY(r.done());
   w::HashLookupReply rep{static_cast<uint8_t>(w::HashOutcome::kGoOn), {0, 0, 0}, 0};
   for (uint32_t bi = 0; bi < buckets.size(); ++bi) {
     const uint8_t* b = region + buckets[bi];
@@ -364,16 +364,16 @@ void top_k_typed(const uint8_t* region, const std::vector<w::Range>& vals, uint3
 
 Status top_k(const uint8_t* region, uint64_t region_bytes, Reader r, std::string* out) {
   w::TopKRequest q;
-  FARMEM_RETURN_IF_ERROR(r.take(&q, "top-k request"));
-  FARMEM_RETURN_IF_ERROR(check_type(q.type));
+  FARMEM_TRY(r.take(&q, "top-k request"));
+  FARMEM_TRY(check_type(q.type));
   if (q.reserved0 != 0) return ProtocolError("reserved top-k field not 0");
   if (q.k == 0 || q.k > w::kMaxTopK) return InvalidArgument("k out of range");
   if (q.n_ranges == 0 || q.n_ranges > w::kMaxRanges) return InvalidArgument("bad range count");
   std::vector<w::Range> vals;
   uint64_t total = 0;
-  FARMEM_RETURN_IF_ERROR(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
+  FARMEM_TRY(take_ranges(&r, q.n_ranges, 8, region_bytes, &vals, &total));
   if (total > w::kMaxScanElements) return InvalidArgument("request scans too many elements");
-  FARMEM_RETURN_IF_ERROR(r.done());
+  FARMEM_TRY(r.done());
   switch (static_cast<w::ElemType>(q.type)) {
     case w::ElemType::kU64:
       top_k_typed<uint64_t>(region, vals, q.k, out);

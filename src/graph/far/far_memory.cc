@@ -129,7 +129,7 @@ class FarMemory : public GraphMemory {
       if (a == paged::Advice::kRandom) continue;
       if (Status s = file_->advise(e.offset, e.bytes, a); !s.ok()) return s;
     }
-    if (o_.validate) FARMEM_RETURN_IF_ERROR(check_fmg_sections(graph_, path));
+    if (o_.validate) FARMEM_TRY(check_fmg_sections(graph_, path));
     if (ro.page_bytes <= o_.page_bytes || !o_.sparse_view) return OkStatus();
     // The sparse view: the file again on small pages, random advice (no read-ahead).
     paged::RegionOptions small;

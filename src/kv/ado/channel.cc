@@ -316,7 +316,7 @@ Result<Done> decode_done(const Message& m) {
   d.work_id = m.header.id;
   d.flags = dm.flags;
   d.reply.assign(r.rest());
-  FARMEM_RETURN_IF_ERROR(validate_reply(d.reply));
+  FARMEM_TRY(validate_reply(d.reply));
   return d;
 }
 

@@ -121,7 +121,7 @@ Status AdoHost::launch(const Launch& l) {
   info.param_count = static_cast<uint32_t>(params.size());
   info.flags = l.flags;
   for (auto& p : plugins_) {
-    FARMEM_RETURN_IF_ERROR(p.launch(info, reinterpret_cast<farmem_ado_store*>(this), &ops_));
+    FARMEM_TRY(p.launch(info, reinterpret_cast<farmem_ado_store*>(this), &ops_));
   }
   return OkStatus();
 }
@@ -219,7 +219,7 @@ Result<std::string> AdoHost::next_message(uint64_t deadline_ns, bool use_inbox) 
     if (n < 0 && errno != EINTR) {
       return Internal(fmt::format("poll on the ADO channel: {}", std::strerror(errno)));
     }
-    if (n == 0 && options_.idle) FARMEM_RETURN_IF_ERROR(options_.idle());
+    if (n == 0 && options_.idle) FARMEM_TRY(options_.idle());
   }
 }
 
@@ -235,7 +235,7 @@ Status AdoHost::send(std::string_view message) {
 }
 
 Status AdoHost::call(const Callback& c, std::string* payload) {
-  FARMEM_RETURN_IF_ERROR(send(encode_callback(c)));
+  FARMEM_TRY(send(encode_callback(c)));
   uint64_t deadline = now_ns() + (timeout_ns_ != 0 ? timeout_ns_ : 10'000 * kNsPerMs);
   for (;;) {
     Result<std::string> raw = next_message(deadline, false);

@@ -87,7 +87,7 @@ Task<bool> Pool::read_record(const RecordLocation& loc, std::string_view key, st
 }
 
 Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   StoreStats& st = store_->stats_;
   ++st.gets;
   uint64_t hash = 0;
@@ -138,7 +138,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
       if (one_sided_) store_->cache_.forget(id_, hash);
       co_return false;
     }
-    FARMEM_CO_RETURN_IF_ERROR(op_status(r.status, w::KvOp::kGet, name_, key.size()));
+    FARMEM_CO_TRY(op_status(r.status, w::KvOp::kGet, name_, key.size()));
     if ((r.flags & w::kReplyNeedsLocate) == 0) {
       if (one_sided_) remember(hash, r);
       co_return true;
@@ -184,7 +184,7 @@ Task<Result<bool>> Pool::get_located(std::string_view key, std::string* value) {
 }
 
 Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t flags, bool* existed) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   if ((flags & ~kPutFlags) != 0)
     co_return InvalidArgument(fmt::format("unknown put flags {:#x}", flags));
   if (value.size() > w::kMaxValueBytes) {
@@ -212,7 +212,7 @@ Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t fla
 }
 
 Task<Status> Pool::erase(std::string_view key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   ++store_->stats_.erases;
   OpSlot slot;
   slot.op = w::KvOp::kErase;
@@ -232,7 +232,7 @@ Task<Result<w::KvLocateReply>> Pool::locate(std::string_view key, w::LocateMode 
                     &reply, sizeof(w::KvLocateReply));
   if (!s.ok()) co_return s;
   w::KvLocateReply r;
-  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   ++store_->stats_.locates;
   if (one_sided_ && mode != w::LocateMode::kRead) {
     store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
@@ -247,7 +247,7 @@ Task<Status> Pool::release(uint64_t token, uint32_t flags) {
 }
 
 Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint64_t capacity) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   auto loc = co_await locate(key, w::LocateMode::kRead, 0, 0, 0);
   if (!loc.ok()) co_return loc.status();
   const uint64_t bytes = std::min(loc->length, loc->value_bytes);
@@ -266,7 +266,7 @@ Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint
 
 Task<Status> Pool::put_direct(std::string_view key, const void* value, uint64_t bytes,
                               uint8_t flags, bool* existed) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   if ((flags & ~kPutFlags) != 0)
     co_return InvalidArgument(fmt::format("unknown put flags {:#x}", flags));
   if (bytes > w::kMaxValueBytes) {
@@ -296,7 +296,7 @@ Task<Status> Pool::put_direct(std::string_view key, const void* value, uint64_t 
 
 Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, void* buffer,
                                         uint64_t length) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   if (length == 0) co_return uint64_t{0};
   // [offset, end of value): a range that runs past the end reads what there is.
   auto loc = co_await locate(key, w::LocateMode::kRead, 0, offset, 0);
@@ -314,7 +314,7 @@ Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, v
 
 Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void* data,
                                uint64_t length) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   if (length == 0) co_return OkStatus();
   auto loc = co_await locate(key, w::LocateMode::kWrite, 0, offset, length);
   if (!loc.ok()) co_return loc.status();
@@ -331,7 +331,7 @@ Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void
 }
 
 Task<Result<KeyLock>> Pool::lock(std::string_view key, LockMode mode) {
-  FARMEM_CO_RETURN_IF_ERROR(check_key(key));
+  FARMEM_CO_TRY(check_key(key));
   const auto m = mode == LockMode::kWrite ? w::LocateMode::kWrite : w::LocateMode::kRead;
   auto loc = co_await locate(key, m, 0, 0, 0);
   if (!loc.ok()) co_return loc.status();
@@ -339,7 +339,7 @@ Task<Result<KeyLock>> Pool::lock(std::string_view key, LockMode mode) {
 }
 
 Task<Status> Pool::unlock(const KeyLock& lock) {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   Status s = co_await release(lock.token, 0);
   co_return s;
 }
@@ -347,7 +347,7 @@ Task<Status> Pool::unlock(const KeyLock& lock) {
 // ---- index, attributes, configuration, ADO -----------------------------------------------
 
 Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   if (expression.empty() || expression.size() > w::kMaxFindExpressionBytes) {
     co_return InvalidArgument(
         fmt::format("find expressions are 1..{} bytes", w::kMaxFindExpressionBytes));
@@ -362,7 +362,7 @@ Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) 
     if (!s.ok()) co_return s;
     w::KvFindReply r;
     FindMatch m;
-    FARMEM_CO_RETURN_IF_ERROR(decode_find(reply.data(), reply.size(), &r, &m.key));
+    FARMEM_CO_TRY(decode_find(reply.data(), reply.size(), &r, &m.key));
     if ((r.flags & w::kFindMore) == 0) {
       m.position = r.position;
       co_return m;
@@ -379,25 +379,25 @@ Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) 
 }
 
 Task<Result<uint64_t>> Pool::attribute(w::Attribute attribute, std::string_view key) {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   if (key.size() > w::kMaxKeyBytes) co_return InvalidArgument("key too long");
   std::vector<uint8_t> reply;
   Status s = co_await call(w::KvOpcode::kAttribute, encode_attribute(handle_, attribute, key),
                            &reply, sizeof(w::KvAttributeReply));
   if (!s.ok()) co_return s;
   w::KvAttributeReply r;
-  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return r.value;
 }
 
 Task<Result<w::KvPoolInfo>> Pool::info() {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   std::vector<uint8_t> reply;
   Status s = co_await call(w::KvOpcode::kPoolInfo, encode_pool_ref(handle_), &reply,
                            sizeof(w::KvPoolInfo));
   if (!s.ok()) co_return s;
   w::KvPoolInfo r;
-  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return r;
 }
 
@@ -407,7 +407,7 @@ Task<Result<uint64_t>> Pool::count() {
 }
 
 Task<Status> Pool::configure(std::string_view command) {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   if (command.empty() || command.size() > w::kMaxConfigureBytes) {
     co_return InvalidArgument(
         fmt::format("configure commands are 1..{} bytes", w::kMaxConfigureBytes));
@@ -421,7 +421,7 @@ Task<Status> Pool::configure(std::string_view command) {
 Task<Result<AdoResult>> Pool::invoke(w::KvOpcode opcode, std::string_view key,
                                      std::string_view value, std::string_view request,
                                      uint32_t flags, uint64_t value_size) {
-  FARMEM_CO_RETURN_IF_ERROR(check_open());
+  FARMEM_CO_TRY(check_open());
   if (key.size() > w::kMaxKeyBytes || request.size() > w::kMaxAdoRequestBytes ||
       sizeof(w::KvAdoRequest) + key.size() + value.size() + request.size() >
           w::kMaxRpcPayloadBytes) {
@@ -439,7 +439,7 @@ Task<Result<AdoResult>> Pool::invoke(w::KvOpcode opcode, std::string_view key,
                            &reply, w::kMaxRpcPayloadBytes);
   if (!s.ok()) co_return s;
   AdoResult r;
-  FARMEM_CO_RETURN_IF_ERROR(decode_ado(reply.data(), reply.size(), &r));
+  FARMEM_CO_TRY(decode_ado(reply.data(), reply.size(), &r));
   if (one_sided_ && !key.empty()) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
   co_return r;
 }

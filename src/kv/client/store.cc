@@ -120,7 +120,7 @@ Task<Status> Store::call(uint16_t node, w::KvOpcode opcode, std::string request,
 Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, std::string name,
                                                           uint64_t capacity_bytes,
                                                           uint64_t expected_count, uint32_t flags) {
-  FARMEM_CO_RETURN_IF_ERROR(check_name(name));
+  FARMEM_CO_TRY(check_name(name));
   if ((flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly | w::kPoolTemporary)) != 0) {
     co_return InvalidArgument(fmt::format("unknown pool flags {:#x}", flags));
   }
@@ -131,7 +131,7 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, st
                     &reply, sizeof(w::KvPoolReply));
   if (!s.ok()) co_return s;
   w::KvPoolReply r;
-  FARMEM_CO_RETURN_IF_ERROR(decode_fixed(reply.data(), reply.size(), &r));
+  FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return std::unique_ptr<Pool>(new Pool(this, std::move(name), node, r, next_pool_id_++));
 }
 
@@ -165,7 +165,7 @@ Task<Status> Store::close_pool(Pool& pool) {
 }
 
 Task<Status> Store::delete_pool(std::string name) {
-  FARMEM_CO_RETURN_IF_ERROR(check_name(name));
+  FARMEM_CO_TRY(check_name(name));
   std::vector<uint8_t> reply;
   Status s = co_await call(node_of(name), w::KvOpcode::kPoolDelete,
                            encode_pool_request(name, 0, 0, 0), &reply, 0);
@@ -182,8 +182,7 @@ Task<Result<std::vector<PoolListing>>> Store::list_pools() {
                                w::kMaxRpcPayloadBytes);
       if (!s.ok()) co_return s;
       uint32_t entries = 0, total = 0;
-      FARMEM_CO_RETURN_IF_ERROR(
-          decode_list(reply.data(), reply.size(), n.node_id, &all, &entries, &total));
+      FARMEM_CO_TRY(decode_list(reply.data(), reply.size(), n.node_id, &all, &entries, &total));
       start += entries;
       if (entries == 0 || start >= total) break;
     }
@@ -197,7 +196,7 @@ Task<Result<std::vector<w::KvShardStats>>> Store::shard_stats(uint16_t node) {
       co_await call(node, w::KvOpcode::kShardStats, std::string(), &reply, w::kMaxRpcPayloadBytes);
   if (!s.ok()) co_return s;
   std::vector<w::KvShardStats> out;
-  FARMEM_CO_RETURN_IF_ERROR(decode_shard_stats(reply.data(), reply.size(), &out));
+  FARMEM_CO_TRY(decode_shard_stats(reply.data(), reply.size(), &out));
   co_return out;
 }
 

@@ -309,9 +309,8 @@ Status AdoManager::prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work) {
     KeyInfo info;
     bool existed = false;
     uint8_t put_flags = (job.flags & w::kAdoNoOverwrite) ? w::kPutDontOverwrite : 0;
-    FARMEM_RETURN_IF_ERROR(pool.put(job.key, job.value.data(),
-                                    static_cast<uint32_t>(job.value.size()), put_flags, now, &info,
-                                    &existed));
+    FARMEM_TRY(pool.put(job.key, job.value.data(), static_cast<uint32_t>(job.value.size()),
+                        put_flags, now, &info, &existed));
   }
   if (job.key.empty()) return OkStatus();
   Result<LockGrant> g = Status(Internal("unset"));
@@ -573,7 +572,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
             "erase_key of a key this invocation holds (the target: return "
             "FARMEM_ADO_ERASE_TARGET; others: unlock_key first)");
       }
-      FARMEM_RETURN_IF_ERROR(pool.erase(c.key, now));
+      FARMEM_TRY(pool.erase(c.key, now));
       if (a.proc.process) a.proc.process->send_event(FARMEM_ADO_EVENT_ERASE, c.key);
       return std::string();
     }
@@ -589,7 +588,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       } else {
         // A value this invocation created (not yet published): a new one of the new size.
         std::string old(reinterpret_cast<const char*>(shard_.region().at(g->address)), g->bytes);
-        FARMEM_RETURN_IF_ERROR(pool.release(owner, g->token, w::kReleaseAbort, now));
+        FARMEM_TRY(pool.release(owner, g->token, w::kReleaseAbort, now));
         ng = pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, 0, now);
         if (!ng.ok()) {  // the created value is gone with its lock
           std::erase_if(job->grants, [&](const Grant& x) { return x.key == c.key; });
@@ -661,7 +660,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       }
       Grant* g = held(c.key);
       if (g == nullptr) return NotFound("this invocation holds no lock on that key");
-      FARMEM_RETURN_IF_ERROR(pool.release(owner, g->token, 0, now));
+      FARMEM_TRY(pool.release(owner, g->token, 0, now));
       std::erase_if(job->grants, [&](const Grant& x) { return x.key == c.key; });
       return std::string();
     }

@@ -60,7 +60,7 @@ Result<uint64_t> PoolAllocator::allocate(uint64_t bytes, uint64_t now_ns) {
   const uint64_t need = class_bytes_[static_cast<size_t>(c)];
   if (bump_end_ - bump_ < need) {
     carve_rest();
-    FARMEM_RETURN_IF_ERROR(refill());
+    FARMEM_TRY(refill());
   }
   const uint64_t off = bump_;
   bump_ += need;

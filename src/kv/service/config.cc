@@ -18,7 +18,7 @@ Result<KvServiceOptions> parse(const toml::table& root) {
   }
   static const std::set<std::string> known = {"record_grace_ms", "ado_plugin_dir", "ado_binary",
                                               "ado_timeout_ms", "ado_launch_retry_ms"};
-  FARMEM_RETURN_IF_ERROR(toml_config::check_keys(*t, "kv", known));
+  FARMEM_TRY(toml_config::check_keys(*t, "kv", known));
   auto grace = toml_config::get_int(*t, "kv", "record_grace_ms", 1000, 0, 3'600'000);
   if (!grace.ok()) return grace.status();
   o.record_grace_ms = static_cast<uint32_t>(*grace);
@@ -28,9 +28,9 @@ Result<KvServiceOptions> parse(const toml::table& root) {
   auto retry = toml_config::get_int(*t, "kv", "ado_launch_retry_ms", 1000, 0, 3'600'000);
   if (!retry.ok()) return retry.status();
   o.ado_launch_retry_ms = static_cast<uint32_t>(*retry);
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "kv", "ado_plugin_dir", &o.ado_plugin_dir));
-  FARMEM_RETURN_IF_ERROR(toml_config::get_string(*t, "kv", "ado_binary", &o.ado_binary));
-  FARMEM_RETURN_IF_ERROR(o.validate());
+  FARMEM_TRY(toml_config::get_string(*t, "kv", "ado_plugin_dir", &o.ado_plugin_dir));
+  FARMEM_TRY(toml_config::get_string(*t, "kv", "ado_binary", &o.ado_binary));
+  FARMEM_TRY(o.validate());
   return o;
 }
 

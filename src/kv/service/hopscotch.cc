@@ -100,10 +100,10 @@ bool HopscotchIndex::place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t 
 
 Result<uint64_t> HopscotchIndex::insert(uint64_t hash, uint64_t record, uint64_t epoch_ns,
                                         uint64_t now_ns) {
-  if ((size_ + 1) * 10 > slots_ * 9) FARMEM_RETURN_IF_ERROR(grow(now_ns));
+  if ((size_ + 1) * 10 > slots_ * 9) FARMEM_TRY(grow(now_ns));
   uint64_t at = 0;
   while (!place(buckets(), slots_, hash, record, epoch_ns, &at)) {
-    FARMEM_RETURN_IF_ERROR(grow(now_ns));
+    FARMEM_TRY(grow(now_ns));
   }
   ++size_;
   return at;

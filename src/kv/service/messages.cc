@@ -41,7 +41,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 template <typename Fixed>
 Status fixed_and_text(const Payload& p, const char* what, Fixed* fixed, uint32_t Fixed::*length,
                       uint64_t max, std::string_view* text) {
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, fixed, what));
+  FARMEM_TRY(read_fixed(p, fixed, what));
   auto t = exact_tail(p, sizeof(Fixed), fixed->*length, what);
   if (!t.ok()) return t.status();
   *text = *t;
@@ -80,11 +80,11 @@ Status check_pool_name(std::string_view name) {
 
 Result<PoolNameRequest> parse_pool_request(const Payload& p, w::KvOpcode op) {
   PoolNameRequest r;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &r.fixed, "pool"));
+  FARMEM_TRY(read_fixed(p, &r.fixed, "pool"));
   auto name = exact_tail(p, sizeof(r.fixed), r.fixed.name_bytes, "pool");
   if (!name.ok()) return name.status();
   r.name = *name;
-  FARMEM_RETURN_IF_ERROR(check_pool_name(r.name));
+  FARMEM_TRY(check_pool_name(r.name));
   const w::KvPoolRequest& f = r.fixed;
   if (op == w::KvOpcode::kPoolCreate) {
     if ((f.flags & ~(w::kPoolCreateOnly | w::kPoolReadOnly | w::kPoolTemporary)) != 0) {
@@ -115,7 +115,7 @@ Result<uint64_t> leading_pool_handle(const Payload& p) {
 }
 
 Status parse_ops(const Payload& p, w::KvOpsHeader* header, std::vector<OpView>* ops) {
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, header, "ops"));
+  FARMEM_TRY(read_fixed(p, header, "ops"));
   if (header->reserved != 0) return InvalidArgument("ops header: reserved field is not zero");
   if (header->count == 0 || header->count > w::kMaxOpsPerMessage) {
     return InvalidArgument(fmt::format("ops message holds {} ops, expected 1..{}", header->count,
@@ -170,7 +170,7 @@ Status parse_ops(const Payload& p, w::KvOpsHeader* header, std::vector<OpView>* 
 
 Result<LocateView> parse_locate(const Payload& p) {
   LocateView v;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &v.fixed, "locate"));
+  FARMEM_TRY(read_fixed(p, &v.fixed, "locate"));
   auto key = exact_tail(p, sizeof(v.fixed), v.fixed.key_bytes, "locate");
   if (!key.ok()) return key.status();
   v.key = *key;
@@ -199,8 +199,8 @@ Result<LocateView> parse_locate(const Payload& p) {
 
 Result<w::KvReleaseRequest> parse_release(const Payload& p) {
   w::KvReleaseRequest r;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &r, "release"));
-  FARMEM_RETURN_IF_ERROR(exact_tail(p, sizeof(r), 0, "release").status());
+  FARMEM_TRY(read_fixed(p, &r, "release"));
+  FARMEM_TRY(exact_tail(p, sizeof(r), 0, "release").status());
   if (r.reserved != 0) return InvalidArgument("release: reserved field is not zero");
   if ((r.flags & ~w::kReleaseAbort) != 0) return InvalidArgument("release: unknown flags");
   return r;
@@ -208,14 +208,14 @@ Result<w::KvReleaseRequest> parse_release(const Payload& p) {
 
 Result<FindView> parse_find(const Payload& p) {
   FindView v;
-  FARMEM_RETURN_IF_ERROR(fixed_and_text(p, "find", &v.fixed, &w::KvFindRequest::expression_bytes,
-                                        w::kMaxFindExpressionBytes, &v.expression));
+  FARMEM_TRY(fixed_and_text(p, "find", &v.fixed, &w::KvFindRequest::expression_bytes,
+                            w::kMaxFindExpressionBytes, &v.expression));
   return v;
 }
 
 Result<AttributeView> parse_attribute(const Payload& p) {
   AttributeView v;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &v.fixed, "attribute"));
+  FARMEM_TRY(read_fixed(p, &v.fixed, "attribute"));
   auto key = exact_tail(p, sizeof(v.fixed), v.fixed.key_bytes, "attribute");
   if (!key.ok()) return key.status();
   v.key = *key;
@@ -240,23 +240,22 @@ Result<AttributeView> parse_attribute(const Payload& p) {
 
 Result<ConfigureView> parse_configure(const Payload& p) {
   ConfigureView v;
-  FARMEM_RETURN_IF_ERROR(fixed_and_text(p, "configure", &v.fixed,
-                                        &w::KvConfigureRequest::command_bytes,
-                                        w::kMaxConfigureBytes, &v.command));
+  FARMEM_TRY(fixed_and_text(p, "configure", &v.fixed, &w::KvConfigureRequest::command_bytes,
+                            w::kMaxConfigureBytes, &v.command));
   return v;
 }
 
 Result<uint64_t> parse_pool_ref(const Payload& p, const char* what) {
   w::KvPoolRef r{};
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &r, what));
-  FARMEM_RETURN_IF_ERROR(exact_tail(p, sizeof(r), 0, what).status());
+  FARMEM_TRY(read_fixed(p, &r, what));
+  FARMEM_TRY(exact_tail(p, sizeof(r), 0, what).status());
   return r.pool;
 }
 
 Result<w::KvListRequest> parse_list(const Payload& p) {
   w::KvListRequest r;
-  FARMEM_RETURN_IF_ERROR(read_fixed(p, &r, "list"));
-  FARMEM_RETURN_IF_ERROR(exact_tail(p, sizeof(r), 0, "list").status());
+  FARMEM_TRY(read_fixed(p, &r, "list"));
+  FARMEM_TRY(exact_tail(p, sizeof(r), 0, "list").status());
   if (r.reserved != 0) return InvalidArgument("list: reserved field is not zero");
   return r;
 }

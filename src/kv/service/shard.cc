@@ -410,7 +410,7 @@ Status Shard::list(const Request& r, Out* out) {
 Status Shard::ops(const Request& r, Out* out) {
   w::KvOpsHeader h;
   std::vector<OpView> list;
-  FARMEM_RETURN_IF_ERROR(parse_ops(r.payload, &h, &list));
+  FARMEM_TRY(parse_ops(r.payload, &h, &list));
   auto p = open_pool(h.pool, r.session);
   if (!p.ok()) return p.status();
   Pool& pool = **p;
@@ -540,7 +540,7 @@ Status Shard::attribute(const Request& r, Out* out) {
   Pool& pool = **p;
   uint64_t value = 0;
   if (v->per_key) {
-    FARMEM_RETURN_IF_ERROR(pool.check_readable(v->key, r.session));
+    FARMEM_TRY(pool.check_readable(v->key, r.session));
     auto k = pool.lookup(v->key);
     if (!k.ok()) return k.status();
     switch (static_cast<w::Attribute>(v->fixed.attribute)) {

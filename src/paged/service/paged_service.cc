@@ -140,7 +140,7 @@ std::shared_ptr<memnode::Service> make_paged_service() { return std::make_shared
 
 Result<int> open_preload_file(const std::string& dir, std::string_view name) {
   if (dir.empty()) return PermissionDenied("preload refused: this node has no preload_dir");
-  FARMEM_RETURN_IF_ERROR(check_name(name));
+  FARMEM_TRY(check_name(name));
   Fd dfd{open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
   if (dfd.fd < 0) return Unavailable("preload: cannot open preload_dir " + dir);
   open_how how{};

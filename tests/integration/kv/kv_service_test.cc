@@ -46,7 +46,7 @@ class KvSession {
   template <typename T>
   Result<T> call_for(KvOpcode op, const std::string& request) {
     std::string reply;
-    FARMEM_RETURN_IF_ERROR(call(op, request, &reply));
+    FARMEM_TRY(call(op, request, &reply));
     if (reply.size() < sizeof(T)) return Internal("short reply");
     T v;
     std::memcpy(&v, reply.data(), sizeof(T));
@@ -80,7 +80,7 @@ class KvSession {
   };
   Result<std::vector<OpResult>> ops(uint64_t pool, const std::vector<OpSpec>& list) {
     std::string reply;
-    FARMEM_RETURN_IF_ERROR(call(KvOpcode::kOps, kv::testing::ops_request(pool, list), &reply));
+    FARMEM_TRY(call(KvOpcode::kOps, kv::testing::ops_request(pool, list), &reply));
     kw::KvOpsReplyHeader h;
     if (reply.size() < sizeof(h)) return Internal("short ops reply");
     std::memcpy(&h, reply.data(), sizeof(h));
@@ -144,7 +144,7 @@ class KvSession {
   };
   Result<Found> find(uint64_t pool, const std::string& expression, uint64_t start) {
     std::string reply;
-    FARMEM_RETURN_IF_ERROR(call(KvOpcode::kFind, kv::encode_find(pool, start, expression), &reply));
+    FARMEM_TRY(call(KvOpcode::kFind, kv::encode_find(pool, start, expression), &reply));
     kw::KvFindReply r;
     if (reply.size() < sizeof(r)) return Internal("short find reply");
     std::memcpy(&r, reply.data(), sizeof(r));
