@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "bench_harness.h"
+#include "farmem/bench/workload/rng.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
 #include "farmem/runtime/when_all.h"
-#include "farmem/workload/rng.h"
 #include "filter/filter_query.h"
 
 namespace farmem::apps {
@@ -46,7 +46,7 @@ std::string key_of(uint64_t i) { return fmt::format("rec{:09}", i); }
 
 std::string value_of(uint64_t seed, uint64_t i, size_t bytes) {
   std::string v(bytes, '\0');
-  workload::Rng rng = workload::Rng::for_thread(seed, static_cast<uint32_t>(i));
+  bench::workload::Rng rng = bench::workload::Rng::for_thread(seed, static_cast<uint32_t>(i));
   for (size_t f = 0; f + 8 <= bytes; f += 8) {
     int64_t x = static_cast<int64_t>(rng.next_u64() % 1000);
     std::memcpy(v.data() + f, &x, 8);

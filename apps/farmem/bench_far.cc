@@ -34,6 +34,8 @@
 #include <unordered_map>
 
 #include "bench_harness.h"
+#include "farmem/bench/workload/key_format.h"
+#include "farmem/bench/workload/scrambled_zipfian_chooser.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/local_budget.h"
 #include "farmem/common/units.h"
@@ -42,8 +44,6 @@
 #include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
 #include "farmem/paged/manager.h"
-#include "farmem/workload/key_format.h"
-#include "farmem/workload/scrambled_zipfian_chooser.h"
 #include "memory_cgroup.h"
 
 namespace farmem::apps {
@@ -78,7 +78,7 @@ struct Obj {
 };
 
 template <size_t N>
-Task<Status> cold_path_size(far::ThreadCache* cache, uint64_t n, workload::Rng* rng,
+Task<Status> cold_path_size(far::ThreadCache* cache, uint64_t n, bench::workload::Rng* rng,
                             double out[3]) {
   // Objects [0, n) are dereferenced (misses, then hits); [n, 2n), written and evicted with
   // them, are read raw, so that both start equally cold.
@@ -150,7 +150,7 @@ double perftest_ns(bool tcp, uint64_t bytes) {
 // `page_bytes`: `pages` pages are written, pushed out by a local buffer of 4 pages, then each
 // is read once in a shuffled order (the first read of a page faults and fetches it).
 Result<double> page_fault_ns(client::Cluster& cluster, uint64_t page_bytes, uint64_t pages,
-                             workload::Rng* rng) {
+                             bench::workload::Rng* rng) {
   paged::ManagerOptions mo;
   mo.local_bytes = 4 * page_bytes;
   auto m = paged::Manager::create(cluster, mo);
@@ -189,7 +189,7 @@ int run_cold_path(const BenchFarFlags& f) {
   int rc = 0;
   {
     far::ThreadCache cache(m->get(), *tc);
-    workload::Rng rng(f.bench.seed);
+    bench::workload::Rng rng(f.bench.seed);
     for (uint64_t size : {64, 4096}) {
       double r[3];
       Status s = size == 64 ? (*tc)->run(cold_path_size<64>(&cache, n, &rng, r))
@@ -270,7 +270,7 @@ struct FrontShape {
   uint64_t objects = 1;
   uint64_t keys() const { return per_request * requests; }
   uint64_t key(uint64_t r, uint64_t j) const { return key_of(r * per_request + j); }
-  uint64_t key_of(uint64_t index) const { return workload::scramble_index(index); }
+  uint64_t key_of(uint64_t index) const { return bench::workload::scramble_index(index); }
   uint64_t value_of(uint64_t index) const {
     return index % per_request == 0 ? index / per_request : 0;
   }
@@ -280,7 +280,7 @@ struct FrontShape {
 std::vector<uint64_t> load_order(const FrontShape& shape, uint64_t seed) {
   std::vector<uint64_t> order(shape.keys());
   for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-  workload::Rng rng(seed);
+  bench::workload::Rng rng(seed);
   for (uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next_u64() % i]);
   return order;
 }
@@ -316,8 +316,9 @@ Task<Result<uint64_t>> far_lookups(const FarFront& fe, uint64_t r) {
 }
 
 Task<void> far_client(BenchThread* t, FarFront fe,
-                      const workload::ScrambledZipfianChooser* requests, uint64_t stream) {
-  workload::Rng rng = workload::Rng::for_thread(t->seed(), t->index() * 1024 + stream);
+                      const bench::workload::ScrambledZipfianChooser* requests, uint64_t stream) {
+  bench::workload::Rng rng =
+      bench::workload::Rng::for_thread(t->seed(), t->index() * 1024 + stream);
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
@@ -375,8 +376,8 @@ uint64_t local_lookups(const LocalFront& fe, uint64_t r) {
 }
 
 void local_client(BenchThread* t, const LocalFront* fe,
-                  const workload::ScrambledZipfianChooser* requests) {
-  workload::Rng rng = t->rng();
+                  const bench::workload::ScrambledZipfianChooser* requests) {
+  bench::workload::Rng rng = t->rng();
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
@@ -513,8 +514,8 @@ uint64_t mapped_find(const MmapFront& m, uint64_t key) {
 }
 
 void mmap_client(BenchThread* t, const FrontShape* shape, const MmapFront* m,
-                 const workload::ScrambledZipfianChooser* requests) {
-  workload::Rng rng = t->rng();
+                 const bench::workload::ScrambledZipfianChooser* requests) {
+  bench::workload::Rng rng = t->rng();
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
@@ -563,7 +564,7 @@ Status prepare_mmap(const BenchFarFlags& f, const FrontShape& shape,
 
 void far_frontend_thread(const BenchFarFlags& f, const FrontShape& shape,
                          const std::vector<uint64_t>* order, far::Manager* manager,
-                         const workload::ScrambledZipfianChooser* requests, BenchThread& t,
+                         const bench::workload::ScrambledZipfianChooser* requests, BenchThread& t,
                          client::ThreadClient* c) {
   far::ThreadCache cache(manager, c);
   uint32_t log2 = 1;
@@ -601,7 +602,7 @@ int run_frontend(const BenchFarFlags& f) {
   if (!budget.ok()) return bench.fail(2, budget.status().to_string());
   const bool local = f.backend == "local";
   if (int rc = bench.connect(working_set * 2 + (512ull << 20)); rc != 0) return rc;
-  workload::ScrambledZipfianChooser requests(shape.requests, f.zipf_theta);
+  bench::workload::ScrambledZipfianChooser requests(shape.requests, f.zipf_theta);
   const std::vector<uint64_t> order = load_order(shape, f.bench.seed);
   // With --shared-budget the far or paged backend pays from a process-wide LocalBudget (the
   // path a process using both takes); its tenants' usage is printed at the end. It outlives both
@@ -725,7 +726,7 @@ struct Table {
 };
 
 Task<Status> load_table(Table t, uint64_t rows, uint64_t seed) {
-  workload::Rng rng(seed);
+  bench::workload::Rng rng(seed);
   for (uint64_t i = 0; i < rows; ++i) {
     const double d = static_cast<double>(rng.next_u64() % 3000) / 100;
     Status s = co_await t.distance->push_back(d);

@@ -24,7 +24,7 @@
 //    counters of the benchmark's own). Operations in flight at the stop are counted when they
 //    complete.
 //  * Seeds. --seed (default kDefaultBenchSeed) is in the result line and the report; thread i
-//    draws its randomness from BenchThread::rng() = workload::Rng::for_thread(seed, i).
+//    draws its randomness from BenchThread::rng() = bench::workload::Rng::for_thread(seed, i).
 //  * Output. Progress lines go to stderr once a second when --duration > 3 s; the result lines
 //    are the benchmark's, ended by result_suffix(); finish_report() adds "seed" and "unix_time".
 //
@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "commands.h"
+#include "farmem/bench/workload/rng.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/histogram.h"
 #include "farmem/common/status.h"
-#include "farmem/workload/rng.h"
 
 namespace farmem::apps {
 
@@ -84,7 +84,7 @@ class alignas(64) BenchThread {
   uint32_t index() const { return index_; }
   uint64_t seed() const { return seed_; }
   // This thread's random stream: Rng::for_thread(--seed, index()).
-  workload::Rng rng() const { return workload::Rng::for_thread(seed_, index_); }
+  bench::workload::Rng rng() const { return bench::workload::Rng::for_thread(seed_, index_); }
 
   // Done with this stage; waits until the main thread releases the next. False when the run
   // is stopping: the body should clean up and return.

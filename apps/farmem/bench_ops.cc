@@ -109,7 +109,7 @@ void thread_body(BenchThread& th, ThreadClient* c, client::Cluster* cluster, con
   if (!th.error().ok()) return;
   th.on_measure([pt, c] { pt->retries_base = c->backoff_policy().retries(); });
   if (th.arrive_and_wait()) {
-    workload::Rng rng = th.rng();
+    bench::workload::Rng rng = th.rng();
     for (uint32_t i = 0; i < sh->depth; ++i) {
       Status s = c->scheduler().spawn(issue_loop(c, sh, &th, pt, i, rng.next_u64()));
       if (!s.ok()) {

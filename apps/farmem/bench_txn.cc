@@ -98,7 +98,8 @@ Task<Status> execute(TxnClient* tc, const TxnWorkload* w, TxnParams p, uint32_t 
 
 Task<void> txn_client(BenchThread* t, TxnClient* tc, const TxnWorkload* w, uint32_t stream,
                       uint32_t max_attempts, ThreadState* st) {
-  workload::Rng rng = workload::Rng::for_thread(t->seed(), t->index() * 4096 + stream);
+  bench::workload::Rng rng =
+      bench::workload::Rng::for_thread(t->seed(), t->index() * 4096 + stream);
   TxnStream ids{t->index() * 4096ull + stream, 0};
   while (t->running()) {
     const TxnParams p = w->params(rng, &ids);

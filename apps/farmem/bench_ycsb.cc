@@ -26,6 +26,9 @@
 
 #include "bench_harness.h"
 #include "commands.h"
+#include "farmem/bench/workload/key_format.h"
+#include "farmem/bench/workload/op_generator.h"
+#include "farmem/bench/workload/value_format.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/btree/btree.h"
@@ -33,13 +36,11 @@
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
-#include "farmem/workload/key_format.h"
-#include "farmem/workload/op_generator.h"
-#include "farmem/workload/value_format.h"
 
 namespace farmem::apps {
 namespace {
 
+using bench::workload::OpType;
 using client::ThreadClient;
 using ds::btree::BTree;
 using ds::btree::BTreeOptions;
@@ -47,9 +48,8 @@ using ds::hash::HashStats;
 using ds::hash::HashTable;
 using ds::hash::HashTableOptions;
 using runtime::Task;
-using workload::OpType;
 
-constexpr int kOps = workload::kOpTypeCount;
+constexpr int kOps = bench::workload::kOpTypeCount;
 constexpr std::array<const char*, kOps> kOpNames = {"read", "update", "insert", "scan", "rmw"};
 constexpr uint64_t kLoadProgressNs = 2'000'000'000ull;
 
@@ -187,8 +187,8 @@ Task<void> load_loop(S* t, YcsbShared* sh, BenchThread* th, uint64_t first, uint
   const auto& f = *sh->flags;
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0');
   for (uint64_t i = first; i < f.records && !th->stopping(); i += stride) {
-    workload::format_key(i, f.key_bytes, key.data());
-    workload::fill_value(i, 0, f.value_bytes, value.data());
+    bench::workload::format_key(i, f.key_bytes, key.data());
+    bench::workload::fill_value(i, 0, f.value_bytes, value.data());
     Status s = co_await t->put(key, value);
     if (!s.ok()) {
       th->fail(s);
@@ -217,15 +217,15 @@ Task<Status> scan_op(BTree* t, const std::string& key, uint32_t length,
 
 template <typename S>
 Task<void> run_loop(S* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
-                    workload::OpGenerator* gen, uint64_t seed) {
+                    bench::workload::OpGenerator* gen, uint64_t seed) {
   const auto& f = *sh->flags;
-  workload::Rng rng(seed);
+  bench::workload::Rng rng(seed);
   std::string key(f.key_bytes, '\0'), value(f.value_bytes, '\0'), got;
   std::vector<std::pair<std::string, std::string>> range;
   uint64_t version = seed << 20;
   while (th->running()) {
-    workload::Op op = gen->next(rng);
-    workload::format_key(op.key, f.key_bytes, key.data());
+    bench::workload::Op op = gen->next(rng);
+    bench::workload::format_key(op.key, f.key_bytes, key.data());
     int type = static_cast<int>(op.type);
     uint64_t t0 = cycles();
     Status s;
@@ -237,12 +237,12 @@ Task<void> run_loop(S* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
         break;
       }
       case OpType::kUpdate:
-        workload::fill_value(op.key, ++version, f.value_bytes, value.data());
+        bench::workload::fill_value(op.key, ++version, f.value_bytes, value.data());
         s = co_await t->update(key, value);
         s = absent_is_miss(s, &pt->misses[type]);
         break;
       case OpType::kInsert:
-        workload::fill_value(op.key, 0, f.value_bytes, value.data());
+        bench::workload::fill_value(op.key, 0, f.value_bytes, value.data());
         s = co_await t->insert(key, value);
         if (s.code() == StatusCode::kAlreadyExists) s = OkStatus();
         break;
@@ -250,7 +250,7 @@ Task<void> run_loop(S* t, YcsbShared* sh, BenchThread* th, YcsbThread* pt,
         auto r = co_await t->get(key, &got);
         s = r.ok() ? OkStatus() : r.status();
         if (!s.ok()) break;
-        workload::fill_value(op.key, ++version, f.value_bytes, value.data());
+        bench::workload::fill_value(op.key, ++version, f.value_bytes, value.data());
         s = co_await t->update(key, value);
         s = absent_is_miss(s, &pt->misses[type]);
         break;
@@ -282,19 +282,19 @@ void load_stage(BenchThread& th, ThreadClient* c, S* t, YcsbShared* sh) {
 template <typename S>
 void run_stage(BenchThread& th, ThreadClient* c, S* t, YcsbShared* sh, YcsbThread* pt) {
   const auto& f = *sh->flags;
-  workload::OpGeneratorOptions go;
-  go.spec = *workload::workload_by_name(f.workload);
+  bench::workload::OpGeneratorOptions go;
+  go.spec = *bench::workload::workload_by_name(f.workload);
   go.spec.max_scan_length = f.max_scan_length;
   go.record_count = f.records;
-  go.distribution = *workload::distribution_by_name(f.distribution);
+  go.distribution = *bench::workload::distribution_by_name(f.distribution);
   go.zipf_theta = f.zipf;
   go.key_counter = &sh->key_counter;
-  auto gen = workload::OpGenerator::create(go);
+  auto gen = bench::workload::OpGenerator::create(go);
   if (!gen.ok()) {
     th.fail(gen.status());
     return;
   }
-  workload::Rng rng = th.rng();
+  bench::workload::Rng rng = th.rng();
   for (uint32_t k = 0; k < f.coroutines; ++k) {
     Status s = c->scheduler().spawn(run_loop(t, sh, &th, pt, &*gen, rng.next_u64()));
     if (!s.ok()) th.fail(s);
@@ -356,7 +356,7 @@ void thread_body(BenchThread& th, ThreadClient* c, YcsbShared* sh, YcsbThread* p
 // ---- Main thread, in order
 
 int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
-  auto spec = workload::workload_by_name(f.workload);
+  auto spec = bench::workload::workload_by_name(f.workload);
   if (!spec.ok()) return bench.fail(2, spec.status().to_string());
   if (spec->proportion(OpType::kScan) > 0 && f.structure == "hash") {
     return bench.fail(2, fmt::format("workload {} needs range scans, which --structure hash does "
@@ -372,10 +372,10 @@ int check_flags(const Bench& bench, const BenchYcsbFlags& f) {
     return bench.fail(2, fmt::format("--structure btree takes keys of at most {} bytes",
                                      ds::btree::kMaxKeyBytes));
   }
-  if (auto s = workload::validate_key_bytes(f.key_bytes); !s.ok()) {
+  if (auto s = bench::workload::validate_key_bytes(f.key_bytes); !s.ok()) {
     return bench.fail(2, s.to_string());
   }
-  if (!workload::distribution_by_name(f.distribution).ok()) {
+  if (!bench::workload::distribution_by_name(f.distribution).ok()) {
     return bench.fail(2, "--distribution must be zipfian or uniform");
   }
   return 0;

@@ -51,7 +51,7 @@ class SmallBank final : public TxnWorkload {
     }
     return OkStatus();
   }
-  TxnParams params(workload::Rng& rng, TxnStream*) const override {
+  TxnParams params(bench::workload::Rng& rng, TxnStream*) const override {
     TxnParams p;
     int r = static_cast<int>(rng.uniform(100));
     while (r >= kSbMix[p.type]) r -= kSbMix[p.type++];
@@ -66,7 +66,7 @@ class SmallBank final : public TxnWorkload {
   uint32_t replicas() const override { return savings_.replicas(); }
 
  private:
-  uint64_t account(workload::Rng& rng) const {
+  uint64_t account(bench::workload::Rng& rng) const {
     if (rng.uniform(100) < 90) return rng.uniform(hot_);
     return hot_ + rng.uniform(accounts_ - hot_);
   }

@@ -49,10 +49,10 @@ namespace farmem::apps {
 
 namespace {
 
+using bench::workload::Rng;
 using runtime::Task;
 using txn::Table;
 using txn::Transaction;
-using workload::Rng;
 using namespace tpcc;  // NOLINT: the key packings and constants
 
 enum TpccType { kNewOrder, kPayment, kOrderStatus, kDelivery, kStockLevel };

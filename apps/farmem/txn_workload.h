@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "bench_txn.h"
+#include "farmem/bench/workload/rng.h"
 #include "farmem/runtime/task.h"
 #include "farmem/txn/transaction.h"
-#include "farmem/workload/rng.h"
 
 namespace farmem::apps {
 
@@ -78,7 +78,7 @@ class TxnWorkload {
   // appends the rows of units [from, to) (an error: the data cannot be loaded as specified).
   virtual uint64_t load_units() const = 0;
   virtual Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const = 0;
-  virtual TxnParams params(workload::Rng& rng, TxnStream* stream) const = 0;
+  virtual TxnParams params(bench::workload::Rng& rng, TxnStream* stream) const = 0;
   // One attempt of the transaction p in x (not committed here). *delta: the workload's
   // invariant delta of this attempt, counted if it commits.
   virtual runtime::Task<Status> body(txn::Transaction& x, TxnParams p, int64_t* delta) const = 0;

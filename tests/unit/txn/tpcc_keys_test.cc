@@ -44,7 +44,7 @@ TEST(TpccKeys, FieldsDoNotOverlap) {
 }
 
 TEST(TpccKeys, NURandStaysInRangeAndIsSkewed) {
-  workload::Rng rng(farmem::testing::test_seed());
+  bench::workload::Rng rng(farmem::testing::test_seed());
   std::vector<uint32_t> names(1000), customers(3001);
   constexpr int kDraws = 200000;
   for (int i = 0; i < kDraws; ++i) {

@@ -19,10 +19,10 @@
 #include <atomic>
 #include <cstdint>
 
-#include "farmem/workload/rng.h"
-#include "farmem/workload/zipfian_chooser.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/zipfian_chooser.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 class LatestChooser {
  public:
@@ -49,4 +49,4 @@ class LatestChooser {
   ZipfianChooser zipf_;
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -1,9 +1,9 @@
-#include "farmem/workload/zipfian_chooser.h"
+#include "farmem/bench/workload/zipfian_chooser.h"
 
 #include <cassert>
 #include <cmath>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 // Up to this many terms are summed one by one; beyond, Euler-Maclaurin takes over. At x >= 1024
@@ -103,4 +103,4 @@ double ZipfianChooser::generated_mass_below(uint64_t k) const {
   return 1.0 - (1.0 - std::pow(ratio, 1.0 - theta_)) / eta_;
 }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

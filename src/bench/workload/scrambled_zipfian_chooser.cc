@@ -1,8 +1,8 @@
-#include "farmem/workload/scrambled_zipfian_chooser.h"
+#include "farmem/bench/workload/scrambled_zipfian_chooser.h"
 
 #include <xxhash.h>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 uint64_t ScrambledZipfianChooser::item_of_rank(uint64_t rank) const {
   unsigned char bytes[8];
@@ -10,4 +10,4 @@ uint64_t ScrambledZipfianChooser::item_of_rank(uint64_t rank) const {
   return XXH3_64bits(bytes, sizeof(bytes)) % zipf_.item_count();
 }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

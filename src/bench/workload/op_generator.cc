@@ -1,9 +1,9 @@
-#include "farmem/workload/op_generator.h"
+#include "farmem/bench/workload/op_generator.h"
 
 #include <limits>
 #include <string>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 constexpr int kMaxRedraws = 16;
@@ -119,4 +119,4 @@ Op OpGenerator::next(Rng& rng) {
   return op;
 }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -1,11 +1,11 @@
-#include "farmem/workload/workload_spec.h"
+#include "farmem/bench/workload/workload_spec.h"
 
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <string>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 std::string lower(std::string_view text) {
@@ -126,4 +126,4 @@ Result<WorkloadSpec> workload_by_name(std::string_view name) {
 
 std::span<const WorkloadSpec> core_workloads() { return core_table(); }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -22,9 +22,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "farmem/workload/rng.h"
+#include "farmem/bench/workload/rng.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 inline constexpr double kDefaultZipfTheta = 0.99;
 
@@ -75,4 +75,4 @@ class ZipfianChooser {
   double eta_;
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -1,12 +1,12 @@
 // Unit tests for WorkloadSpec, the YCSB core workloads and the name lookups.
-#include "farmem/workload/workload_spec.h"
+#include "farmem/bench/workload/workload_spec.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 struct Mix {
@@ -64,7 +64,8 @@ TEST(WorkloadSpecTest, UnknownNamesAreInvalidArgumentWithTheChoices) {
     EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
     const std::string message(spec.status().message());
     EXPECT_NE(message.find("a, b, c, d, e, f"), std::string::npos) << message;
-    EXPECT_NE(message.find("'" + std::string(name) + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find(std::string("'").append(name).append("'")), std::string::npos)
+        << message;
   }
 }
 
@@ -116,4 +117,4 @@ TEST(WorkloadSpecTest, ValidateRejectsBadMixes) {
 }
 
 }  // namespace
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -1,8 +1,8 @@
-#include "farmem/workload/value_format.h"
+#include "farmem/bench/workload/value_format.h"
 
-#include "farmem/workload/rng.h"
+#include "farmem/bench/workload/rng.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 uint64_t filler_seed(uint64_t index, uint64_t version) {
@@ -65,4 +65,4 @@ bool read_value_header(const char* value, size_t value_bytes, uint64_t* index, u
   return true;
 }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 // One step of splitmix64 over `state` (advances it). Also used to derive seeds.
 inline uint64_t splitmix64(uint64_t& state) {
@@ -71,4 +71,4 @@ class Rng {
   uint64_t s_[4];
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "farmem/workload/rng.h"
-#include "farmem/workload/uniform_chooser.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/uniform_chooser.h"
 #include "test_seed.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 using ::farmem::testing::test_seed;
@@ -147,4 +147,4 @@ TEST(UniformChooserTest, LargeRangeCoversBothEnds) {
 }
 
 }  // namespace
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -30,14 +30,14 @@
 #include <cstdint>
 #include <optional>
 
+#include "farmem/bench/workload/latest_chooser.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/scrambled_zipfian_chooser.h"
+#include "farmem/bench/workload/workload_spec.h"
+#include "farmem/bench/workload/zipfian_chooser.h"
 #include "farmem/common/result.h"
-#include "farmem/workload/latest_chooser.h"
-#include "farmem/workload/rng.h"
-#include "farmem/workload/scrambled_zipfian_chooser.h"
-#include "farmem/workload/workload_spec.h"
-#include "farmem/workload/zipfian_chooser.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 struct Op {
   OpType type = OpType::kRead;
@@ -87,4 +87,4 @@ class OpGenerator {
   std::optional<LatestChooser> latest_;
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

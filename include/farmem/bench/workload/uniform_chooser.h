@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "farmem/workload/rng.h"
+#include "farmem/bench/workload/rng.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 class UniformChooser {
  public:
@@ -21,4 +21,4 @@ class UniformChooser {
   uint64_t n_;
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

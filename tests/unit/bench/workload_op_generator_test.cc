@@ -9,12 +9,12 @@
 #include <thread>
 #include <vector>
 
-#include "farmem/workload/op_generator.h"
-#include "farmem/workload/rng.h"
-#include "farmem/workload/workload_spec.h"
+#include "farmem/bench/workload/op_generator.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/workload_spec.h"
 #include "test_seed.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 using ::farmem::testing::test_seed;
@@ -315,4 +315,4 @@ TEST(OpGeneratorTest, CustomMixIsNormalised) {
 }
 
 }  // namespace
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -9,13 +9,13 @@
 #include <set>
 #include <vector>
 
-#include "farmem/workload/latest_chooser.h"
-#include "farmem/workload/rng.h"
-#include "farmem/workload/scrambled_zipfian_chooser.h"
-#include "farmem/workload/zipfian_chooser.h"
+#include "farmem/bench/workload/latest_chooser.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/scrambled_zipfian_chooser.h"
+#include "farmem/bench/workload/zipfian_chooser.h"
 #include "test_seed.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 using ::farmem::testing::test_seed;
@@ -314,4 +314,4 @@ TEST(LatestChooserTest, SingleKeyAndEmptyCounter) {
 }
 
 }  // namespace
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "farmem/workload/key_format.h"
-#include "farmem/workload/rng.h"
-#include "farmem/workload/value_format.h"
+#include "farmem/bench/workload/key_format.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/value_format.h"
 #include "test_seed.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 using ::farmem::testing::test_seed;
@@ -169,4 +169,4 @@ TEST(ValueFormatTest, HeaderNamesIndexAndVersion) {
 }
 
 }  // namespace
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

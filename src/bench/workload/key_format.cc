@@ -1,9 +1,9 @@
-#include "farmem/workload/key_format.h"
+#include "farmem/bench/workload/key_format.h"
 
 #include <cassert>
 #include <cstring>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 namespace {
 
 // Added before mixing so that index 0 does not map to 0 (fmix64(0) == 0): the only index whose
@@ -81,4 +81,4 @@ Status validate_key_bytes(size_t key_bytes) {
   return OkStatus();
 }
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

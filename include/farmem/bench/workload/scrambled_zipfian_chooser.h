@@ -16,10 +16,10 @@
 
 #include <cstdint>
 
-#include "farmem/workload/rng.h"
-#include "farmem/workload/zipfian_chooser.h"
+#include "farmem/bench/workload/rng.h"
+#include "farmem/bench/workload/zipfian_chooser.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 class ScrambledZipfianChooser {
  public:
@@ -39,4 +39,4 @@ class ScrambledZipfianChooser {
   ZipfianChooser zipf_;
 };
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -22,7 +22,7 @@
 #include "farmem/common/result.h"
 #include "farmem/common/status.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 enum class OpType : uint8_t {
   kRead = 0,
@@ -73,4 +73,4 @@ Result<WorkloadSpec> workload_by_name(std::string_view name);
 // The six core workloads, A to F in order.
 std::span<const WorkloadSpec> core_workloads();
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 inline constexpr size_t kValueHeaderBytes = 16;
 
@@ -27,4 +27,4 @@ bool check_value(uint64_t index, uint64_t version, size_t value_bytes, const cha
 // when the value is shorter. Does not verify the filler: use check_value with the result.
 bool read_value_header(const char* value, size_t value_bytes, uint64_t* index, uint64_t* version);
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload

@@ -19,7 +19,7 @@
 
 #include "farmem/common/status.h"
 
-namespace farmem::workload {
+namespace farmem::bench::workload {
 
 inline constexpr size_t kMinKeyBytes = 8;
 
@@ -36,4 +36,4 @@ uint64_t key_index(const char* key);
 // kInvalidArgument when key_bytes < kMinKeyBytes.
 Status validate_key_bytes(size_t key_bytes);
 
-}  // namespace farmem::workload
+}  // namespace farmem::bench::workload
