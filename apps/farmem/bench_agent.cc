@@ -11,10 +11,10 @@
 
 #include "bench_harness.h"
 #include "farmem/agent/client.h"
+#include "farmem/bench/harness/local_node.h"
+#include "farmem/bench/harness/report.h"
 #include "farmem/client/cluster.h"
 #include "farmem/runtime/when_all.h"
-#include "local_node.h"
-#include "report.h"
 
 namespace farmem::apps {
 namespace {

@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "farmem/bench/harness/cluster.h"
+#include "farmem/bench/harness/options.h"
 #include "farmem/client/cluster_config.h"
-#include "local_node.h"
 
 namespace CLI {
 class App;
@@ -16,19 +17,9 @@ class Validator;
 
 namespace farmem::apps {
 
-struct ClusterFlags {
-  std::string servers;  // host:port,...
-  std::string config;   // TOML file
-  uint64_t local_capacity_bytes = 1ull << 30;
-  int64_t local_idle_spin_us = -1;  // the local node's idle_spin_us; -1: the node's default
-  std::string local_preload_dir;    // the local node's --preload-dir ("" = none)
-  std::string down_nodes;           // host:port=ID,...: listed nodes known to be down
-};
-
-// The cluster named by --servers / --config; with neither, starts a local memory node
-// (kept alive by *local) and returns a config pointing at it.
-Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
-                                              std::unique_ptr<LocalNode>* local);
+using ClusterFlags = bench::ClusterOptions;
+using bench::LocalNode;
+using bench::resolve_cluster;
 
 // A CLI11 transform that accepts sizes with units ("16MiB", "4k", "4096") for byte options.
 CLI::Validator bytes_unit();
@@ -36,22 +27,10 @@ CLI::Validator bytes_unit();
 // Adds --servers and --config to a subcommand.
 void add_cluster_flags(CLI::App* sub, ClusterFlags* flags);
 
-// The seed of a benchmark run without --seed.
-inline constexpr uint64_t kDefaultBenchSeed = 42;
-
-// Flags every benchmark takes (bench_harness.h registers and uses them).
-struct BenchFlags {
-  ClusterFlags cluster;
-  uint32_t threads = 1;
-  double duration_s = 5;  // measured seconds
-  double warmup_s = 0;    // seconds run before the measurement, not reported
-  uint64_t seed = kDefaultBenchSeed;
-  std::string out;  // FILE.json or FILE.csv, appended
-};
+using BenchFlags = bench::BenchOptions;
+using bench::kDefaultBenchSeed;
 inline BenchFlags bench_flags_lasting(double duration_s) {
-  BenchFlags f;
-  f.duration_s = duration_s;
-  return f;
+  return bench::bench_options_lasting(duration_s);
 }
 
 struct BenchOpsFlags {

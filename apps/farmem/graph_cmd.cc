@@ -33,6 +33,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "farmem/bench/harness/report.h"
 #include "farmem/common/units.h"
 #include "farmem/graph/algorithms.h"
 #include "farmem/graph/builder.h"
@@ -41,7 +42,6 @@
 #include "farmem/paged/manager.h"
 #include "graph_far.h"
 #include "memory_cgroup.h"
-#include "report.h"
 
 namespace farmem::apps {
 
@@ -370,7 +370,7 @@ int run_run(const GraphFlags& f) {
   if (cgroup != nullptr) rec["cgroup_usage_bytes"] = cgroup_usage;
   rec["summary"] = last.summary;
   rec["unix_time"] = static_cast<uint64_t>(::time(nullptr));
-  if (Status s = append_report(f.json_out, rec); !s.ok()) return fail(s.to_string());
+  if (Status s = bench::append_report(f.json_out, rec); !s.ok()) return fail(s.to_string());
   return 0;
 }
 

@@ -48,27 +48,15 @@ CLI::Validator bytes_unit() {
       "SIZE");
 }
 
-Result<client::ClusterConfig> resolve_cluster(const ClusterFlags& flags,
-                                              std::unique_ptr<LocalNode>* local) {
-  if (!flags.servers.empty() && !flags.config.empty()) {
-    return InvalidArgument("give either --servers or --config, not both");
-  }
-  if (!flags.config.empty() || !flags.servers.empty()) {
-    auto config = !flags.config.empty() ? client::ClusterConfig::from_toml_file(flags.config)
-                                        : client::ClusterConfig::from_server_list(flags.servers);
-    if (!config.ok() || flags.down_nodes.empty()) return config;
-    auto down = client::parse_down_nodes(flags.down_nodes);
-    if (!down.ok()) return down.status();
-    config->options.down_nodes = std::move(*down);
-    FARMEM_TRY(config->validate());
-    return config;
-  }
-  if (!flags.down_nodes.empty()) return InvalidArgument("--down-nodes needs --servers or --config");
-  auto node = LocalNode::start(flags.local_capacity_bytes, 1, flags.local_idle_spin_us,
-                               flags.local_preload_dir);
-  if (!node.ok()) return node.status();
-  *local = std::move(*node);
-  return client::ClusterConfig::from_server_list((*local)->address());
+void add_bench_flags(CLI::App* sub, BenchFlags* f, const std::string& duration_help) {
+  add_cluster_flags(sub, &f->cluster);
+  sub->add_option("--threads", f->threads, "client threads")->check(CLI::Range(1, 256));
+  sub->add_option("--duration", f->duration_s, duration_help)->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--warmup", f->warmup_s, "seconds run before the measurement (default 0)")
+      ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--seed", f->seed, "seed of every random choice, to replay a run")
+      ->capture_default_str();
+  sub->add_option("--out", f->out, "append results to FILE.json or FILE.csv");
 }
 
 void add_cluster_flags(CLI::App* sub, ClusterFlags* f) {

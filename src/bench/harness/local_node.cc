@@ -1,4 +1,4 @@
-#include "local_node.h"
+#include "farmem/bench/harness/local_node.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 std::string server_binary() {
   if (const char* env = std::getenv("FARMEM_SERVER")) return env;
@@ -102,4 +102,4 @@ LocalNode::~LocalNode() {
   }
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

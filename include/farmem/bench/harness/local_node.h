@@ -1,6 +1,8 @@
 // LocalNode: a farmem-server child process started for one command run (the embedded default
-// cluster) and stopped with SIGTERM when the object dies. The child inherits the environment,
-// so UCX_TLS and UCX_NET_DEVICES apply to it as to the client.
+// cluster) and stopped with SIGTERM when the object dies (or with SIGKILL 5 s later). The child
+// inherits the environment, so UCX_TLS and UCX_NET_DEVICES apply to it as to the client, and
+// dies with this process (PR_SET_PDEATHSIG).
+// Thread safety: one owner; start() blocks until the node listens (20 s at most).
 #pragma once
 
 #include <sys/types.h>
@@ -11,7 +13,7 @@
 
 #include "farmem/common/result.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 class LocalNode {
  public:
@@ -33,4 +35,4 @@ class LocalNode {
 // Path of the farmem-server binary: $FARMEM_SERVER, else next to this executable, else PATH.
 std::string server_binary();
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

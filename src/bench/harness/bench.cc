@@ -1,41 +1,22 @@
-#include "bench_harness.h"
+#include "farmem/bench/harness/bench.h"
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <ctime>
 #include <limits>
 
+#include "farmem/bench/harness/cluster.h"
+#include "farmem/bench/harness/report.h"
 #include "farmem/common/clock.h"
-#include "report.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 namespace {
 
 constexpr uint32_t kExited = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kSecondNs = 1'000'000'000ull;
 
 }  // namespace
-
-void add_bench_flags(CLI::App* sub, BenchFlags* f, const std::string& duration_help) {
-  add_cluster_flags(sub, &f->cluster);
-  sub->add_option("--threads", f->threads, "client threads")->check(CLI::Range(1, 256));
-  sub->add_option("--duration", f->duration_s, duration_help)->check(CLI::Range(0.1, 86400.0));
-  sub->add_option("--warmup", f->warmup_s, "seconds run before the measurement (default 0)")
-      ->check(CLI::Range(0.0, 86400.0));
-  sub->add_option("--seed", f->seed, "seed of every random choice, to replay a run")
-      ->capture_default_str();
-  sub->add_option("--out", f->out, "append results to FILE.json or FILE.csv");
-}
-
-double us_per_cycle() { return 1.0 / (cycles_per_ns() * 1e3); }
-
-LatencyUs latency_us(const Histogram& cycles) {
-  const double us = us_per_cycle();
-  return {cycles.quantile(0.50) * us, cycles.quantile(0.99) * us, cycles.quantile(0.999) * us,
-          cycles.mean() * us};
-}
 
 // ---- BenchThread
 
@@ -64,8 +45,8 @@ void BenchThread::begin_measurement() {
 
 // ---- Bench: set-up
 
-Bench::Bench(std::string name, const BenchFlags& flags, std::vector<std::string> op_names)
-    : name_(std::move(name)), flags_(flags), op_names_(std::move(op_names)) {}
+Bench::Bench(std::string name, const BenchOptions& options, std::vector<std::string> op_names)
+    : name_(std::move(name)), options_(options), op_names_(std::move(op_names)) {}
 
 Bench::~Bench() {
   stop();
@@ -79,7 +60,7 @@ int Bench::fail(int rc, std::string_view message) const {
 
 int Bench::connect(uint64_t local_capacity_bytes,
                    const std::function<void(client::ClientOptions*)>& adjust) {
-  ClusterFlags cf = flags_.cluster;
+  ClusterOptions cf = options_.cluster;
   cf.local_capacity_bytes = local_capacity_bytes;
   auto config = resolve_cluster(cf, &local_);
   if (!config.ok()) return fail(2, config.status().to_string());
@@ -95,9 +76,9 @@ int Bench::connect(uint64_t local_capacity_bytes,
 
 void Bench::start_threads(ThreadBody body) {
   body_ = std::move(body);
-  for (uint32_t i = 0; i < flags_.threads; ++i) {
-    threads_.push_back(
-        std::unique_ptr<BenchThread>(new BenchThread(&signals_, i, flags_.seed, op_names_.size())));
+  for (uint32_t i = 0; i < options_.threads; ++i) {
+    threads_.push_back(std::unique_ptr<BenchThread>(
+        new BenchThread(&signals_, i, options_.seed, op_names_.size())));
   }
   for (auto& t : threads_) t->thread_ = std::thread(&Bench::thread_main, this, t.get());
 }
@@ -149,7 +130,7 @@ Status Bench::first_error() const {
 // ---- Bench: the timed stage
 
 double Bench::run_timed(const ProgressFormat& progress) {
-  if (flags_.warmup_s > 0) warm_up();
+  if (options_.warmup_s > 0) warm_up();
   measure(progress);
   stop_ns_ = now_ns();
   stop();
@@ -161,8 +142,8 @@ double Bench::run_timed(const ProgressFormat& progress) {
 void Bench::warm_up() {
   int idle = BenchSignals::kIdle;
   if (!signals_.phase.compare_exchange_strong(idle, BenchSignals::kWarmup)) return;
-  fmt::print(stderr, "  [warmup] {:.1f} s, not measured\n", flags_.warmup_s);
-  const uint64_t end = now_ns() + static_cast<uint64_t>(flags_.warmup_s * 1e9);
+  fmt::print(stderr, "  [warmup] {:.1f} s, not measured\n", options_.warmup_s);
+  const uint64_t end = now_ns() + static_cast<uint64_t>(options_.warmup_s * 1e9);
   release();
   while (!stopped() && now_ns() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
@@ -178,13 +159,13 @@ void Bench::measure(const ProgressFormat& progress) {
     return;
   }
   if (!warmed) release();
-  const uint64_t end = start_ns_ + static_cast<uint64_t>(flags_.duration_s * 1e9);
+  const uint64_t end = start_ns_ + static_cast<uint64_t>(options_.duration_s * 1e9);
   uint64_t next_progress = start_ns_ + kSecondNs;
   uint64_t last_ops = ops_now(), last_t = start_ns_;
   while (!stopped() && now_ns() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const uint64_t now = now_ns();
-    if (flags_.duration_s > 3 && now >= next_progress) {
+    if (options_.duration_s > 3 && now >= next_progress) {
       print_progress(progress, now, &last_ops, &last_t);
       next_progress += kSecondNs;
     }
@@ -240,7 +221,7 @@ Histogram Bench::histogram_all() const {
 }
 
 std::string Bench::result_suffix() const {
-  return fmt::format("{} seed={}", local() ? " cluster=local" : "", flags_.seed);
+  return fmt::format("{} seed={}", local() ? " cluster=local" : "", options_.seed);
 }
 
 nlohmann::ordered_json Bench::report_record() const {
@@ -250,11 +231,11 @@ nlohmann::ordered_json Bench::report_record() const {
 }
 
 int Bench::finish_report(nlohmann::ordered_json record) const {
-  if (flags_.out.empty()) return 0;
-  record["seed"] = flags_.seed;
+  if (options_.out.empty()) return 0;
+  record["seed"] = options_.seed;
   record["unix_time"] = static_cast<int64_t>(std::time(nullptr));
-  Status s = append_report(flags_.out, record);
+  Status s = append_report(options_.out, record);
   return s.ok() ? 0 : fail(1, s.to_string());
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

@@ -1,11 +1,11 @@
-#include "report.h"
+#include "farmem/bench/harness/report.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 Status append_report(const std::string& path, const nlohmann::ordered_json& record) {
   bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
@@ -32,4 +32,4 @@ Status append_report(const std::string& path, const nlohmann::ordered_json& reco
   return f ? OkStatus() : InvalidArgument(fmt::format("write to '{}' failed", path));
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench
