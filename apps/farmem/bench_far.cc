@@ -34,6 +34,7 @@
 #include <unordered_map>
 
 #include "bench_harness.h"
+#include "farmem/bench/baseline/memory_cgroup.h"
 #include "farmem/bench/workload/key_format.h"
 #include "farmem/bench/workload/scrambled_zipfian_chooser.h"
 #include "farmem/common/clock.h"
@@ -44,7 +45,6 @@
 #include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
 #include "farmem/paged/manager.h"
-#include "memory_cgroup.h"
 
 namespace farmem::apps {
 
@@ -537,7 +537,7 @@ struct MmapRun {
   std::string file;
   int fd = -1;
   MmapFront front;
-  std::unique_ptr<MemoryCgroup> cgroup;
+  std::unique_ptr<bench::MemoryCgroup> cgroup;
   ~MmapRun() {
     if (front.base != nullptr) ::munmap(const_cast<uint8_t*>(front.base), front.file_bytes);
     if (fd >= 0) ::close(fd);
@@ -556,7 +556,7 @@ Status prepare_mmap(const BenchFarFlags& f, const FrontShape& shape,
   if (p == MAP_FAILED) return Internal("mmap of the front end's file failed");
   r->front.base = static_cast<const uint8_t*>(p);
   if (f.madvise == "random") ::madvise(p, r->front.file_bytes, MADV_RANDOM);
-  auto g = MemoryCgroup::create(fmt::format("farmem-frontend-{}", ::getpid()), budget);
+  auto g = bench::MemoryCgroup::create(fmt::format("farmem-frontend-{}", ::getpid()), budget);
   if (!g.ok()) return g.status();
   r->cgroup = std::move(*g);
   return OkStatus();

@@ -33,6 +33,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "farmem/bench/baseline/memory_cgroup.h"
 #include "farmem/bench/harness/report.h"
 #include "farmem/common/units.h"
 #include "farmem/graph/algorithms.h"
@@ -41,7 +42,6 @@
 #include "farmem/graph/memory.h"
 #include "farmem/paged/manager.h"
 #include "graph_far.h"
-#include "memory_cgroup.h"
 
 namespace farmem::apps {
 
@@ -282,9 +282,9 @@ int run_run(const GraphFlags& f) {
   fmt::print(stderr, "graph: loaded in {:.2f} s; source {}{}\n", now_s() - t0, sources[0],
              sources.size() > 1 ? fmt::format(" (+{} more)", sources.size() - 1) : "");
 
-  std::unique_ptr<MemoryCgroup> cgroup;
+  std::unique_ptr<bench::MemoryCgroup> cgroup;
   if (f.backend == "mmap" && *budget > 0) {
-    auto g = MemoryCgroup::create(fmt::format("farmem-graph-{}", ::getpid()), *budget);
+    auto g = bench::MemoryCgroup::create(fmt::format("farmem-graph-{}", ::getpid()), *budget);
     if (!g.ok()) return fail("mmap backend: " + g.status().to_string());
     cgroup = std::move(*g);
     if (Status s = cgroup->join(); !s.ok()) return fail("mmap backend: " + s.to_string());

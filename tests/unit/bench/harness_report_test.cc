@@ -61,7 +61,7 @@ TEST_F(ReportTest, CsvGetsAHeaderOnceAndScalarFieldsOnly) {
   nlohmann::ordered_json r;
   r["bench"] = "ops";
   r["block_bytes"] = 4096;
-  r["nested"] = {{"x", 1}};  // left out
+  r["nested"] = {{"x", 1}};     // left out
   r["query"] = "sum 0, where";  // quoted: it has a comma
   r["backoff"] = true;
   ASSERT_TRUE(append_report(p, r).ok());

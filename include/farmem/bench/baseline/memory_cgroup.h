@@ -15,7 +15,7 @@
 
 #include "farmem/common/result.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 class MemoryCgroup {
  public:
@@ -41,4 +41,4 @@ class MemoryCgroup {
   bool joined_ = false;
 };
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

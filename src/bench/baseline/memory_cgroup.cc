@@ -1,4 +1,4 @@
-#include "memory_cgroup.h"
+#include "farmem/bench/baseline/memory_cgroup.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 namespace {
 
@@ -112,4 +112,4 @@ uint64_t MemoryCgroup::usage_bytes() const {
   return text.empty() ? 0 : std::stoull(text);
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench
