@@ -15,7 +15,4 @@ using bench::latency_us;
 using bench::LatencyUs;
 using bench::ProgressFormat;
 
-// Registers --servers --config --threads --duration --warmup --seed --out on `sub`.
-void add_bench_flags(CLI::App* sub, BenchFlags* flags, const std::string& duration_help);
-
 }  // namespace farmem::apps

@@ -21,29 +21,15 @@ using ClusterFlags = bench::ClusterOptions;
 using bench::LocalNode;
 using bench::resolve_cluster;
 
-// A CLI11 transform that accepts sizes with units ("16MiB", "4k", "4096") for byte options.
 CLI::Validator bytes_unit();
-
-// Adds --servers and --config to a subcommand.
 void add_cluster_flags(CLI::App* sub, ClusterFlags* flags);
+void add_bench_flags(CLI::App* sub, bench::BenchOptions* flags, const std::string& duration_help);
 
 using BenchFlags = bench::BenchOptions;
 using bench::kDefaultBenchSeed;
 inline BenchFlags bench_flags_lasting(double duration_s) {
   return bench::bench_options_lasting(duration_s);
 }
-
-struct BenchOpsFlags {
-  BenchFlags bench = bench_flags_lasting(5);
-  uint32_t depth = 16;
-  uint64_t block_bytes = 8;
-  std::string op = "read";
-  std::string throttle;               // "", off, fixed, adaptive
-  std::string backoff;                // "", on, off
-  std::string direct;                 // "", on, off: overrides [client] direct_access
-  uint64_t span_bytes = 64ull << 20;  // per-thread working set (random offsets in it)
-};
-int run_bench_ops(const BenchOpsFlags& flags);
 
 struct BenchYcsbFlags {
   BenchFlags bench = bench_flags_lasting(10);

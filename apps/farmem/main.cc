@@ -29,6 +29,7 @@
 #include "bench_harness.h"
 #include "bench_paged.h"
 #include "bench_txn.h"
+#include "command.h"
 #include "commands.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
@@ -36,64 +37,6 @@
 #include "graph_cmd.h"
 
 namespace farmem::apps {
-
-CLI::Validator bytes_unit() {
-  return CLI::Validator(
-      [](std::string& text) {
-        auto b = farmem::parse_bytes(text);
-        if (!b.ok()) return std::string(b.status().message());
-        text = std::to_string(*b);
-        return std::string();
-      },
-      "SIZE");
-}
-
-void add_bench_flags(CLI::App* sub, BenchFlags* f, const std::string& duration_help) {
-  add_cluster_flags(sub, &f->cluster);
-  sub->add_option("--threads", f->threads, "client threads")->check(CLI::Range(1, 256));
-  sub->add_option("--duration", f->duration_s, duration_help)->check(CLI::Range(0.1, 86400.0));
-  sub->add_option("--warmup", f->warmup_s, "seconds run before the measurement (default 0)")
-      ->check(CLI::Range(0.0, 86400.0));
-  sub->add_option("--seed", f->seed, "seed of every random choice, to replay a run")
-      ->capture_default_str();
-  sub->add_option("--out", f->out, "append results to FILE.json or FILE.csv");
-}
-
-void add_cluster_flags(CLI::App* sub, ClusterFlags* f) {
-  sub->add_option("--servers", f->servers, "memory nodes, host:port[,host:port...]");
-  sub->add_option("--config", f->config, "cluster TOML file ([[memnode]] address = ...)");
-  sub->add_option("--down-nodes", f->down_nodes,
-                  "listed memory nodes known to be down, host:port=ID[,...] (not connected; "
-                  "operations on them fail at once)");
-}
-
-// `farmem bench ops` and its flags.
-CLI::App* add_bench_ops(CLI::App* bench, BenchOpsFlags* ops) {
-  CLI::App* bench_ops = bench->add_subcommand("ops", "one-sided operation rate (SMART test_rdma)");
-  add_bench_flags(bench_ops, &ops->bench, "seconds");
-  bench_ops->add_option("--op", ops->op, "read|write|cas|faa|inc (inc = CAS retry loop)")
-      ->check(CLI::IsMember({"read", "write", "cas", "faa", "inc"}));
-  bench_ops->add_option("--depth", ops->depth, "operations in flight per thread")
-      ->check(CLI::Range(1, 4096));
-  bench_ops->add_option("--block-bytes", ops->block_bytes, "bytes per read/write")
-      ->transform(bytes_unit())
-      ->check(CLI::Range(uint64_t{1}, uint64_t{64} << 20));
-  bench_ops
-      ->add_option("--span-bytes", ops->span_bytes,
-                   "per-thread working set; offsets are random in it (default 64MiB)")
-      ->transform(bytes_unit())
-      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40));
-  bench_ops->add_option("--throttle", ops->throttle, "off|fixed|adaptive (default: client config)")
-      ->check(CLI::IsMember({"off", "fixed", "adaptive"}));
-  bench_ops
-      ->add_option("--backoff", ops->backoff, "on|off: conflict-avoidance backoff (default on)")
-      ->check(CLI::IsMember({"on", "off"}));
-  bench_ops
-      ->add_option("--direct", ops->direct,
-                   "on|off: direct access on shared memory (default: client config, on)")
-      ->check(CLI::IsMember({"on", "off"}));
-  return bench_ops;
-}
 
 // `farmem bench ycsb` and its flags.
 CLI::App* add_bench_ycsb(CLI::App* bench, BenchYcsbFlags* ycsb) {
@@ -186,8 +129,9 @@ int main(int argc, char** argv) {
 
   CLI::App* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
-  farmem::apps::BenchOpsFlags ops;
-  CLI::App* bench_ops = farmem::apps::add_bench_ops(bench, &ops);
+  farmem::apps::Command ops_cmd = farmem::apps::bench_ops_command();
+  CLI::App* bench_ops = bench->add_subcommand(ops_cmd.name, ops_cmd.help);
+  ops_cmd.add_flags(bench_ops);
   farmem::apps::BenchYcsbFlags ycsb;
   CLI::App* bench_ycsb = farmem::apps::add_bench_ycsb(bench, &ycsb);
   farmem::apps::BenchAdoFlags ado;
@@ -225,7 +169,7 @@ int main(int argc, char** argv) {
     return farmem::apps::run_graph(graph_cmds, graph_flags);
   }
   if (kv_cmd->parsed()) return farmem::apps::run_kv(kv);
-  if (bench_ops->parsed()) return farmem::apps::run_bench_ops(ops);
+  if (bench_ops->parsed()) return ops_cmd.run();
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);

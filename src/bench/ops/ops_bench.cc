@@ -1,29 +1,30 @@
-// farmem bench ops: the op-rate benchmark (SMART's test_rdma).
+// farmem bench ops: the op-rate benchmark (SMART's test_rdma; farmem/bench/ops.h).
 //
 // Each of --threads threads owns a private span of far memory on one memory node (thread t on
 // node t mod N) and runs --depth coroutines; each coroutine issues one operation at a time at a
 // uniformly random, block-aligned offset of the span, so each thread keeps --depth operations in
 // flight (a sliding window, like ucx_perftest -O). Latency is measured per operation with the
 // TSC. Offsets come from --seed (each coroutine's xorshift state is drawn from its thread's
-// stream). Prints one line; --out appends JSON or CSV. Runs on bench_harness.h.
+// stream). Prints one line; --out appends JSON or CSV. Runs on the harness (harness/bench.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "bench_harness.h"
-#include "commands.h"
+#include "farmem/bench/harness/bench.h"
+#include "farmem/bench/harness/latency.h"
+#include "farmem/bench/ops.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 namespace {
 
 using client::ThreadClient;
 using farmem::GlobalAddress;
 using runtime::Task;
 
-enum class Op { kRead, kWrite, kCas, kFaa, kInc };
+using Op = OneSidedOp;
 constexpr uint64_t kSampleEvery = 32;
 
 struct OpsShared {
@@ -123,35 +124,13 @@ void thread_body(BenchThread& th, ThreadClient* c, client::Cluster* cluster, con
   (void)c->run(c->free_on(pt->span));
 }
 
-Op parse_op(const std::string& name) {
-  if (name == "read") return Op::kRead;
-  if (name == "write") return Op::kWrite;
-  if (name == "cas") return Op::kCas;
-  if (name == "faa") return Op::kFaa;
-  return Op::kInc;
-}
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::kRead:
-      return "read";
-    case Op::kWrite:
-      return "write";
-    case Op::kCas:
-      return "cas";
-    case Op::kFaa:
-      return "faa";
-    case Op::kInc:
-      return "inc";
-  }
-  return "?";
-}
+std::string op_name(Op op) { return std::string(name_of(kOneSidedOpNames, op)); }
 
 // Applies --throttle, --backoff and --direct to the client options.
-void adjust_options(const BenchOpsFlags& f, client::ClientOptions* o) {
-  if (!f.throttle.empty()) o->throttle = runtime::parse_throttle_mode(f.throttle).value();
-  if (!f.backoff.empty()) o->backoff = f.backoff == "on";
-  if (!f.direct.empty()) o->direct_access = f.direct == "on";
+void adjust_options(const OpsOptions& f, client::ClientOptions* o) {
+  if (f.throttle) o->throttle = *f.throttle;
+  if (f.backoff) o->backoff = *f.backoff;
+  if (f.direct) o->direct_access = *f.direct;
 }
 
 // The per-thread span: --span-bytes, at least a block, at most half a node's region per thread.
@@ -163,7 +142,7 @@ uint64_t span_for(const client::Cluster& cluster, const OpsShared& sh, uint64_t 
   return span;
 }
 
-int report(const Bench& bench, const BenchOpsFlags& f, const OpsShared& sh,
+int report(const Bench& bench, const OpsOptions& f, const OpsShared& sh,
            const std::vector<OpsThread>& per) {
   const double secs = bench.seconds();
   const uint64_t ops = bench.ops();
@@ -209,9 +188,9 @@ int report(const Bench& bench, const BenchOpsFlags& f, const OpsShared& sh,
 
 }  // namespace
 
-int run_bench_ops(const BenchOpsFlags& f) {
+int run_ops(const OpsOptions& f) {
   OpsShared sh;
-  sh.op = parse_op(f.op);
+  sh.op = f.op;
   const bool word_op = sh.op != Op::kRead && sh.op != Op::kWrite;
   sh.block_bytes = word_op ? 8 : f.block_bytes;
   sh.depth = f.depth;
@@ -240,4 +219,4 @@ int run_bench_ops(const BenchOpsFlags& f) {
   return report(bench, f, sh, per);
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

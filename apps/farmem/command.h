@@ -1,0 +1,53 @@
+// The commands of the `farmem` tool: a table main.cc iterates. Each entry names the command
+// (and the group it hangs under: "bench", "graph", or "" for the top level), registers its
+// flags into typed options, and runs a library function on them once parsed.
+//
+// A command file holds only flag registration and a call (make_command ties the two to one
+// options object); what the command does lives in the libraries (src/bench, or the module
+// the operator command drives).
+// Thread safety: built and run on the main thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace farmem::apps {
+
+struct Command {
+  std::string group;  // "" (top level), "bench" or "graph"
+  std::string name;
+  std::string help;
+  std::function<void(CLI::App*)> add_flags;  // registers the flags on the command's CLI::App
+  std::function<int()> run;                  // after parsing: the exit code
+};
+
+// A command over one Options object, filled by add_flags and read by run.
+template <typename Options>
+Command make_command(std::string group, std::string name, std::string help,
+                     void (*add_flags)(CLI::App*, Options*), int (*run)(const Options&)) {
+  auto options = std::make_shared<Options>();
+  return Command{std::move(group), std::move(name), std::move(help),
+                 [options, add_flags](CLI::App* app) { add_flags(app, options.get()); },
+                 [options, run] { return run(*options); }};
+}
+
+// The commands' groups, in the order their first command appears.
+struct CommandGroup {
+  const char* name;
+  const char* help;
+};
+std::vector<CommandGroup> command_groups();
+
+// Every command, in the order of the help text.
+std::vector<Command> commands();
+
+// One function per command file (the table is in main.cc).
+Command bench_ops_command();
+
+}  // namespace farmem::apps
