@@ -32,8 +32,8 @@ void add_flags(CLI::App* app, bench::OpsOptions* o) {
 }  // namespace
 
 Command bench_ops_command() {
-  return make_command<bench::OpsOptions>("bench", "ops", "one-sided operation rate (SMART test_rdma)",
-                                         add_flags, bench::run_ops);
+  return make_command<bench::OpsOptions>(
+      "bench", "ops", "one-sided operation rate (SMART test_rdma)", add_flags, bench::run_ops);
 }
 
 }  // namespace farmem::apps

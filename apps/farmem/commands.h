@@ -31,32 +31,6 @@ inline BenchFlags bench_flags_lasting(double duration_s) {
   return bench::bench_options_lasting(duration_s);
 }
 
-struct BenchYcsbFlags {
-  BenchFlags bench = bench_flags_lasting(10);
-  std::string structure = "hash";
-  std::string workload = "a";
-  uint64_t records = 1000000;
-  size_t key_bytes = 8;
-  size_t value_bytes = 8;
-  std::string distribution = "zipfian";
-  double zipf = 0.99;
-  uint32_t coroutines = 16;
-  bool no_speculative = false;
-  int initial_depth = -1;  // -1: the table's default; it grows online during the load
-  uint32_t spec_cache_log2 = 20;
-  std::string direct;                        // "", on, off: overrides [client] direct_access
-  std::string keep_table;                    // "": a temporary table destroyed at the end
-  uint32_t max_scan_length = 100;            // workload E: scan lengths uniform in 1..this
-  uint64_t index_cache_bytes = 64ull << 20;  // --structure btree: each handle's index cache
-  std::string kv_mode = "auto";              // --structure kv: rpc | one-two-sided | auto
-  std::string coalesce = "on";               // --structure kv: request coalescing on | off
-  uint32_t kv_in_flight = 8;                 // --structure kv: messages in flight per node
-  uint32_t kv_batch = 64;                    // --structure kv: operations per message
-  int kv_cache_log2 = 20;                    // --structure kv: location cache entries = 2^N
-  uint64_t pool_capacity_bytes = 0;          // --structure kv: 0 = from records and sizes
-};
-int run_bench_ycsb(const BenchYcsbFlags& flags);
-
 // `farmem bench ado-filter` (bench_ado.cc): client-side filtering vs. the filter ADO plugin.
 struct BenchAdoFlags {
   BenchFlags bench = bench_flags_lasting(1);

@@ -42,8 +42,8 @@ CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag, bool* val
       ->check(CLI::IsMember({"on", "off"}));
 }
 
-CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag,
-                               std::optional<bool>* value, const std::string& help) {
+CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag, std::optional<bool>* value,
+                               const std::string& help) {
   return app
       ->add_option_function<std::string>(
           flag, [value](const std::string& s) { *value = s == "on"; }, help)

@@ -22,20 +22,17 @@ CLI::Validator bytes_unit();
 void add_cluster_flags(CLI::App* app, bench::ClusterOptions* options);
 
 // The cluster flags and --threads --duration --warmup --seed --out.
-void add_bench_flags(CLI::App* app, bench::BenchOptions* options,
-                     const std::string& duration_help);
+void add_bench_flags(CLI::App* app, bench::BenchOptions* options, const std::string& duration_help);
 
 // A flag (or positional) whose value is one of `names`; sets *value to the value it names.
-// ignore_case: "A" is accepted for "a" (the error lists the table's spellings).
 template <typename T, typename E, size_t N>
 CLI::Option* add_enum_option(CLI::App* app, const std::string& flag, T* value,
-                             const bench::EnumNames<E, N>& names, const std::string& help,
-                             bool ignore_case = false) {
-  CLI::Option* o = app->add_option_function<std::string>(
-      flag, [value, &names](const std::string& s) { *value = *bench::parse_name(names, s); },
-      help);
-  if (ignore_case) return o->check(CLI::IsMember(bench::all_names(names), CLI::ignore_case));
-  return o->check(CLI::IsMember(bench::all_names(names)));
+                             const bench::EnumNames<E, N>& names, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          flag, [value, &names](const std::string& s) { *value = *bench::parse_name(names, s); },
+          help)
+      ->check(CLI::IsMember(bench::all_names(names)));
 }
 
 // A flag whose value is one of `choices`, stored as parse(value) (a Result of a library parser).
@@ -52,7 +49,7 @@ CLI::Option* add_choice_option(CLI::App* app, const std::string& flag, T* value,
 // An on|off flag.
 CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag, bool* value,
                                const std::string& help);
-CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag,
-                               std::optional<bool>* value, const std::string& help);
+CLI::Option* add_on_off_option(CLI::App* app, const std::string& flag, std::optional<bool>* value,
+                               const std::string& help);
 
 }  // namespace farmem::apps

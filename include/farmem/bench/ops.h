@@ -27,9 +27,9 @@ inline constexpr EnumNames<OneSidedOp, 5> kOneSidedOpNames{{{"read", OneSidedOp:
 struct OpsOptions {
   BenchOptions bench = bench_options_lasting(5);
   OneSidedOp op = OneSidedOp::kRead;
-  uint32_t depth = 16;                         // operations in flight per thread
-  uint64_t block_bytes = 8;                    // read/write size (the atomics use 8)
-  uint64_t span_bytes = 64ull << 20;           // per-thread working set (random offsets in it)
+  uint32_t depth = 16;                            // operations in flight per thread
+  uint64_t block_bytes = 8;                       // read/write size (the atomics use 8)
+  uint64_t span_bytes = 64ull << 20;              // per-thread working set (random offsets in it)
   std::optional<runtime::ThrottleMode> throttle;  // unset: the client config's
   std::optional<bool> backoff;                    // unset: the client config's (on)
   std::optional<bool> direct;                     // unset: the client config's direct_access
