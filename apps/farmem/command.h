@@ -50,5 +50,6 @@ std::vector<Command> commands();
 // One function per command file (the table is in main.cc).
 Command bench_ops_command();
 Command bench_ycsb_command();
+Command bench_txn_command();
 
 }  // namespace farmem::apps

@@ -28,7 +28,6 @@
 #include "bench_far.h"
 #include "bench_harness.h"
 #include "bench_paged.h"
-#include "bench_txn.h"
 #include "command.h"
 #include "commands.h"
 #include "farmem/common/log.h"
@@ -64,8 +63,9 @@ int main(int argc, char** argv) {
   CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
   farmem::apps::BenchPagedFlags paged_flags;
   CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
-  farmem::apps::BenchTxnFlags txn_flags;
-  CLI::App* bench_txn = farmem::apps::add_bench_txn(bench, &txn_flags);
+  farmem::apps::Command txn_bench_cmd = farmem::apps::bench_txn_command();
+  CLI::App* bench_txn = bench->add_subcommand(txn_bench_cmd.name, txn_bench_cmd.help);
+  txn_bench_cmd.add_flags(bench_txn);
 
   farmem::apps::ClusterFlags status_flags;
   CLI::App* status = app.add_subcommand("status", "show every memory node's usage");
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
   if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
   if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
-  if (bench_txn->parsed()) return farmem::apps::run_bench_txn(txn_flags);
+  if (bench_txn->parsed()) return txn_bench_cmd.run();
   if (bench_ycsb->parsed()) return ycsb_cmd.run();
   return 2;
 }

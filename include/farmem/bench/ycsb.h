@@ -24,9 +24,8 @@
 namespace farmem::bench {
 
 enum class YcsbStructure { kHash, kBtree, kKv };
-inline constexpr EnumNames<YcsbStructure, 3> kYcsbStructureNames{{{"hash", YcsbStructure::kHash},
-                                                                  {"btree", YcsbStructure::kBtree},
-                                                                  {"kv", YcsbStructure::kKv}}};
+inline constexpr EnumNames<YcsbStructure, 3> kYcsbStructureNames{
+    {{"hash", YcsbStructure::kHash}, {"btree", YcsbStructure::kBtree}, {"kv", YcsbStructure::kKv}}};
 
 // YCSB's core workloads (workload::workload_by_name); the capitals are accepted too.
 enum class YcsbWorkload { kA, kB, kC, kD, kE, kF };

@@ -70,7 +70,8 @@ std::string own_figures(const Bench& bench, const YcsbOptions& f, const YcsbTota
 
 std::string distribution_words(const YcsbOptions& f) {
   const std::string_view name = workload::distribution_name(f.distribution);
-  if (f.distribution == workload::Distribution::kZipfian) return fmt::format("{}({})", name, f.zipf);
+  if (f.distribution == workload::Distribution::kZipfian)
+    return fmt::format("{}({})", name, f.zipf);
   return std::string(name);
 }
 
@@ -82,8 +83,8 @@ void print_lines(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t,
   fmt::print(
       "ycsb: structure={} workload={} records={} key={}B value={}B {} threads={} coroutines={} "
       "ops/s={:.0f} p50={:.2f}us p99={:.2f}us p999={:.2f}us {} transport={}{}\n",
-      name_of(kYcsbStructureNames, f.structure), name_of(kYcsbWorkloadNames, f.workload),
-      f.records, f.key_bytes, f.value_bytes, distribution_words(f), f.bench.threads, f.coroutines,
+      name_of(kYcsbStructureNames, f.structure), name_of(kYcsbWorkloadNames, f.workload), f.records,
+      f.key_bytes, f.value_bytes, distribution_words(f), f.bench.threads, f.coroutines,
       all.count() / secs, lat.p50, lat.p99, lat.p999, own_figures(bench, f, t, run),
       bench.cluster()->transports(), bench.result_suffix());
   for (int i = 0; i < kYcsbOps; ++i) {

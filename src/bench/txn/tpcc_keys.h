@@ -26,7 +26,7 @@
 
 #include "farmem/bench/workload/rng.h"
 
-namespace farmem::apps::tpcc {
+namespace farmem::bench::tpcc {
 
 inline constexpr uint32_t kDistricts = 10;
 inline constexpr uint32_t kMaxWarehouses = 65535;
@@ -64,11 +64,11 @@ constexpr uint64_t history_key(uint64_t stream, uint64_t sequence) {
 }
 
 // random(x, y): uniform in [x, y].
-inline uint64_t uniform_in(bench::workload::Rng& rng, uint64_t x, uint64_t y) {
+inline uint64_t uniform_in(workload::Rng& rng, uint64_t x, uint64_t y) {
   return x + rng.uniform(y - x + 1);
 }
-inline uint64_t nurand(bench::workload::Rng& rng, uint64_t a, uint64_t x, uint64_t y, uint64_t c) {
+inline uint64_t nurand(workload::Rng& rng, uint64_t a, uint64_t x, uint64_t y, uint64_t c) {
   return ((uniform_in(rng, 0, a) | uniform_in(rng, x, y)) + c) % (y - x + 1) + x;
 }
 
-}  // namespace farmem::apps::tpcc
+}  // namespace farmem::bench::tpcc

@@ -9,7 +9,7 @@
 
 #include "txn_workload.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 namespace {
 
@@ -32,7 +32,7 @@ constexpr int64_t kInitialBalance = 10'000;  // cents, per account and table
 
 class SmallBank final : public TxnWorkload {
  public:
-  explicit SmallBank(const BenchTxnFlags& f)
+  explicit SmallBank(const TxnBenchOptions& f)
       : accounts_(std::max<uint64_t>(100, static_cast<uint64_t>(100000 * f.scale))),
         hot_(std::max<uint64_t>(1, static_cast<uint64_t>(4000 * f.scale))) {}
 
@@ -51,7 +51,7 @@ class SmallBank final : public TxnWorkload {
     }
     return OkStatus();
   }
-  TxnParams params(bench::workload::Rng& rng, TxnStream*) const override {
+  TxnParams params(workload::Rng& rng, TxnStream*) const override {
     TxnParams p;
     int r = static_cast<int>(rng.uniform(100));
     while (r >= kSbMix[p.type]) r -= kSbMix[p.type++];
@@ -66,7 +66,7 @@ class SmallBank final : public TxnWorkload {
   uint32_t replicas() const override { return savings_.replicas(); }
 
  private:
-  uint64_t account(bench::workload::Rng& rng) const {
+  uint64_t account(workload::Rng& rng) const {
     if (rng.uniform(100) < 90) return rng.uniform(hot_);
     return hot_ + rng.uniform(accounts_ - hot_);
   }
@@ -142,8 +142,8 @@ Task<Status> SmallBank::check(txn::TxnClient* tc, int64_t committed_delta, TxnCh
 
 }  // namespace
 
-std::unique_ptr<TxnWorkload> make_smallbank(const BenchTxnFlags& flags) {
+std::unique_ptr<TxnWorkload> make_smallbank(const TxnBenchOptions& flags) {
   return std::make_unique<SmallBank>(flags);
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

@@ -6,7 +6,7 @@
 
 #include "farmem/ds/common/retry.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 using runtime::Task;
 using txn::Transaction;
@@ -67,4 +67,4 @@ std::vector<uint64_t> key_range(uint64_t from, uint64_t to) {
   return k;
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

@@ -1,9 +1,9 @@
-// One workload of `farmem bench txn` (bench_txn.cc is the driver: threads, coroutines, retries,
+// One workload of `farmem bench txn` (txn_bench.cc is the driver: threads, coroutines, retries,
 // statistics, JSON, progress). A workload says which tables it needs, which rows the load puts
 // in (per load unit, so that loading is split over the threads and their coroutines), how a
 // transaction is drawn and run, and how its invariant is checked after the run.
 //
-// Implementations: txn_smallbank.cc, txn_tatp.cc, txn_tpcc.cc (make_* below).
+// Implementations: smallbank.cc, tatp.cc, tpcc*.cc (make_* below).
 // Thread safety: after construction and create_tables(), a workload is read-only and shared by
 // every bench thread (params, body, load_rows are const and reentrant); check() runs on the
 // main thread once every coordinator has stopped.
@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "bench_txn.h"
+#include "farmem/bench/txn.h"
 #include "farmem/bench/workload/rng.h"
 #include "farmem/runtime/task.h"
 #include "farmem/txn/transaction.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 // A transaction's inputs, drawn once and kept across its retries.
 struct TxnParams {
@@ -78,7 +78,7 @@ class TxnWorkload {
   // appends the rows of units [from, to) (an error: the data cannot be loaded as specified).
   virtual uint64_t load_units() const = 0;
   virtual Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const = 0;
-  virtual TxnParams params(bench::workload::Rng& rng, TxnStream* stream) const = 0;
+  virtual TxnParams params(workload::Rng& rng, TxnStream* stream) const = 0;
   // One attempt of the transaction p in x (not committed here). *delta: the workload's
   // invariant delta of this attempt, counted if it commits.
   virtual runtime::Task<Status> body(txn::Transaction& x, TxnParams p, int64_t* delta) const = 0;
@@ -90,10 +90,10 @@ class TxnWorkload {
   virtual std::string result_words() const { return ""; }
 };
 
-std::unique_ptr<TxnWorkload> make_smallbank(const BenchTxnFlags& flags);
-std::unique_ptr<TxnWorkload> make_tatp(const BenchTxnFlags& flags);
+std::unique_ptr<TxnWorkload> make_smallbank(const TxnBenchOptions& flags);
+std::unique_ptr<TxnWorkload> make_tatp(const TxnBenchOptions& flags);
 // Setup (may throw std::invalid_argument on flags TPC-C cannot run with).
-std::unique_ptr<TxnWorkload> make_tpcc(const BenchTxnFlags& flags);
+std::unique_ptr<TxnWorkload> make_tpcc(const TxnBenchOptions& flags);
 
 // ---- helpers shared by the workloads (txn_workload.cc)
 
@@ -114,4 +114,4 @@ runtime::Task<Status> scan(txn::TxnClient* tc, const txn::Table* table, std::vec
                            int64_t* sum, uint64_t* present);
 std::vector<uint64_t> key_range(uint64_t from, uint64_t to);
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

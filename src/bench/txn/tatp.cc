@@ -10,7 +10,7 @@
 
 #include "txn_workload.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 namespace {
 
@@ -46,7 +46,7 @@ uint64_t cf_key(uint64_t s_id, uint64_t sf, uint64_t start) {
 // Which of the 4 access_info / special_facility types and 3 start times a subscriber has: a
 // function of s_id (so that the load and the count check agree without storing it).
 uint32_t tatp_mask(uint64_t s_id, uint64_t salt, uint32_t slots, uint32_t min) {
-  bench::workload::Rng r(s_id * 0x9E3779B97F4A7C15ull + salt);
+  workload::Rng r(s_id * 0x9E3779B97F4A7C15ull + salt);
   const uint32_t n = min + static_cast<uint32_t>(r.uniform(slots - min + 1));
   uint32_t mask = 0;
   while (static_cast<uint32_t>(__builtin_popcount(mask)) < n) mask |= 1u << r.uniform(slots);
@@ -63,7 +63,7 @@ Task<Status> rolled_back_if_missing(Transaction& x, Status s) {
 
 class Tatp final : public TxnWorkload {
  public:
-  explicit Tatp(const BenchTxnFlags& f)
+  explicit Tatp(const TxnBenchOptions& f)
       : subscribers_(std::max<uint64_t>(10, static_cast<uint64_t>(100000 * f.scale))) {
     // Counts per table of the rows the load puts in (computed, not read).
     for (uint64_t s_id = 1; s_id <= subscribers_; ++s_id) {
@@ -90,7 +90,7 @@ class Tatp final : public TxnWorkload {
   uint64_t load_row_count() const override { return 12 * subscribers_; }
   uint64_t load_units() const override { return subscribers_; }  // unit u: s_id u + 1
   Status load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) const override;
-  TxnParams params(bench::workload::Rng& rng, TxnStream*) const override {
+  TxnParams params(workload::Rng& rng, TxnStream*) const override {
     TxnParams p;
     int r = static_cast<int>(rng.uniform(100));
     while (r >= kTatpMix[p.type]) r -= kTatpMix[p.type++];
@@ -126,7 +126,7 @@ Status Tatp::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) c
       }
       if (!(sf & (1u << (type - 1)))) continue;
       std::string f(kSpecialFacilityBytes, '\0');
-      f[0] = bench::workload::Rng(s_id * 31 + type).uniform(100) < 85 ? 1 : 0;  // is_active
+      f[0] = workload::Rng(s_id * 31 + type).uniform(100) < 85 ? 1 : 0;  // is_active
       rows->push_back({&facility_, sf_key(s_id, type), f});
       const uint32_t cf = tatp_mask(s_id * 8 + type, 3, 3, 0);
       for (uint64_t st = 0; st < 3; ++st) {
@@ -245,8 +245,8 @@ Task<Status> Tatp::check(txn::TxnClient* tc, int64_t cf_delta, TxnCheck* out) co
 
 }  // namespace
 
-std::unique_ptr<TxnWorkload> make_tatp(const BenchTxnFlags& flags) {
+std::unique_ptr<TxnWorkload> make_tatp(const TxnBenchOptions& flags) {
   return std::make_unique<Tatp>(flags);
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench

@@ -1,5 +1,7 @@
 // The TPC-C benchmark's key packings (distinct, ordered by their fields, within their bits) and
-// NURand (in range, as skewed as clause 2.1.6 makes it). apps/farmem/txn_tpcc_keys.h.
+// NURand (in range, as skewed as clause 2.1.6 makes it). src/bench/txn/tpcc_keys.h.
+#include "bench/txn/tpcc_keys.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,9 +9,8 @@
 #include <vector>
 
 #include "test_seed.h"
-#include "txn_tpcc_keys.h"
 
-namespace farmem::apps::tpcc {
+namespace farmem::bench::tpcc {
 namespace {
 
 TEST(TpccKeys, FieldsDoNotOverlap) {
@@ -44,7 +45,7 @@ TEST(TpccKeys, FieldsDoNotOverlap) {
 }
 
 TEST(TpccKeys, NURandStaysInRangeAndIsSkewed) {
-  bench::workload::Rng rng(farmem::testing::test_seed());
+  workload::Rng rng(farmem::testing::test_seed());
   std::vector<uint32_t> names(1000), customers(3001);
   constexpr int kDraws = 200000;
   for (int i = 0; i < kDraws; ++i) {
@@ -67,4 +68,4 @@ TEST(TpccKeys, NURandStaysInRangeAndIsSkewed) {
 }
 
 }  // namespace
-}  // namespace farmem::apps::tpcc
+}  // namespace farmem::bench::tpcc
