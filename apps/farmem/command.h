@@ -51,5 +51,6 @@ std::vector<Command> commands();
 Command bench_ops_command();
 Command bench_ycsb_command();
 Command bench_txn_command();
+Command bench_far_command();
 
 }  // namespace farmem::apps

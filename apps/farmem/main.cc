@@ -25,7 +25,6 @@
 #include <cctype>
 
 #include "bench_agent.h"
-#include "bench_far.h"
 #include "bench_harness.h"
 #include "bench_paged.h"
 #include "command.h"
@@ -54,8 +53,9 @@ int main(int argc, char** argv) {
   farmem::apps::BenchAdoFlags ado;
   CLI::App* bench_ado = farmem::apps::add_bench_ado(bench, &ado);
 
-  farmem::apps::BenchFarFlags far_flags;
-  CLI::App* bench_far = farmem::apps::add_bench_far(bench, &far_flags);
+  farmem::apps::Command far_cmd = farmem::apps::bench_far_command();
+  CLI::App* bench_far = bench->add_subcommand(far_cmd.name, far_cmd.help);
+  far_cmd.add_flags(bench_far);
 
   farmem::apps::BenchAgentFlags agent_flags;
   CLI::App* bench_agent = farmem::apps::add_bench_agent(bench, &agent_flags);
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   if (bench_ops->parsed()) return ops_cmd.run();
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
-  if (bench_far->parsed()) return farmem::apps::run_bench_far(far_flags);
+  if (bench_far->parsed()) return far_cmd.run();
   if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
   if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
   if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);

@@ -58,8 +58,8 @@ using txn::Transaction;
 using workload::Rng;
 
 enum TpccType { kNewOrder, kPayment, kOrderStatus, kDelivery, kStockLevel };
-inline const std::vector<std::string> kTpccNames = {"NewOrder", "Payment", "OrderStatus", "Delivery",
-                                             "StockLevel"};
+inline const std::vector<std::string> kTpccNames = {"NewOrder", "Payment", "OrderStatus",
+                                                    "Delivery", "StockLevel"};
 inline constexpr int kTpccMix[] = {45, 43, 4, 4, 4};
 inline constexpr uint64_t kCheckBeyond = 200;  // order ids past D_NEXT_O_ID the check looks at
 
