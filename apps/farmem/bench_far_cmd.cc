@@ -8,8 +8,7 @@ namespace farmem::apps {
 namespace {
 
 void add_frontend_flags(CLI::App* app, bench::FarAppOptions* o) {
-  app->add_option("--keys", o->keys, "frontend: hash-table entries")
-      ->check(CLI::Range(1, 1 << 28));
+  app->add_option("--keys", o->keys, "frontend: hash-table entries")->check(CLI::Range(1, 1 << 28));
   app->add_option("--keys-per-request", o->keys_per_request,
                   "frontend: hash-table lookups per request (AIFM: 32)")
       ->check(CLI::Range(1, 1024));

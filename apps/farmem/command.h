@@ -52,5 +52,6 @@ Command bench_ops_command();
 Command bench_ycsb_command();
 Command bench_txn_command();
 Command bench_far_command();
+Command bench_paged_command();
 
 }  // namespace farmem::apps

@@ -26,7 +26,6 @@
 
 #include "bench_agent.h"
 #include "bench_harness.h"
-#include "bench_paged.h"
 #include "command.h"
 #include "commands.h"
 #include "farmem/common/log.h"
@@ -61,8 +60,9 @@ int main(int argc, char** argv) {
   CLI::App* bench_agent = farmem::apps::add_bench_agent(bench, &agent_flags);
   farmem::apps::AgentStatsFlags agent_stats_flags;
   CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
-  farmem::apps::BenchPagedFlags paged_flags;
-  CLI::App* bench_paged = farmem::apps::add_bench_paged(bench, &paged_flags);
+  farmem::apps::Command paged_cmd = farmem::apps::bench_paged_command();
+  CLI::App* bench_paged = bench->add_subcommand(paged_cmd.name, paged_cmd.help);
+  paged_cmd.add_flags(bench_paged);
   farmem::apps::Command txn_bench_cmd = farmem::apps::bench_txn_command();
   CLI::App* bench_txn = bench->add_subcommand(txn_bench_cmd.name, txn_bench_cmd.help);
   txn_bench_cmd.add_flags(bench_txn);
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   if (bench_far->parsed()) return far_cmd.run();
   if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
   if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
-  if (bench_paged->parsed()) return farmem::apps::run_bench_paged(paged_flags);
+  if (bench_paged->parsed()) return paged_cmd.run();
   if (bench_txn->parsed()) return txn_bench_cmd.run();
   if (bench_ycsb->parsed()) return ycsb_cmd.run();
   return 2;

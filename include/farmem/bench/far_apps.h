@@ -56,8 +56,8 @@ struct FarAppOptions {
   double zipf_theta = 0.85;
   uint64_t rows = 4'000'000;  // analytics
   FrontendBackend backend = FrontendBackend::kFar;
-  uint64_t page_bytes = 64 * 1024;        // frontend paged: the region's page size
-  std::string mmap_dir = "/var/tmp";      // frontend mmap: where the mapped file goes (not tmpfs)
+  uint64_t page_bytes = 64 * 1024;    // frontend paged: the region's page size
+  std::string mmap_dir = "/var/tmp";  // frontend mmap: where the mapped file goes (not tmpfs)
   MmapAdvice madvise = MmapAdvice::kRandom;  // frontend mmap
   bool shared_budget = false;  // frontend far|paged: pay from a process LocalBudget of the budget
 };

@@ -144,8 +144,8 @@ int report(const Bench& bench, const ColdPath& c, uint64_t n) {
       "far cold-path: object={}B miss_p50={:.0f}ns hit_p50={:.1f}ns raw_read_p50={:.0f}ns "
       "miss/raw={:.2f} ucx_perftest_{}_p50={:.0f}ns page_fault_{}B_p50={:.0f}ns transport={} "
       "load={:.2f}{}\n",
-      c.size, c.r[0], c.r[1], c.r[2], c.r[0] / c.r[2], c.tcp ? "am_rtt" : "get", c.perftest,
-      c.page, c.fault, c.transport, load, bench.result_suffix());
+      c.size, c.r[0], c.r[1], c.r[2], c.r[0] / c.r[2], c.tcp ? "am_rtt" : "get", c.perftest, c.page,
+      c.fault, c.transport, load, bench.result_suffix());
   auto rec = bench.report_record();
   rec["app"] = "cold-path";
   rec["object_bytes"] = c.size;

@@ -33,10 +33,9 @@ Task<Result<uint64_t>> far_lookups(const FarFront& fe, uint64_t r) {
   co_return sum;
 }
 
-Task<void> far_client(BenchThread* t, FarFront fe,
-                      const RequestChooser* requests, uint64_t stream) {
-  workload::Rng rng =
-      workload::Rng::for_thread(t->seed(), t->index() * 1024 + stream);
+Task<void> far_client(BenchThread* t, FarFront fe, const RequestChooser* requests,
+                      uint64_t stream) {
+  workload::Rng rng = workload::Rng::for_thread(t->seed(), t->index() * 1024 + stream);
   std::vector<char> out(LZ4_compressBound(kItemBytes));
   while (t->running()) {
     const uint64_t t0 = cycles();
@@ -81,8 +80,7 @@ Task<Status> far_load(FarFront fe) {
 
 void far_frontend_thread(const FarAppOptions& f, const FrontShape& shape,
                          const std::vector<uint64_t>* order, far::Manager* manager,
-                         const RequestChooser* requests, BenchThread& t,
-                         client::ThreadClient* c) {
+                         const RequestChooser* requests, BenchThread& t, client::ThreadClient* c) {
   far::ThreadCache cache(manager, c);
   uint32_t log2 = 1;
   while ((uint64_t{1} << log2) * 6 < shape.keys()) ++log2;  // <= 3/4 full buckets of 8

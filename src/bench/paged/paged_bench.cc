@@ -1,19 +1,19 @@
-// `farmem bench paged`: fault latency and sequential-scan throughput of paged regions.
-#include "bench_paged.h"
-
-#include <CLI/CLI.hpp>
+// `farmem bench paged` (farmem/bench/paged.h): fault latency and sequential-scan throughput of
+// paged regions.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "farmem/bench/harness/cluster.h"
+#include "farmem/bench/paged.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/units.h"
 #include "farmem/paged/manager.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 
 namespace {
 
@@ -33,10 +33,28 @@ void append_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream(path, std::ios::app) << j.dump() << "\n";
 }
 
+// Reads each of the first `pages` pages (of pb bytes) of `region` from `c` once untimed, then once
+// timed (us). The untimed pass: this thread's client maps the node's region afresh (shared memory),
+// and the pager's mapping was warm when it faulted.
+Status raw_reads(client::ThreadClient* c, paged::Region& region, uint64_t pb, uint64_t pages,
+                 std::vector<double>* read_us) {
+  std::vector<uint8_t> buf(pb);
+  for (uint64_t p = 0; p < pages; ++p) {
+    FARMEM_TRY(c->read_sync(region.layout().page_address(p), buf.data(), pb));
+  }
+  for (uint64_t p = 0; p < pages; ++p) {
+    const uint64_t t0 = steady_now_ns();
+    Status st = c->read_sync(region.layout().page_address(p), buf.data(), pb);
+    read_us->push_back(static_cast<double>(steady_now_ns() - t0) / 1e3);
+    FARMEM_TRY(st);
+  }
+  return OkStatus();
+}
+
 // Region A is written and pushed out by region B (every page of A stored remotely, none
 // resident); B is freed; then one byte of each of the first `samples` pages of A is read
 // (each a pure fetch fault: the budget has room).
-int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
+int run_fault(const PagedBenchOptions& f, client::Cluster& cluster) {
   const uint64_t pb = f.page_bytes;
   const uint64_t pages = f.samples;
   paged::ManagerOptions mo;
@@ -67,21 +85,8 @@ int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
   const paged::RegionStats after = (*a)->stats();
   // The raw read of the same size from the test thread's client.
   auto* c = *cluster.thread_client();
-  std::vector<uint8_t> buf(pb);
   std::vector<double> read_us;
-  // One untimed pass first: this thread's client maps the node's region afresh (shared memory),
-  // and the pager's mapping was warm when it faulted.
-  for (uint64_t p = 0; p < pages; ++p) {
-    if (Status st = c->read_sync((*a)->layout().page_address(p), buf.data(), pb); !st.ok()) {
-      return fail(st.to_string());
-    }
-  }
-  for (uint64_t p = 0; p < pages; ++p) {
-    const uint64_t t0 = steady_now_ns();
-    Status st = c->read_sync((*a)->layout().page_address(p), buf.data(), pb);
-    read_us.push_back(static_cast<double>(steady_now_ns() - t0) / 1e3);
-    if (!st.ok()) return fail(st.to_string());
-  }
+  if (Status st = raw_reads(c, **a, pb, pages, &read_us); !st.ok()) return fail(st.to_string());
   const double fp50 = percentile(fault_us, 0.5), fp99 = percentile(fault_us, 0.99);
   const double rp50 = percentile(read_us, 0.5), rp99 = percentile(read_us, 0.99);
   std::printf(
@@ -103,7 +108,7 @@ int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
   return 0;
 }
 
-int run_scan(const BenchPagedFlags& f, client::Cluster& cluster) {
+int run_scan(const PagedBenchOptions& f, client::Cluster& cluster) {
   paged::ManagerOptions mo;
   if (!f.local_memory.empty() && f.local_memory.back() == '%') {
     mo.local_percent = std::stod(f.local_memory.substr(0, f.local_memory.size() - 1));
@@ -157,25 +162,11 @@ int run_scan(const BenchPagedFlags& f, client::Cluster& cluster) {
 
 }  // namespace
 
-CLI::App* add_bench_paged(CLI::App* bench, BenchPagedFlags* f) {
-  CLI::App* sub = bench->add_subcommand("paged", "paged regions: fault latency, scan throughput");
-  add_cluster_flags(sub, &f->cluster);
-  sub->add_option("mode", f->mode, "fault | scan")
-      ->required()
-      ->check(CLI::IsMember({"fault", "scan"}));
-  sub->add_option("--page-bytes", f->page_bytes, "page size (power of two >= 4KiB)")
-      ->transform(bytes_unit());
-  sub->add_option("--bytes", f->bytes, "scan: region size")->transform(bytes_unit());
-  sub->add_option("--local-memory", f->local_memory, "scan: budget, BYTES or PCT% of the region");
-  sub->add_option("--samples", f->samples, "fault: faults measured")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--out", f->out, "append a JSON line to FILE");
-  return sub;
-}
-
-int run_bench_paged(const BenchPagedFlags& flags) {
-  BenchPagedFlags f = flags;
+int run_paged_bench(const PagedBenchOptions& options) {
+  PagedBenchOptions f = options;
+  const bool scan = f.mode == PagedBenchMode::kScan;
   // The node's buddy allocator needs twice a block's size free for a large one.
-  const uint64_t need = f.mode == "scan" ? f.bytes : 5 * uint64_t{f.samples} * f.page_bytes;
+  const uint64_t need = scan ? f.bytes : 5 * uint64_t{f.samples} * f.page_bytes;
   f.cluster.local_capacity_bytes =
       std::max<uint64_t>(f.cluster.local_capacity_bytes, 2 * need + (64ull << 20));
   std::unique_ptr<LocalNode> local;
@@ -183,7 +174,7 @@ int run_bench_paged(const BenchPagedFlags& flags) {
   if (!config.ok()) return fail(config.status().to_string());
   auto cluster = client::Cluster::connect(*config);
   if (!cluster.ok()) return fail(cluster.status().to_string());
-  return f.mode == "scan" ? run_scan(f, **cluster) : run_fault(f, **cluster);
+  return scan ? run_scan(f, **cluster) : run_fault(f, **cluster);
 }
 
-}  // namespace farmem::apps
+}  // namespace farmem::bench
