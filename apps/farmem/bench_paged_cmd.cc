@@ -9,14 +9,12 @@ namespace {
 
 void add_flags(CLI::App* app, bench::PagedBenchOptions* o) {
   add_cluster_flags(app, &o->cluster);
-  add_enum_option(app, "mode", &o->mode, bench::kPagedBenchModeNames, "fault | scan")
-      ->required();
+  add_enum_option(app, "mode", &o->mode, bench::kPagedBenchModeNames, "fault | scan")->required();
   app->add_option("--page-bytes", o->page_bytes, "page size (power of two >= 4KiB)")
       ->transform(bytes_unit());
   app->add_option("--bytes", o->bytes, "scan: region size")->transform(bytes_unit());
   app->add_option("--local-memory", o->local_memory, "scan: budget, BYTES or PCT% of the region");
-  app->add_option("--samples", o->samples, "fault: faults measured")
-      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--samples", o->samples, "fault: faults measured")->check(CLI::Range(1, 1 << 20));
   app->add_option("--out", o->out, "append a JSON line to FILE");
 }
 

@@ -53,5 +53,7 @@ Command bench_ycsb_command();
 Command bench_txn_command();
 Command bench_far_command();
 Command bench_paged_command();
+Command bench_agent_command();
+Command agent_stats_command();
 
 }  // namespace farmem::apps

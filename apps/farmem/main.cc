@@ -24,7 +24,6 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 
-#include "bench_agent.h"
 #include "bench_harness.h"
 #include "command.h"
 #include "commands.h"
@@ -56,10 +55,12 @@ int main(int argc, char** argv) {
   CLI::App* bench_far = bench->add_subcommand(far_cmd.name, far_cmd.help);
   far_cmd.add_flags(bench_far);
 
-  farmem::apps::BenchAgentFlags agent_flags;
-  CLI::App* bench_agent = farmem::apps::add_bench_agent(bench, &agent_flags);
-  farmem::apps::AgentStatsFlags agent_stats_flags;
-  CLI::App* agent_stats = farmem::apps::add_agent_stats(&app, &agent_stats_flags);
+  farmem::apps::Command agent_cmd = farmem::apps::bench_agent_command();
+  CLI::App* bench_agent = bench->add_subcommand(agent_cmd.name, agent_cmd.help);
+  agent_cmd.add_flags(bench_agent);
+  farmem::apps::Command agent_stats_cmd = farmem::apps::agent_stats_command();
+  CLI::App* agent_stats = app.add_subcommand(agent_stats_cmd.name, agent_stats_cmd.help);
+  agent_stats_cmd.add_flags(agent_stats);
   farmem::apps::Command paged_cmd = farmem::apps::bench_paged_command();
   CLI::App* bench_paged = bench->add_subcommand(paged_cmd.name, paged_cmd.help);
   paged_cmd.add_flags(bench_paged);
@@ -91,8 +92,8 @@ int main(int argc, char** argv) {
   if (status->parsed()) return farmem::apps::run_status(status_flags);
   if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
   if (bench_far->parsed()) return far_cmd.run();
-  if (bench_agent->parsed()) return farmem::apps::run_bench_agent(agent_flags);
-  if (agent_stats->parsed()) return farmem::apps::run_agent_stats(agent_stats_flags);
+  if (bench_agent->parsed()) return agent_cmd.run();
+  if (agent_stats->parsed()) return agent_stats_cmd.run();
   if (bench_paged->parsed()) return paged_cmd.run();
   if (bench_txn->parsed()) return txn_bench_cmd.run();
   if (bench_ycsb->parsed()) return ycsb_cmd.run();
