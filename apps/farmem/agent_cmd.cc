@@ -34,8 +34,7 @@ Command bench_agent_command() {
 }
 
 Command agent_stats_command() {
-  return make_command<bench::AgentStatsOptions>("", "agent-stats",
-                                                "show a farmem-agent's counters",
+  return make_command<bench::AgentStatsOptions>("", "agent-stats", "show a farmem-agent's counters",
                                                 add_agent_stats_flags, bench::run_agent_stats);
 }
 

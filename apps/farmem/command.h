@@ -50,6 +50,7 @@ std::vector<Command> commands();
 // One function per command file (the table is in main.cc).
 Command bench_ops_command();
 Command bench_ycsb_command();
+Command bench_ado_command();
 Command bench_txn_command();
 Command bench_far_command();
 Command bench_paged_command();

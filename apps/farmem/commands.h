@@ -31,18 +31,6 @@ inline BenchFlags bench_flags_lasting(double duration_s) {
   return bench::bench_options_lasting(duration_s);
 }
 
-// `farmem bench ado-filter` (bench_ado.cc): client-side filtering vs. the filter ADO plugin.
-struct BenchAdoFlags {
-  BenchFlags bench = bench_flags_lasting(1);
-  uint64_t records = 100000;
-  size_t value_bytes = 64;
-  std::string query = "sum 0 where 1 ge 500";
-  uint32_t coroutines = 64;
-  uint32_t repeat = 3;
-};
-CLI::App* add_bench_ado(CLI::App* bench, BenchAdoFlags* flags);
-int run_bench_ado_filter(const BenchAdoFlags& flags);
-
 int run_status(const ClusterFlags& flags);
 
 // `farmem kv <command>` (kv_cmd.cc). Exit codes scripts can use:

@@ -48,8 +48,9 @@ int main(int argc, char** argv) {
   farmem::apps::Command ycsb_cmd = farmem::apps::bench_ycsb_command();
   CLI::App* bench_ycsb = bench->add_subcommand(ycsb_cmd.name, ycsb_cmd.help);
   ycsb_cmd.add_flags(bench_ycsb);
-  farmem::apps::BenchAdoFlags ado;
-  CLI::App* bench_ado = farmem::apps::add_bench_ado(bench, &ado);
+  farmem::apps::Command ado_cmd = farmem::apps::bench_ado_command();
+  CLI::App* bench_ado = bench->add_subcommand(ado_cmd.name, ado_cmd.help);
+  ado_cmd.add_flags(bench_ado);
 
   farmem::apps::Command far_cmd = farmem::apps::bench_far_command();
   CLI::App* bench_far = bench->add_subcommand(far_cmd.name, far_cmd.help);
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   if (kv_cmd->parsed()) return farmem::apps::run_kv(kv);
   if (bench_ops->parsed()) return ops_cmd.run();
   if (status->parsed()) return farmem::apps::run_status(status_flags);
-  if (bench_ado->parsed()) return farmem::apps::run_bench_ado_filter(ado);
+  if (bench_ado->parsed()) return ado_cmd.run();
   if (bench_far->parsed()) return far_cmd.run();
   if (bench_agent->parsed()) return agent_cmd.run();
   if (agent_stats->parsed()) return agent_stats_cmd.run();

@@ -1,6 +1,7 @@
-// farmem bench ado-filter: why near-data compute matters. A pool holds --records records (keys
-// "rec<9 digits>", values of --value-bytes made of 8-byte signed fields); one query
-// (plugins/filter/filter_query.h, e.g. "sum 0 where 1 ge 500") is answered two ways, alternately,
+// farmem bench ado-filter (farmem/bench/ado_filter.h): why near-data compute matters. A pool holds
+// --records records (keys "rec<9 digits>", values of --value-bytes made of 8-byte signed fields);
+// one query (plugins/filter/filter_query.h, e.g. "sum 0 where 1 ge 500") is answered two ways,
+// alternately,
 // --repeat times each:
 //   client: fetch every record (gets from --coroutines coroutines, coalesced, one-sided where the
 //           kv client reads one-sidedly) and filter/aggregate on the client;
@@ -16,13 +17,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "bench_harness.h"
+#include "farmem/bench/ado_filter.h"
+#include "farmem/bench/harness/bench.h"
 #include "farmem/bench/workload/rng.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/pool.h"
@@ -31,7 +32,7 @@
 #include "farmem/runtime/when_all.h"
 #include "filter/filter_query.h"
 
-namespace farmem::apps {
+namespace farmem::bench {
 namespace {
 
 using runtime::Task;
@@ -46,7 +47,7 @@ std::string key_of(uint64_t i) { return fmt::format("rec{:09}", i); }
 
 std::string value_of(uint64_t seed, uint64_t i, size_t bytes) {
   std::string v(bytes, '\0');
-  bench::workload::Rng rng = bench::workload::Rng::for_thread(seed, static_cast<uint32_t>(i));
+  workload::Rng rng = workload::Rng::for_thread(seed, static_cast<uint32_t>(i));
   for (size_t f = 0; f + 8 <= bytes; f += 8) {
     int64_t x = static_cast<int64_t>(rng.next_u64() % 1000);
     std::memcpy(v.data() + f, &x, 8);
@@ -110,9 +111,154 @@ struct Way {
   af::FilterResult result;
 };
 
+// The run's store and its scratch pool (deleted at the end).
+struct AdoRun {
+  client::ThreadClient* c = nullptr;
+  std::unique_ptr<kv::Store> store;
+  std::string name;
+  std::unique_ptr<kv::Pool> pool;
+  // Closes and deletes the pool; returns rc.
+  int cleanup(int rc) {
+    (void)store->close_pool_sync(*pool);
+    pool.reset();
+    (void)store->delete_pool_sync(name);
+    return rc;
+  }
+};
+
+// Connects, opens the store, creates the scratch pool; 0, or the error printed.
+int setup(Bench& bench, const AdoFilterOptions& f, AdoRun* r) {
+  if (int rc = bench.connect(0); rc != 0) return rc;
+  auto tc = bench.cluster()->thread_client();
+  if (!tc.ok()) return bench.fail(1, tc.status().to_string());
+  r->c = *tc;
+  kv::StoreOptions so;
+  so.location_cache_log2 = 20;  // every record's location fits: a fair client
+  auto store = kv::Store::open(r->c, so);
+  if (!store.ok()) return bench.fail(1, store.status().to_string());
+  r->store = std::move(*store);
+  r->name = fmt::format("bench-ado-filter-{}", getpid());
+  const uint64_t record = kv::record_alloc_bytes(12, f.value_bytes);
+  const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
+  auto created = r->store->create_pool_sync(r->name, capacity, f.records, kw::kPoolCreateOnly);
+  if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());
+  r->pool = std::move(*created);
+  return 0;
+}
+
+// Configures the filter plugin and loads the records; 0, or the error printed.
+int load(const Bench& bench, const AdoFilterOptions& f, AdoRun* r) {
+  Status s = r->pool->configure_sync("AdoPlugins::libfarmem_ado_filter.so");
+  if (!s.ok()) return bench.fail(1, "configure: " + s.to_string());
+  uint64_t t0 = now_ns();
+  std::vector<Task<Status>> loads;
+  for (uint32_t k = 0; k < f.coroutines; ++k) {
+    loads.push_back(
+        load_slice(r->pool.get(), k, f.records, f.coroutines, f.bench.seed, f.value_bytes));
+  }
+  s = run_all(r->c, std::move(loads));
+  if (!s.ok()) return bench.fail(1, "load: " + s.to_string());
+  double load_s = (now_ns() - t0) / 1e9;
+  fmt::print("ado-filter: loaded {} records of {} B in {:.2f} s; query '{}'; transports {}\n",
+             f.records, f.value_bytes, load_s, f.query, r->c->transports());
+  return 0;
+}
+
+// Client-side: fetch everything, filter here.
+Status client_way(const AdoFilterOptions& f, const af::Query& q, AdoRun* r, uint32_t round,
+                  Way* way) {
+  af::Accumulator acc(q);
+  kv::StoreStats before = r->store->stats();
+  uint64_t a = now_ns();
+  std::vector<Task<Status>> fetches;
+  for (uint32_t k = 0; k < f.coroutines; ++k) {
+    fetches.push_back(fetch_slice(r->pool.get(), k, f.records, f.coroutines, &acc));
+  }
+  Status s = run_all(r->c, std::move(fetches));
+  double ms = (now_ns() - a) / 1e6;
+  if (!s.ok()) return Status(s.code(), "client-side fetch: " + s.to_string());
+  uint64_t bytes = get_bytes(before, r->store->stats(), f.records, 12, f.value_bytes);
+  if (round == 0 || ms < way->best_ms) way->best_ms = ms;
+  way->bytes = bytes;
+  way->result = acc.result();
+  return OkStatus();
+}
+
+// ADO: one invocation; the error's message is the line printed.
+Status ado_way(const AdoFilterOptions& f, AdoRun* r, uint32_t round, Way* way) {
+  uint64_t a = now_ns();
+  auto res = r->pool->invoke_ado_sync("", f.query, kw::kAdoReadOnly);
+  double ms = (now_ns() - a) / 1e6;
+  if (!res.ok()) return Internal("invoke_ado: " + res.status().to_string());
+  if (res->plugin_status != 0) {
+    return Internal(fmt::format("filter plugin status {}", res->plugin_status));
+  }
+  const kv::AdoResponse* result = nullptr;
+  for (const auto& resp : res->responses) {
+    if (resp.layer == af::kLayerResult && resp.data.size() == sizeof(af::FilterResult)) {
+      result = &resp;
+    }
+  }
+  if (result == nullptr) return Internal("the filter plugin sent no result");
+  std::memcpy(&way->result, result->data.data(), sizeof(af::FilterResult));
+  if (round == 0 || ms < way->best_ms) way->best_ms = ms;
+  way->bytes = ado_bytes(f.query, *res);
+  return OkStatus();
+}
+
+// --repeat rounds of both ways; the answers must agree. 0, or the error printed and 1.
+int rounds(const Bench& bench, const AdoFilterOptions& f, const af::Query& q, AdoRun* r,
+           Way* client, Way* ado) {
+  for (uint32_t round = 0; round < f.repeat; ++round) {
+    Status s = client_way(f, q, r, round, client);
+    if (s.ok()) s = ado_way(f, r, round, ado);
+    if (!s.ok()) return bench.fail(1, s.message());
+    const af::FilterResult& x = client->result;
+    const af::FilterResult& y = ado->result;
+    if (x.matched != y.matched || x.sum != y.sum || x.scanned != y.scanned ||
+        (x.matched > 0 && (x.min != y.min || x.max != y.max))) {
+      return bench.fail(
+          1, fmt::format("answers differ: client matched={} sum={}, ado matched={} sum={}",
+                         x.matched, x.sum, y.matched, y.sum));
+    }
+  }
+  return 0;
+}
+
+int report(const Bench& bench, const AdoFilterOptions& f, const AdoRun& r, const Way& client,
+           const Way& ado) {
+  const af::FilterResult& res = ado.result;
+  double time_ratio = client.best_ms / std::max(ado.best_ms, 1e-9);
+  double byte_ratio = static_cast<double>(client.bytes) / std::max<uint64_t>(ado.bytes, 1);
+  fmt::print("  answer: scanned={} matched={} sum={} min={} max={}\n", res.scanned, res.matched,
+             res.sum, res.matched ? res.min : 0, res.matched ? res.max : 0);
+  fmt::print("  client-side (fetch all, filter here): {:9.2f} ms  {:12} bytes moved\n",
+             client.best_ms, client.bytes);
+  fmt::print("  ado (one invoke, filter on the node): {:9.2f} ms  {:12} bytes moved\n", ado.best_ms,
+             ado.bytes);
+  fmt::print("  ratio client/ado: time {:.1f}x, bytes {:.0f}x (best of {}){}\n", time_ratio,
+             byte_ratio, f.repeat, bench.result_suffix());
+  nlohmann::ordered_json rec = bench.report_record();
+  rec["records"] = f.records;
+  rec["value_bytes"] = f.value_bytes;
+  rec["query"] = f.query;
+  rec["transports"] = r.c->transports();
+  rec["coroutines"] = f.coroutines;
+  rec["repeat"] = f.repeat;
+  rec["client_ms"] = client.best_ms;
+  rec["client_bytes"] = client.bytes;
+  rec["ado_ms"] = ado.best_ms;
+  rec["ado_bytes"] = ado.bytes;
+  rec["time_ratio"] = time_ratio;
+  rec["bytes_ratio"] = byte_ratio;
+  rec["matched"] = res.matched;
+  rec["sum"] = res.sum;
+  return bench.finish_report(rec);
+}
+
 }  // namespace
 
-int run_bench_ado_filter(const BenchAdoFlags& f) {
+int run_ado_filter(const AdoFilterOptions& f) {
   Bench bench("ado-filter", f.bench, {"client", "ado"});
   if (f.bench.cluster.servers.empty() && f.bench.cluster.config.empty()) {
     return bench.fail(2,
@@ -125,132 +271,12 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
   if (f.value_bytes < 8 || f.value_bytes % 8 != 0) {
     return bench.fail(2, "--value-bytes must be a positive multiple of 8");
   }
-  if (int rc = bench.connect(0); rc != 0) return rc;
-  auto tc = bench.cluster()->thread_client();
-  if (!tc.ok()) return bench.fail(1, tc.status().to_string());
-  client::ThreadClient* c = *tc;
-  kv::StoreOptions so;
-  so.location_cache_log2 = 20;  // every record's location fits: a fair client
-  auto store = kv::Store::open(c, so);
-  if (!store.ok()) return bench.fail(1, store.status().to_string());
-  const std::string name = fmt::format("bench-ado-filter-{}", getpid());
-  const uint64_t record = kv::record_alloc_bytes(12, f.value_bytes);
-  const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
-  auto created = (*store)->create_pool_sync(name, capacity, f.records, kw::kPoolCreateOnly);
-  if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());
-  std::unique_ptr<kv::Pool> pool = std::move(*created);
-  auto cleanup = [&](int rc) {
-    (void)(*store)->close_pool_sync(*pool);
-    pool.reset();
-    (void)(*store)->delete_pool_sync(name);
-    return rc;
-  };
-  Status s = pool->configure_sync("AdoPlugins::libfarmem_ado_filter.so");
-  if (!s.ok()) return cleanup(bench.fail(1, "configure: " + s.to_string()));
-
-  uint64_t t0 = now_ns();
-  std::vector<Task<Status>> loads;
-  for (uint32_t k = 0; k < f.coroutines; ++k) {
-    loads.push_back(
-        load_slice(pool.get(), k, f.records, f.coroutines, f.bench.seed, f.value_bytes));
-  }
-  s = run_all(c, std::move(loads));
-  if (!s.ok()) return cleanup(bench.fail(1, "load: " + s.to_string()));
-  double load_s = (now_ns() - t0) / 1e9;
-  fmt::print("ado-filter: loaded {} records of {} B in {:.2f} s; query '{}'; transports {}\n",
-             f.records, f.value_bytes, load_s, f.query, c->transports());
-
-  Way client_way, ado_way;
-  for (uint32_t round = 0; round < f.repeat; ++round) {
-    // Client-side: fetch everything, filter here.
-    af::Accumulator acc(q);
-    kv::StoreStats before = (*store)->stats();
-    uint64_t a = now_ns();
-    std::vector<Task<Status>> fetches;
-    for (uint32_t k = 0; k < f.coroutines; ++k) {
-      fetches.push_back(fetch_slice(pool.get(), k, f.records, f.coroutines, &acc));
-    }
-    s = run_all(c, std::move(fetches));
-    double ms = (now_ns() - a) / 1e6;
-    if (!s.ok()) return cleanup(bench.fail(1, "client-side fetch: " + s.to_string()));
-    uint64_t bytes = get_bytes(before, (*store)->stats(), f.records, 12, f.value_bytes);
-    if (round == 0 || ms < client_way.best_ms) client_way.best_ms = ms;
-    client_way.bytes = bytes;
-    client_way.result = acc.result();
-
-    // ADO: one invocation.
-    a = now_ns();
-    auto r = pool->invoke_ado_sync("", f.query, kw::kAdoReadOnly);
-    ms = (now_ns() - a) / 1e6;
-    if (!r.ok()) return cleanup(bench.fail(1, "invoke_ado: " + r.status().to_string()));
-    if (r->plugin_status != 0) {
-      return cleanup(bench.fail(1, fmt::format("filter plugin status {}", r->plugin_status)));
-    }
-    const kv::AdoResponse* result = nullptr;
-    for (const auto& resp : r->responses) {
-      if (resp.layer == af::kLayerResult && resp.data.size() == sizeof(af::FilterResult)) {
-        result = &resp;
-      }
-    }
-    if (result == nullptr) return cleanup(bench.fail(1, "the filter plugin sent no result"));
-    std::memcpy(&ado_way.result, result->data.data(), sizeof(af::FilterResult));
-    if (round == 0 || ms < ado_way.best_ms) ado_way.best_ms = ms;
-    ado_way.bytes = ado_bytes(f.query, *r);
-    const af::FilterResult& x = client_way.result;
-    const af::FilterResult& y = ado_way.result;
-    if (x.matched != y.matched || x.sum != y.sum || x.scanned != y.scanned ||
-        (x.matched > 0 && (x.min != y.min || x.max != y.max))) {
-      return cleanup(bench.fail(
-          1, fmt::format("answers differ: client matched={} sum={}, ado matched={} sum={}",
-                         x.matched, x.sum, y.matched, y.sum)));
-    }
-  }
-  const af::FilterResult& res = ado_way.result;
-  double time_ratio = client_way.best_ms / std::max(ado_way.best_ms, 1e-9);
-  double byte_ratio = static_cast<double>(client_way.bytes) / std::max<uint64_t>(ado_way.bytes, 1);
-  fmt::print("  answer: scanned={} matched={} sum={} min={} max={}\n", res.scanned, res.matched,
-             res.sum, res.matched ? res.min : 0, res.matched ? res.max : 0);
-  fmt::print("  client-side (fetch all, filter here): {:9.2f} ms  {:12} bytes moved\n",
-             client_way.best_ms, client_way.bytes);
-  fmt::print("  ado (one invoke, filter on the node): {:9.2f} ms  {:12} bytes moved\n",
-             ado_way.best_ms, ado_way.bytes);
-  fmt::print("  ratio client/ado: time {:.1f}x, bytes {:.0f}x (best of {}){}\n", time_ratio,
-             byte_ratio, f.repeat, bench.result_suffix());
-
-  nlohmann::ordered_json rec = bench.report_record();
-  rec["records"] = f.records;
-  rec["value_bytes"] = f.value_bytes;
-  rec["query"] = f.query;
-  rec["transports"] = c->transports();
-  rec["coroutines"] = f.coroutines;
-  rec["repeat"] = f.repeat;
-  rec["client_ms"] = client_way.best_ms;
-  rec["client_bytes"] = client_way.bytes;
-  rec["ado_ms"] = ado_way.best_ms;
-  rec["ado_bytes"] = ado_way.bytes;
-  rec["time_ratio"] = time_ratio;
-  rec["bytes_ratio"] = byte_ratio;
-  rec["matched"] = res.matched;
-  rec["sum"] = res.sum;
-  return cleanup(bench.finish_report(rec));
+  AdoRun r;
+  if (int rc = setup(bench, f, &r); rc != 0) return rc;
+  if (int rc = load(bench, f, &r); rc != 0) return r.cleanup(rc);
+  Way client, ado;
+  if (int rc = rounds(bench, f, q, &r, &client, &ado); rc != 0) return r.cleanup(rc);
+  return r.cleanup(report(bench, f, r, client, ado));
 }
 
-CLI::App* add_bench_ado(CLI::App* bench, BenchAdoFlags* flags) {
-  CLI::App* sub = bench->add_subcommand(
-      "ado-filter", "filter/aggregate records: fetch all to the client vs. one ADO invocation");
-  add_bench_flags(sub, &flags->bench, "unused (the run is --repeat rounds)");
-  sub->add_option("--records", flags->records, "records in the pool")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
-  sub->add_option("--value-bytes", flags->value_bytes, "record size (8-byte fields)")
-      ->check(CLI::Range(size_t{8}, size_t{65536}));
-  sub->add_option("--query", flags->query,
-                  "filter query: <sum|count|min|max|top<k>> <field> [where <f> <op> <n>] "
-                  "[prefix <p>]");
-  sub->add_option("--coroutines", flags->coroutines, "client-side gets in flight")
-      ->check(CLI::Range(1u, 4096u));
-  sub->add_option("--repeat", flags->repeat, "rounds of each way (the best is reported)")
-      ->check(CLI::Range(1u, 1000u));
-  return sub;
-}
-
-}  // namespace farmem::apps
+}  // namespace farmem::bench
