@@ -37,24 +37,30 @@ Command make_command(std::string group, std::string name, std::string help,
                  [options, run] { return run(*options); }};
 }
 
-// The commands' groups, in the order their first command appears.
+// The commands' groups (a group appears in the help where its first command does).
 struct CommandGroup {
   const char* name;
   const char* help;
 };
 std::vector<CommandGroup> command_groups();
 
-// Every command, in the order of the help text.
+// Every command, in the order of the help text (main.cc).
 std::vector<Command> commands();
 
-// One function per command file (the table is in main.cc).
+// The command files' entries.
 Command bench_ops_command();
 Command bench_ycsb_command();
 Command bench_ado_command();
-Command bench_txn_command();
 Command bench_far_command();
-Command bench_paged_command();
 Command bench_agent_command();
 Command agent_stats_command();
+Command bench_paged_command();
+Command bench_txn_command();
+Command status_command();
+std::vector<Command> kv_commands();  // kv pools, create-pool, ...
+Command graph_generate_command();
+Command graph_convert_command();
+Command graph_run_command();
+std::vector<Command> txn_commands();  // txn promote, create, locks
 
 }  // namespace farmem::apps
