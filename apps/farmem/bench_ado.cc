@@ -27,9 +27,12 @@
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "farmem/workload/rng.h"
 #include "filter/filter_query.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::apps {
 namespace {
@@ -136,16 +139,16 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
   const std::string name = fmt::format("bench-ado-filter-{}", getpid());
   const uint64_t record = kv::record_alloc_bytes(12, f.value_bytes);
   const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
-  auto created = (*store)->create_pool_sync(name, capacity, f.records, kw::kPoolCreateOnly);
+  auto created = sync_wait((*store)->create_pool(name, capacity, f.records, kw::kPoolCreateOnly));
   if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());
   std::unique_ptr<kv::Pool> pool = std::move(*created);
   auto cleanup = [&](int rc) {
-    (void)(*store)->close_pool_sync(*pool);
+    (void)sync_wait((*store)->close_pool(*pool));
     pool.reset();
-    (void)(*store)->delete_pool_sync(name);
+    (void)sync_wait((*store)->delete_pool(name));
     return rc;
   };
-  Status s = pool->configure_sync("AdoPlugins::libfarmem_ado_filter.so");
+  Status s = sync_wait(pool->configure("AdoPlugins::libfarmem_ado_filter.so"));
   if (!s.ok()) return cleanup(bench.fail(1, "configure: " + s.to_string()));
 
   uint64_t t0 = now_ns();
@@ -180,7 +183,7 @@ int run_bench_ado_filter(const BenchAdoFlags& f) {
 
     // ADO: one invocation.
     a = now_ns();
-    auto r = pool->invoke_ado_sync("", f.query, kw::kAdoReadOnly);
+    auto r = sync_wait(pool->invoke_ado("", f.query, kw::kAdoReadOnly));
     ms = (now_ns() - a) / 1e6;
     if (!r.ok()) return cleanup(bench.fail(1, "invoke_ado: " + r.status().to_string()));
     if (r->plugin_status != 0) {

@@ -12,9 +12,12 @@
 #include "bench_harness.h"
 #include "farmem/agent/client.h"
 #include "farmem/client/cluster.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "local_node.h"
 #include "report.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::apps {
 namespace {
@@ -172,7 +175,8 @@ int run_bench_agent(const BenchAgentFlags& f) {
   for (uint64_t off = 0; off < f.range_bytes; off += chunk.size()) {
     for (auto& b : chunk) b = static_cast<uint8_t>(rng());
     const uint64_t n = std::min<uint64_t>(chunk.size(), f.range_bytes - off);
-    if (Status s = (*tc)->write_sync(base + off, chunk.data(), n); !s.ok()) return fail("fill", s);
+    if (Status s = sync_wait((*tc)->write(base + off, chunk.data(), n)); !s.ok())
+      return fail("fill", s);
   }
   // Whatever the agent cached of this memory before (an earlier run) is stale now.
   if (Status s = (*ac)->thread_client().run((*ac)->invalidate(base, f.range_bytes)); !s.ok()) {

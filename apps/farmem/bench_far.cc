@@ -38,10 +38,10 @@
 #include "farmem/common/local_budget.h"
 #include "farmem/common/units.h"
 #include "farmem/far/array.h"
+#include "farmem/far/cached_hash_table.h"
 #include "farmem/far/far_ptr.h"
-#include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/scrambled_zipfian_chooser.h"
 #include "memory_cgroup.h"
@@ -151,9 +151,9 @@ double perftest_ns(bool tcp, uint64_t bytes) {
 // is read once in a shuffled order (the first read of a page faults and fetches it).
 Result<double> page_fault_ns(client::Cluster& cluster, uint64_t page_bytes, uint64_t pages,
                              workload::Rng* rng) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 4 * page_bytes;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return m.status();
   paged::RegionOptions ro;
   ro.page_bytes = page_bytes;
@@ -182,9 +182,9 @@ int run_cold_path(const BenchFarFlags& f) {
   auto tc = bench.cluster()->thread_client();
   if (!tc.ok()) return bench.fail(1, tc.status().to_string());
   const uint64_t n = f.objects != 0 ? f.objects : 100000;
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = std::max<uint64_t>(n * (4096 + 64) * 3, 64 << 20);  // all of it fits
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   if (!m.ok()) return bench.fail(2, m.status().to_string());
   int rc = 0;
   {
@@ -298,7 +298,7 @@ Result<uint64_t> object_of(const FrontShape& shape, uint64_t r, uint64_t sum) {
 struct FarFront {
   FrontShape shape;
   const std::vector<uint64_t>* order;  // load order of the key indices
-  far::HashTable<uint64_t, uint64_t>* table;
+  far::CachedHashTable<uint64_t, uint64_t>* table;
   far::Array<Item>* items;
   far::ThreadCache* cache;
 };
@@ -462,17 +462,17 @@ Status write_mmap_file(int fd, const FrontShape& shape, const std::vector<uint64
 // The paged version: the same layout in a paged region whose local buffer is the budget,
 // written through the region (pages beyond the budget are written back as it fills).
 struct PagedRun {
-  std::unique_ptr<paged::Manager> manager;
+  std::unique_ptr<paged::PageManager> manager;
   MmapFront front;
 };
 
 Status prepare_paged(const BenchFarFlags& f, client::Cluster& cluster, const FrontShape& shape,
                      const std::vector<uint64_t>& order, uint64_t budget, LocalBudget* shared,
                      PagedRun* r) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = budget;
   mo.shared_budget = shared;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
   const uint64_t bytes = front_layout(shape).file_bytes;
@@ -562,13 +562,13 @@ Status prepare_mmap(const BenchFarFlags& f, const FrontShape& shape,
 }
 
 void far_frontend_thread(const BenchFarFlags& f, const FrontShape& shape,
-                         const std::vector<uint64_t>* order, far::Manager* manager,
+                         const std::vector<uint64_t>* order, far::ObjectManager* manager,
                          const workload::ScrambledZipfianChooser* requests, BenchThread& t,
                          client::ThreadClient* c) {
   far::ThreadCache cache(manager, c);
   uint32_t log2 = 1;
   while ((uint64_t{1} << log2) * 6 < shape.keys()) ++log2;  // <= 3/4 full buckets of 8
-  auto table = c->run(far::HashTable<uint64_t, uint64_t>::create(&cache, log2));
+  auto table = c->run(far::CachedHashTable<uint64_t, uint64_t>::create(&cache, log2));
   auto items = c->run(far::Array<Item>::create(&cache, shape.objects, kItemBytes));
   if (!table.ok() || !items.ok()) {
     t.fail(table.ok() ? items.status() : table.status());
@@ -610,7 +610,7 @@ int run_frontend(const BenchFarFlags& f) {
   if (f.shared_budget && (f.backend == "far" || f.backend == "paged")) {
     shared = std::make_unique<LocalBudget>(*budget);
   }
-  std::unique_ptr<far::Manager> manager;
+  std::unique_ptr<far::ObjectManager> manager;
   LocalFront lf{shape, {}, {}};
   MmapRun mm;
   PagedRun pg;
@@ -626,10 +626,10 @@ int run_frontend(const BenchFarFlags& f) {
     Status s = prepare_paged(f, *bench.cluster(), shape, order, *budget, shared.get(), &pg);
     if (!s.ok()) return bench.fail(1, "paged backend: " + s.to_string());
   } else {
-    far::ManagerOptions mo;
+    far::ObjectManagerOptions mo;
     mo.local_bytes = *budget;
     mo.shared_budget = shared.get();
-    auto m = far::Manager::create(mo);
+    auto m = far::ObjectManager::create(mo);
     if (!m.ok()) return bench.fail(2, m.status().to_string());
     manager = std::move(*m);
   }
@@ -800,9 +800,9 @@ int run_analytics(const BenchFarFlags& f) {
   if (int rc = bench.connect(working_set * 2 + (256ull << 20)); rc != 0) return rc;
   auto tc = bench.cluster()->thread_client();
   if (!tc.ok()) return bench.fail(1, tc.status().to_string());
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = std::max<uint64_t>(*budget, 4 << 20);
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   if (!m.ok()) return bench.fail(2, m.status().to_string());
   int rc = 0;
   {

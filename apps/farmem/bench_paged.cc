@@ -11,7 +11,10 @@
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/units.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
+#include "farmem/runtime/scheduler.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::apps {
 
@@ -39,9 +42,9 @@ void append_json(const std::string& path, const nlohmann::json& j) {
 int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
   const uint64_t pb = f.page_bytes;
   const uint64_t pages = f.samples;
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 2 * pages * pb + 8 * pb;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return fail(m.status().to_string());
   paged::RegionOptions ro;
   ro.page_bytes = pb;
@@ -72,13 +75,13 @@ int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
   // One untimed pass first: this thread's client maps the node's region afresh (shared memory),
   // and the pager's mapping was warm when it faulted.
   for (uint64_t p = 0; p < pages; ++p) {
-    if (Status st = c->read_sync((*a)->layout().page_address(p), buf.data(), pb); !st.ok()) {
+    if (Status st = sync_wait(c->read((*a)->layout().page_address(p), buf.data(), pb)); !st.ok()) {
       return fail(st.to_string());
     }
   }
   for (uint64_t p = 0; p < pages; ++p) {
     const uint64_t t0 = steady_now_ns();
-    Status st = c->read_sync((*a)->layout().page_address(p), buf.data(), pb);
+    Status st = sync_wait(c->read((*a)->layout().page_address(p), buf.data(), pb));
     read_us.push_back(static_cast<double>(steady_now_ns() - t0) / 1e3);
     if (!st.ok()) return fail(st.to_string());
   }
@@ -104,7 +107,7 @@ int run_fault(const BenchPagedFlags& f, client::Cluster& cluster) {
 }
 
 int run_scan(const BenchPagedFlags& f, client::Cluster& cluster) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   if (!f.local_memory.empty() && f.local_memory.back() == '%') {
     mo.local_percent = std::stod(f.local_memory.substr(0, f.local_memory.size() - 1));
   } else {
@@ -112,7 +115,7 @@ int run_scan(const BenchPagedFlags& f, client::Cluster& cluster) {
     if (!b.ok()) return fail("--local-memory: " + b.status().to_string());
     mo.local_bytes = *b;
   }
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return fail(m.status().to_string());
   paged::RegionOptions ro;
   ro.page_bytes = f.page_bytes;

@@ -33,9 +33,12 @@
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/workload/key_format.h"
 #include "farmem/workload/op_generator.h"
 #include "farmem/workload/value_format.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::apps {
 namespace {
@@ -314,7 +317,7 @@ Result<std::unique_ptr<KvHandle>> open_handle(ThreadClient* c, YcsbShared* sh, K
   auto store = kv::Store::open(c, sh->store_options);
   if (!store.ok()) return store.status();
   h->store = std::move(*store);
-  auto pool = h->store->open_pool_sync(sh->table);
+  auto pool = sync_wait(h->store->open_pool(sh->table));
   if (!pool.ok()) return pool.status();
   h->pool = std::move(*pool);
   return h;
@@ -323,7 +326,7 @@ void note_shape(const KvHandle&, YcsbThread*) {}
 // Closes what the handle holds open on the nodes (the kv pool; the others hold nothing).
 void close_handle(HashTable&) {}
 void close_handle(BTree&) {}
-void close_handle(KvHandle& h) { (void)h.store->close_pool_sync(*h.pool); }
+void close_handle(KvHandle& h) { (void)sync_wait(h.store->close_pool(*h.pool)); }
 void note_shape(const HashTable& t, YcsbThread* pt) {
   for (uint32_t i = 0; i < t.shard_count(); ++i) pt->subtables += t.subtable_count(i);
 }
@@ -401,9 +404,9 @@ Status create_pool(ThreadClient* c, const BenchYcsbFlags& f, const YcsbShared& s
   // A scratch pool is temporary: the node deletes it if this process dies (its session ends).
   const uint32_t flags =
       kv::wire::kPoolCreateOnly | (f.keep_table.empty() ? kv::wire::kPoolTemporary : 0u);
-  auto pool = (*store)->create_pool_sync(sh.table, pool_capacity(f), f.records, flags);
+  auto pool = sync_wait((*store)->create_pool(sh.table, pool_capacity(f), f.records, flags));
   if (!pool.ok()) return pool.status();
-  return (*store)->close_pool_sync(**pool);
+  return sync_wait((*store)->close_pool(**pool));
 }
 
 // Connects and creates the table the threads open.
@@ -527,7 +530,7 @@ void cleanup(const Bench& bench, const BenchYcsbFlags& f, const YcsbShared& sh, 
   Status s;
   if (f.structure == "kv") {
     auto store = kv::Store::open(c, admin_store(sh));
-    s = store.ok() ? (*store)->delete_pool_sync(sh.table) : store.status();
+    s = store.ok() ? sync_wait((*store)->delete_pool(sh.table)) : store.status();
   } else if (f.structure == "btree") {
     s = c->run(BTree::destroy(c, sh.table));
   } else {

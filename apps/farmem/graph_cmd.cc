@@ -38,7 +38,7 @@
 #include "farmem/graph/builder.h"
 #include "farmem/graph/input.h"
 #include "farmem/graph/memory.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "graph_far.h"
 #include "memory_cgroup.h"
 #include "report.h"
@@ -156,7 +156,7 @@ std::string summarize_depths(const Array<int32_t>& a, uint64_t n, const char* wh
   return fmt::format("reached={} max_{}={}", reached, what, most);
 }
 
-Result<Outcome> run_algorithm(graph::Context& ctx, const GraphFlags& f,
+Result<Outcome> run_algorithm(graph::AlgorithmContext& ctx, const GraphFlags& f,
                               const std::vector<uint32_t>& sources) {
   const uint64_t n = ctx.vertices();
   Outcome out;
@@ -276,7 +276,7 @@ int run_run(const GraphFlags& f) {
   auto memory = open_backend(f, *budget, &far);
   if (!memory.ok()) return fail(memory.status().to_string());
   graph::ThreadPool pool(f.threads);
-  graph::Context probe(**memory, pool);
+  graph::AlgorithmContext probe(**memory, pool);
   std::vector<uint32_t> sources = f.sources;
   if (sources.empty()) sources.push_back(graph::max_degree_vertex(probe));
   fmt::print(stderr, "graph: loaded in {:.2f} s; source {}{}\n", now_s() - t0, sources[0],
@@ -305,7 +305,7 @@ int run_run(const GraphFlags& f) {
     // The previous trial's result goes first: its arrays would otherwise hold local memory
     // (and, with --far-pin on, pins) through this trial.
     last = Outcome{};
-    graph::Context ctx(**memory, pool);
+    graph::AlgorithmContext ctx(**memory, pool);
     const double start = now_s();
     auto outcome = run_algorithm(ctx, f, sources);
     const double took = now_s() - start;

@@ -39,7 +39,7 @@ struct GraphFlags {
   std::string cache = "off";
   std::string advice = "default";     // mmap: default | random
   std::string far_advice = "random";  // far: random | sequential (graph sections)
-  uint32_t far_install_threads = 2;   // far: paged::ManagerOptions::install_threads
+  uint32_t far_install_threads = 2;   // far: paged::PageManagerOptions::install_threads
   std::string far_pin = "on";         // far: on | random | off: pin vertex arrays (static advice)
   std::string mmap_dir = "/tmp";
   uint32_t pr_iterations = 20;

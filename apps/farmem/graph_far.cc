@@ -11,7 +11,7 @@
 #include "farmem/agent/page_source.h"
 #include "farmem/client/cluster.h"
 #include "farmem/graph/far_memory.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::apps {
 
@@ -94,7 +94,7 @@ class Session : public FarGraphSession {
   std::unique_ptr<agent::AgentClient> agent_client;
   agent::wire::StatsResponse agent_before{};
   std::shared_ptr<paged::PageSource> graph_source, buffer_source;
-  std::unique_ptr<paged::Manager> manager;
+  std::unique_ptr<paged::PageManager> manager;
 };
 
 // Connects to the agent (same transport options as the memory nodes) and makes the sources.
@@ -169,11 +169,11 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_graph(const GraphFlags& f,
   if (use_agent) {
     if (Status st = open_agent(f, *config, s.get()); !st.ok()) return st;
   }
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = budget_bytes;
   if (budget_bytes == 0) mo.local_percent = 100;
   mo.install_threads = f.far_install_threads;
-  auto manager = paged::Manager::create(*s->cluster, mo);
+  auto manager = paged::PageManager::create(*s->cluster, mo);
   if (!manager.ok()) return manager.status();
   s->manager = std::move(*manager);
   graph::FarOptions fo;

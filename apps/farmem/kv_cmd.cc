@@ -29,6 +29,9 @@
 #include "farmem/client/cluster.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::apps {
 namespace {
@@ -107,7 +110,7 @@ Status connect(const KvFlags& f, Session* s) {
 
 // Opens f.pool; a missing pool becomes "no pool NAME (on node N)".
 Result<std::unique_ptr<kv::Pool>> open_pool(const KvFlags& f, Session* s, uint32_t flags) {
-  auto p = s->store->open_pool_sync(f.pool, flags);
+  auto p = sync_wait(s->store->open_pool(f.pool, flags));
   if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
     return NotFound(
         fmt::format("no pool '{}' (it would be on node {})", f.pool, s->store->node_of(f.pool)));
@@ -134,7 +137,7 @@ Result<std::string> value_of(const KvFlags& f) {
 }
 
 int cmd_pools(const KvFlags& f, Session* s) {
-  auto pools = s->store->list_pools_sync();
+  auto pools = sync_wait(s->store->list_pools());
   if (!pools.ok()) return fail(f, pools.status());
   fmt::print("{:<32} {:>5} {:>14} {:>14} {:>12} {:>6}\n", "pool", "node", "capacity", "used",
              "keys", "opens");
@@ -146,17 +149,17 @@ int cmd_pools(const KvFlags& f, Session* s) {
 }
 
 int cmd_create(const KvFlags& f, Session* s) {
-  auto p = s->store->create_pool_sync(f.pool, f.capacity_bytes, f.expected_count,
-                                      f.create_only ? w::kPoolCreateOnly : 0);
+  auto p = sync_wait(s->store->create_pool(f.pool, f.capacity_bytes, f.expected_count,
+                                           f.create_only ? w::kPoolCreateOnly : 0));
   if (!p.ok()) return fail(f, p.status());
   fmt::print("{} pool '{}' on node {} (shard {}), capacity {} bytes\n",
              (*p)->created() ? "created" : "opened existing", f.pool, (*p)->node(), (*p)->shard(),
              (*p)->capacity_bytes());
-  return exit_code(s->store->close_pool_sync(**p));
+  return exit_code(sync_wait(s->store->close_pool(**p)));
 }
 
 int cmd_delete(const KvFlags& f, Session* s) {
-  Status st = s->store->delete_pool_sync(f.pool);
+  Status st = sync_wait(s->store->delete_pool(f.pool));
   if (st.code() == StatusCode::kNotFound) st = NotFound(fmt::format("no pool '{}'", f.pool));
   if (!st.ok()) return fail(f, st);
   fmt::print("deleted pool '{}'\n", f.pool);
@@ -169,7 +172,7 @@ int cmd_put(const KvFlags& f, kv::Pool* p) {
   uint8_t flags =
       (f.create_only ? w::kPutCreateOnly : 0) | (f.dont_overwrite ? w::kPutDontOverwrite : 0);
   bool existed = false;
-  Status st = p->put_sync(f.key, *value, flags, &existed);
+  Status st = sync_wait(p->put(f.key, *value, flags, &existed));
   if (!st.ok()) return fail(f, st);
   if (existed) fmt::print(stderr, "key '{}' exists: its value was kept\n", f.key);
   return kKvExitOk;
@@ -177,7 +180,7 @@ int cmd_put(const KvFlags& f, kv::Pool* p) {
 
 int cmd_get(const KvFlags& f, kv::Pool* p) {
   std::string value;
-  auto found = p->get_sync(f.key, &value);
+  auto found = sync_wait(p->get(f.key, &value));
   if (!found.ok()) return fail(f, found.status());
   if (!*found) return fail(f, key_absent(f));
   std::cout.write(value.data(), static_cast<std::streamsize>(value.size()));
@@ -187,7 +190,7 @@ int cmd_get(const KvFlags& f, kv::Pool* p) {
 }
 
 int cmd_erase(const KvFlags& f, kv::Pool* p) {
-  Status st = p->erase_sync(f.key);
+  Status st = sync_wait(p->erase(f.key));
   if (st.code() == StatusCode::kNotFound) st = key_absent(f);
   return st.ok() ? kKvExitOk : fail(f, st);
 }
@@ -196,7 +199,7 @@ int cmd_find(const KvFlags& f, kv::Pool* p) {
   uint64_t start = f.start, shown = 0;
   const bool single = f.expression.rfind("next:", 0) == 0 && f.limit == 0;
   for (;;) {
-    auto m = p->find_sync(f.expression, start);
+    auto m = sync_wait(p->find(f.expression, start));
     if (!m.ok()) {
       if (m.status().code() == StatusCode::kNotFound && shown > 0) return kKvExitOk;
       if (m.status().code() == StatusCode::kNotFound) {
@@ -213,7 +216,7 @@ int cmd_find(const KvFlags& f, kv::Pool* p) {
 }
 
 int cmd_count(const KvFlags& f, kv::Pool* p) {
-  auto n = p->count_sync();
+  auto n = sync_wait(p->count());
   if (!n.ok()) return fail(f, n.status());
   fmt::print("{}\n", *n);
   return kKvExitOk;
@@ -223,7 +226,7 @@ int cmd_stats(const KvFlags& f, Session* s) {
   if (!f.pool.empty()) {
     auto p = open_pool(f, s, w::kPoolReadOnly);
     if (!p.ok()) return fail(f, p.status());
-    auto info = (*p)->info_sync();
+    auto info = sync_wait((*p)->info());
     if (!info.ok()) return fail(f, info.status());
     fmt::print(
         "pool '{}': node {} shard {} keys {} used {} of {} bytes, index slots {}, open handles "
@@ -232,14 +235,14 @@ int cmd_stats(const KvFlags& f, Session* s) {
         info->index_slots, info->open_handles,
         (info->flags & w::kPoolHasIndex) ? ", secondary index" : "",
         (info->flags & w::kPoolHasAdo) ? ", ADO plugins" : "");
-    Status st = s->store->close_pool_sync(**p);
+    Status st = sync_wait(s->store->close_pool(**p));
     if (!st.ok()) return fail(f, st);
   }
   fmt::print("{:>5} {:>5} {:>12} {:>12} {:>10} {:>9} {:>8} {:>8} {:>7} {:>6} {:>10}\n", "node",
              "shard", "gets", "puts", "erases", "locates", "ado", "failures", "clients", "pools",
              "ops/msg");
   for (const auto& n : s->cluster->nodes()) {
-    auto shards = s->store->shard_stats_sync(n.node_id);
+    auto shards = sync_wait(s->store->shard_stats(n.node_id));
     if (!shards.ok()) return fail(f, shards.status());
     for (size_t i = 0; i < shards->size(); ++i) {
       const auto& st = (*shards)[i];
@@ -253,8 +256,9 @@ int cmd_stats(const KvFlags& f, Session* s) {
 }
 
 int cmd_invoke(const KvFlags& f, kv::Pool* p) {
-  auto r = f.put_value.empty() ? p->invoke_ado_sync(f.key, f.request, f.ado_flags, f.ado_value_size)
-                               : p->invoke_put_ado_sync(f.key, f.put_value, f.request, f.ado_flags);
+  auto r = f.put_value.empty()
+               ? sync_wait(p->invoke_ado(f.key, f.request, f.ado_flags, f.ado_value_size))
+               : sync_wait(p->invoke_put_ado(f.key, f.put_value, f.request, f.ado_flags));
   if (!r.ok()) return fail(f, r.status());
   fmt::print("plugin status {}, {} response(s)\n", r->plugin_status, r->responses.size());
   for (const auto& resp : r->responses) {
@@ -264,7 +268,7 @@ int cmd_invoke(const KvFlags& f, kv::Pool* p) {
 }
 
 int cmd_configure(const KvFlags& f, kv::Pool* p) {
-  Status st = p->configure_sync(f.configure);
+  Status st = sync_wait(p->configure(f.configure));
   if (!st.ok()) return fail(f, st);
   fmt::print("pool '{}': {}\n", f.pool, f.configure);
   return kKvExitOk;
@@ -283,7 +287,7 @@ int with_pool(const KvFlags& f, Session* s) {
   if (f.command == "count") rc = cmd_count(f, p->get());
   if (f.command == "invoke") rc = cmd_invoke(f, p->get());
   if (f.command == "configure") rc = cmd_configure(f, p->get());
-  Status st = s->store->close_pool_sync(**p);
+  Status st = sync_wait(s->store->close_pool(**p));
   if (!st.ok() && rc == kKvExitOk) return fail(f, st);
   return rc;
 }
