@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Graph analytics on far memory beside all-local DRAM and OS paging (issue 12 item 4): one
+# Graph analytics on far memory beside all-local DRAM and OS paging: one
 # generated Kronecker graph; per algorithm: local (all in DRAM), far (paged regions, direct,
 # local budget BUDGET), far through farmem-agent with no caching (agent-off), with the vertex
 # arrays pinned in the agent's static cache (agent-static) and with the agent's dynamic cache on

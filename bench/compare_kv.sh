@@ -499,7 +499,7 @@ for tr in transports:
         print("farmem kv   %-3s / hash %-3s   %-18s %s" % (tr, tr, fmt_r(ratio(ops("kv", tr, "c"), ops("hash", tr, "c"))),
                                                    fmt_r(ratio(ops("kv", tr, "a"), ops("hash", tr, "a")))))
 print()
-print("goals (issue 11): over TCP, kv C >= 2x Redis GET and kv A >= 1.5x Redis GET/SET mix;")
+print("goals: over TCP, kv C >= 2x Redis GET and kv A >= 1.5x Redis GET/SET mix;")
 print("                  on shared memory, kv C >= 0.8x the hash table's C")
 for label, x, goal in (("kv tcp C / redis GET", ratio(ops("kv", "tcp", "c"), redis_c), 2.0),
                        ("kv tcp A / redis mix", ratio(ops("kv", "tcp", "a"), redis_a), 1.5),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # farmem's distributed transactions (farmem::txn) beside PostgreSQL driven by BenchBase, same
-# workloads, one run (issue 15 item 6): TATP, SmallBank and TPC-C, 2 terminals, SERIALIZABLE,
+# workloads, one run: TATP, SmallBank and TPC-C, 2 terminals, SERIALIZABLE,
 # PostgreSQL's default durability (fsync on, synchronous_commit on, full_page_writes on).
 #
 #   BENCHBASE_DIR=/path/to/benchbase-postgres bench/compare_txn.sh   # 60 s per measured run

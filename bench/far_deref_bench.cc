@@ -1,5 +1,5 @@
 // Micro-benchmark of a far dereference that hits (the object is in the local cache) beside a
-// plain pointer dereference of the same objects (issue 13: a hit within 2x). Built as
+// plain pointer dereference of the same objects (the goal: a hit within 2x). Built as
 // farmem_far_deref_bench; not run by ctest. It starts a memory node in this process (for the
 // allocations only: a hit touches no node).
 //
@@ -88,9 +88,9 @@ class World {
     auto tc = cluster_->thread_client();
     if (!tc.ok()) die(tc.status());
     client_ = *tc;
-    ManagerOptions mo;
+    ObjectManagerOptions mo;
     mo.local_bytes = 64ull << 20;  // every object stays local
-    auto m = Manager::create(mo);
+    auto m = ObjectManager::create(mo);
     if (!m.ok()) die(m.status());
     manager_ = std::move(*m);
     cache_ = std::make_unique<ThreadCache>(manager_.get(), client_);
@@ -121,7 +121,7 @@ class World {
   std::thread server_thread_;
   std::unique_ptr<client::Cluster> cluster_;
   client::ThreadClient* client_ = nullptr;
-  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<ObjectManager> manager_;
   std::unique_ptr<ThreadCache> cache_;
   std::vector<UniquePtr<Obj>> ptrs_;
   std::vector<std::unique_ptr<Obj>> plain_;

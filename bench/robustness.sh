@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Robustness scenarios of issue 9, with real processes, printing what happened (not a test:
+# Robustness scenarios, with real processes, printing what happened (not a test:
 # the failure matrix in tests/integration asserts outcomes; this prints the figures).
 #
 #   bench/robustness.sh [kills|crash|deadnode|junk|memory|all]   (default all)
@@ -80,7 +80,7 @@ kills() {
   unset UCX_TLS
 }
 
-# ---- 2. node killed or stopped during a YCSB-A load (issue 9, item 2) -------------------------
+# ---- 2. node killed or stopped during a YCSB-A load -------------------------
 crash() {
   for tls in tcp shm; do
     for sig in KILL STOP; do

@@ -30,16 +30,16 @@ LOG=${LOG:-build/stress-unit.log}
 
 # The unit tests of the runtime (and its time source) and of the client library.
 SUITE_FILES=(
-  tests/unit/virtual_clock_test.cc
-  tests/unit/task_test.cc
-  tests/unit/scheduler_test.cc
-  tests/unit/when_all_test.cc
-  tests/unit/frame_pool_test.cc
-  tests/unit/backoff_test.cc
-  tests/unit/throttle_test.cc
-  tests/unit/chunk_allocator_test.cc
-  tests/unit/cluster_config_test.cc
-  tests/unit/global_address_test.cc
+  tests/unit/common/virtual_clock_test.cc
+  tests/unit/runtime/task_test.cc
+  tests/unit/runtime/scheduler_test.cc
+  tests/unit/runtime/when_all_test.cc
+  tests/unit/runtime/frame_pool_test.cc
+  tests/unit/runtime/backoff_test.cc
+  tests/unit/runtime/throttle_test.cc
+  tests/unit/client/chunk_allocator_test.cc
+  tests/unit/client/cluster_config_test.cc
+  tests/unit/client/global_address_test.cc
 )
 
 die() {

@@ -104,9 +104,9 @@ void add_run_flags(CLI::App* app, bench::GraphRunOptions* o) {
 }  // namespace
 
 Command graph_generate_command() {
-  return make_command<bench::GraphGenerateOptions>(
-      "graph", "generate", "generate a Kronecker or uniform graph (.fmg)", add_generate_flags,
-      bench::run_graph_generate);
+  return make_command<bench::GraphGenerateOptions>("graph", "generate",
+                                                   "generate a Kronecker or uniform graph (.fmg)",
+                                                   add_generate_flags, bench::run_graph_generate);
 }
 
 Command graph_convert_command() {

@@ -7,7 +7,7 @@ namespace farmem::apps {
 namespace {
 
 int cmd_pools(const KvOptions& f, KvSession* s) {
-  auto pools = s->store->list_pools_sync();
+  auto pools = runtime::sync_wait(s->store->list_pools());
   if (!pools.ok()) return kv_fail(f, pools.status());
   fmt::print("{:<32} {:>5} {:>14} {:>14} {:>12} {:>6}\n", "pool", "node", "capacity", "used",
              "keys", "opens");
@@ -19,17 +19,17 @@ int cmd_pools(const KvOptions& f, KvSession* s) {
 }
 
 int cmd_create(const KvOptions& f, KvSession* s) {
-  auto p = s->store->create_pool_sync(f.pool, f.capacity_bytes, f.expected_count,
-                                      f.create_only ? kv::wire::kPoolCreateOnly : 0);
+  auto p = runtime::sync_wait(s->store->create_pool(f.pool, f.capacity_bytes, f.expected_count,
+                                                    f.create_only ? kv::wire::kPoolCreateOnly : 0));
   if (!p.ok()) return kv_fail(f, p.status());
   fmt::print("{} pool '{}' on node {} (shard {}), capacity {} bytes\n",
              (*p)->created() ? "created" : "opened existing", f.pool, (*p)->node(), (*p)->shard(),
              (*p)->capacity_bytes());
-  return kv_exit_code(s->store->close_pool_sync(**p));
+  return kv_exit_code(runtime::sync_wait(s->store->close_pool(**p)));
 }
 
 int cmd_delete(const KvOptions& f, KvSession* s) {
-  Status st = s->store->delete_pool_sync(f.pool);
+  Status st = runtime::sync_wait(s->store->delete_pool(f.pool));
   if (st.code() == StatusCode::kNotFound) st = NotFound(fmt::format("no pool '{}'", f.pool));
   if (!st.ok()) return kv_fail(f, st);
   fmt::print("deleted pool '{}'\n", f.pool);
@@ -40,7 +40,7 @@ int cmd_stats(const KvOptions& f, KvSession* s) {
   if (!f.pool.empty()) {
     auto p = kv_open_pool(f, s, kv::wire::kPoolReadOnly);
     if (!p.ok()) return kv_fail(f, p.status());
-    auto info = (*p)->info_sync();
+    auto info = runtime::sync_wait((*p)->info());
     if (!info.ok()) return kv_fail(f, info.status());
     fmt::print(
         "pool '{}': node {} shard {} keys {} used {} of {} bytes, index slots {}, open handles "
@@ -49,14 +49,14 @@ int cmd_stats(const KvOptions& f, KvSession* s) {
         info->index_slots, info->open_handles,
         (info->flags & kv::wire::kPoolHasIndex) ? ", secondary index" : "",
         (info->flags & kv::wire::kPoolHasAdo) ? ", ADO plugins" : "");
-    Status st = s->store->close_pool_sync(**p);
+    Status st = runtime::sync_wait(s->store->close_pool(**p));
     if (!st.ok()) return kv_fail(f, st);
   }
   fmt::print("{:>5} {:>5} {:>12} {:>12} {:>10} {:>9} {:>8} {:>8} {:>7} {:>6} {:>10}\n", "node",
              "shard", "gets", "puts", "erases", "locates", "ado", "failures", "clients", "pools",
              "ops/msg");
   for (const auto& n : s->cluster->nodes()) {
-    auto shards = s->store->shard_stats_sync(n.node_id);
+    auto shards = runtime::sync_wait(s->store->shard_stats(n.node_id));
     if (!shards.ok()) return kv_fail(f, shards.status());
     for (size_t i = 0; i < shards->size(); ++i) {
       const auto& st = (*shards)[i];

@@ -32,10 +32,10 @@ Result<std::string> value_of(const KvOptions& f) {
 int cmd_put(const KvOptions& f, kv::Pool* p) {
   auto value = value_of(f);
   if (!value.ok()) return kv_fail(f, value.status());
-  uint8_t flags =
-      (f.create_only ? kv::wire::kPutCreateOnly : 0) | (f.dont_overwrite ? kv::wire::kPutDontOverwrite : 0);
+  uint8_t flags = (f.create_only ? kv::wire::kPutCreateOnly : 0) |
+                  (f.dont_overwrite ? kv::wire::kPutDontOverwrite : 0);
   bool existed = false;
-  Status st = p->put_sync(f.key, *value, flags, &existed);
+  Status st = runtime::sync_wait(p->put(f.key, *value, flags, &existed));
   if (!st.ok()) return kv_fail(f, st);
   if (existed) fmt::print(stderr, "key '{}' exists: its value was kept\n", f.key);
   return kKvExitOk;
@@ -43,7 +43,7 @@ int cmd_put(const KvOptions& f, kv::Pool* p) {
 
 int cmd_get(const KvOptions& f, kv::Pool* p) {
   std::string value;
-  auto found = p->get_sync(f.key, &value);
+  auto found = runtime::sync_wait(p->get(f.key, &value));
   if (!found.ok()) return kv_fail(f, found.status());
   if (!*found) return kv_fail(f, key_absent(f));
   std::cout.write(value.data(), static_cast<std::streamsize>(value.size()));
@@ -53,7 +53,7 @@ int cmd_get(const KvOptions& f, kv::Pool* p) {
 }
 
 int cmd_erase(const KvOptions& f, kv::Pool* p) {
-  Status st = p->erase_sync(f.key);
+  Status st = runtime::sync_wait(p->erase(f.key));
   if (st.code() == StatusCode::kNotFound) st = key_absent(f);
   return st.ok() ? kKvExitOk : kv_fail(f, st);
 }
@@ -62,12 +62,12 @@ int cmd_find(const KvOptions& f, kv::Pool* p) {
   uint64_t start = f.start, shown = 0;
   const bool single = f.expression.rfind("next:", 0) == 0 && f.limit == 0;
   for (;;) {
-    auto m = p->find_sync(f.expression, start);
+    auto m = runtime::sync_wait(p->find(f.expression, start));
     if (!m.ok()) {
       if (m.status().code() == StatusCode::kNotFound && shown > 0) return kKvExitOk;
       if (m.status().code() == StatusCode::kNotFound) {
         return kv_fail(f, NotFound(fmt::format("no key of pool '{}' at position >= {} matches '{}'",
-                                            f.pool, f.start, f.expression)));
+                                               f.pool, f.start, f.expression)));
       }
       return kv_fail(f, m.status());
     }
@@ -79,15 +79,16 @@ int cmd_find(const KvOptions& f, kv::Pool* p) {
 }
 
 int cmd_count(const KvOptions& f, kv::Pool* p) {
-  auto n = p->count_sync();
+  auto n = runtime::sync_wait(p->count());
   if (!n.ok()) return kv_fail(f, n.status());
   fmt::print("{}\n", *n);
   return kKvExitOk;
 }
 
 int cmd_invoke(const KvOptions& f, kv::Pool* p) {
-  auto r = f.put_value.empty() ? p->invoke_ado_sync(f.key, f.request, f.ado_flags, f.ado_value_size)
-                               : p->invoke_put_ado_sync(f.key, f.put_value, f.request, f.ado_flags);
+  auto r = f.put_value.empty()
+               ? runtime::sync_wait(p->invoke_ado(f.key, f.request, f.ado_flags, f.ado_value_size))
+               : runtime::sync_wait(p->invoke_put_ado(f.key, f.put_value, f.request, f.ado_flags));
   if (!r.ok()) return kv_fail(f, r.status());
   fmt::print("plugin status {}, {} response(s)\n", r->plugin_status, r->responses.size());
   for (const auto& resp : r->responses) {
@@ -97,7 +98,7 @@ int cmd_invoke(const KvOptions& f, kv::Pool* p) {
 }
 
 int cmd_configure(const KvOptions& f, kv::Pool* p) {
-  Status st = p->configure_sync(f.configure);
+  Status st = runtime::sync_wait(p->configure(f.configure));
   if (!st.ok()) return kv_fail(f, st);
   fmt::print("pool '{}': {}\n", f.pool, f.configure);
   return kKvExitOk;

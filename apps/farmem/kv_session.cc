@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "farmem/bench/harness/cluster.h"
+#include "farmem/runtime/scheduler.h"
 
 namespace farmem::apps {
 
@@ -44,7 +45,7 @@ Status kv_connect(const KvOptions& f, KvSession* s) {
 }
 
 Result<std::unique_ptr<kv::Pool>> kv_open_pool(const KvOptions& f, KvSession* s, uint32_t flags) {
-  auto p = s->store->open_pool_sync(f.pool, flags);
+  auto p = runtime::sync_wait(s->store->open_pool(f.pool, flags));
   if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
     return NotFound(
         fmt::format("no pool '{}' (it would be on node {})", f.pool, s->store->node_of(f.pool)));

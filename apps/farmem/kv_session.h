@@ -8,6 +8,7 @@
 #include "farmem/client/cluster.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "kv_cmd.h"
 
 namespace farmem::apps {
@@ -45,7 +46,7 @@ int with_pool(const KvOptions& f, bool reader, Body body) {
     auto p = kv_open_pool(f, s, reader ? kv::wire::kPoolReadOnly : 0);
     if (!p.ok()) return kv_fail(f, p.status());
     const int rc = body(p->get());
-    Status st = s->store->close_pool_sync(**p);
+    Status st = runtime::sync_wait(s->store->close_pool(**p));
     if (!st.ok() && rc == kKvExitOk) return kv_fail(f, st);
     return rc;
   });

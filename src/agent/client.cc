@@ -21,7 +21,7 @@ Result<std::unique_ptr<AgentClient>> AgentClient::create(client::Cluster& agent)
     return InvalidArgument("agent client: the cluster must list exactly the agent");
   }
   auto tc = agent.thread_client();
-  if (!tc.ok()) return tc.status();
+  FARMEM_TRY(tc);
   return std::unique_ptr<AgentClient>(new AgentClient(*tc, agent.nodes()[0].node_id));
 }
 
@@ -71,7 +71,7 @@ runtime::Task<Status> AgentClient::write(GlobalAddress addr, const void* src, ui
   }
   std::vector<Status> results = co_await runtime::when_all(std::move(parts));
   for (const Status& s : results) {
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -94,7 +94,7 @@ runtime::Task<Result<wire::StatsResponse>> AgentClient::stats() {
   wire::StatsResponse r{};
   uint32_t got = 0;
   Status s = co_await call(wire::Op::kStats, {}, &r, sizeof(r), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(r)) co_return ProtocolError("agent stats: wrong reply size");
   co_return r;
 }

@@ -321,7 +321,7 @@ Status AgentCore::read_entry(GlobalAddress base, std::vector<uint8_t>* data) {
     ops.push_back(NodeOp{base + off, data->data() + off, n, {}});
   }
   auto tc = cluster_->thread_client();
-  if (!tc.ok()) return tc.status();
+  FARMEM_TRY(tc);
   uint64_t batches = 0;
   const uint64_t deadline = client::ThreadClient::deadline_in_ms(options_.op_timeout_ms);
   (*tc)->run(node_ops_task(*tc, &ops, false, true, deadline, &batches));
@@ -329,7 +329,7 @@ Status AgentCore::read_entry(GlobalAddress base, std::vector<uint8_t>* data) {
   node_reads_ += ops.size();
   node_read_bytes_ += options_.entry_bytes;
   for (const NodeOp& op : ops) {
-    if (!op.status.ok()) return op.status;
+    FARMEM_TRY(op.status);
   }
   return OkStatus();
 }

@@ -148,7 +148,7 @@ class AgentPageSource : public paged::PageSource {
   Status client(AgentClient** out) {
     if (client_ == nullptr) {
       auto c = AgentClient::create(agent_);
-      if (!c.ok()) return c.status();
+      FARMEM_TRY(c);
       client_ = std::move(*c);
     }
     *out = client_.get();
@@ -160,7 +160,7 @@ class AgentPageSource : public paged::PageSource {
   }
   static Status first_error(const std::vector<Status>& results) {
     for (const Status& s : results) {
-      if (!s.ok()) return s;
+      FARMEM_TRY(s);
     }
     return OkStatus();
   }

@@ -172,7 +172,7 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentOptions& options,
                                              const client::ClusterConfig& memnodes) {
   FARMEM_TRY(options.validate());
   auto cluster = client::Cluster::connect(memnodes);
-  if (!cluster.ok()) return cluster.status();
+  FARMEM_TRY(cluster);
   std::unique_ptr<Agent> agent(new Agent());
   agent->core_ = std::make_shared<AgentCore>(options, std::move(*cluster));
   FARMEM_TRY(agent->core_->start());

@@ -20,7 +20,7 @@ Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
   co.tls = config.options.tls;
   co.net_devices = config.options.net_devices;
   auto ctx = fabric::Context::create(co);
-  if (!ctx.ok()) return ctx.status();
+  FARMEM_TRY(ctx);
   c->context_ = std::move(*ctx);
   for (const HostPort& hp : config.memnodes) {
     NodeInfo n;
@@ -36,7 +36,7 @@ Result<std::unique_ptr<Cluster>> Cluster::connect(const ClusterConfig& config) {
     c->nodes_.push_back(n);
   }
   auto first = c->thread_client();
-  if (!first.ok()) return first.status();
+  FARMEM_TRY(first);
   for (const NodeInfo& n : c->nodes_) c->sorted_ids_.push_back(n.node_id);
   std::sort(c->sorted_ids_.begin(), c->sorted_ids_.end());
   c->transports_ = (*first)->transports();
@@ -58,7 +58,7 @@ Result<ThreadClient*> Cluster::thread_client() {
   std::unique_ptr<ThreadClient> tc(new ThreadClient(*this, next_index_++));
   // The first connection fills nodes_; later ones only read it (under mu_).
   Status s = tc->connect_all();
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   ThreadClient* raw = tc.get();
   clients_.emplace(id, std::move(tc));
   return raw;

@@ -44,7 +44,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
     auto addr = (*t)["address"].value_exact<std::string>();
     if (!addr) return InvalidArgument("[[memnode]] needs address = \"host:port\"");
     auto hp = parse_host_port(*addr);
-    if (!hp.ok()) return hp.status();
+    FARMEM_TRY(hp);
     c.memnodes.push_back(*hp);
   }
   if (const toml::table* t = root["client"].as_table()) {
@@ -65,7 +65,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
       std::string mode;
       FARMEM_TRY(toml_config::get_string(*t, "client", "throttle", &mode));
       auto m = runtime::parse_throttle_mode(mode);
-      if (!m.ok()) return m.status();
+      FARMEM_TRY(m);
       c.options.throttle = *m;
     }
     FARMEM_TRY(toml_config::get_bool(*t, "client", "backoff", &c.options.backoff));
@@ -85,7 +85,7 @@ Result<ClusterConfig> parse(const toml::table& root) {
     std::string down;
     FARMEM_TRY(toml_config::get_string(*t, "client", "down_nodes", &down));
     auto parsed = parse_down_nodes(down);
-    if (!parsed.ok()) return parsed.status();
+    FARMEM_TRY(parsed);
     c.options.down_nodes = std::move(*parsed);
   }
   FARMEM_TRY(c.validate());
@@ -112,7 +112,7 @@ Result<std::vector<DownNode>> parse_down_nodes(std::string_view text) {
       return InvalidArgument(fmt::format("down node '{}' is not host:port=ID", item));
     }
     auto hp = parse_host_port(std::string(item.substr(0, eq)));
-    if (!hp.ok()) return hp.status();
+    FARMEM_TRY(hp);
     const std::string id_text(item.substr(eq + 1));
     char* end = nullptr;
     const unsigned long id = std::strtoul(id_text.c_str(), &end, 10);
@@ -176,13 +176,13 @@ Status ClusterConfig::validate() const {
 
 Result<ClusterConfig> ClusterConfig::from_toml_string(const std::string& text) {
   auto root = toml_config::parse_string(text);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root);
 }
 
 Result<ClusterConfig> ClusterConfig::from_toml_file(const std::string& path) {
   auto root = toml_config::parse_file(path);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root);
 }
 
@@ -198,7 +198,7 @@ Result<ClusterConfig> ClusterConfig::from_server_list(const std::string& list) {
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
     if (!item.empty()) {
       auto hp = parse_host_port(item);
-      if (!hp.ok()) return hp.status();
+      FARMEM_TRY(hp);
       c.memnodes.push_back(*hp);
     }
     if (comma == std::string::npos) break;

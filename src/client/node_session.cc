@@ -78,7 +78,7 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
   s->worker_count_ = m.worker_count;
   auto ep = fabric::Endpoint::create(worker, address.data(), address.size(),
                                      fmt::format("memory node {} ({})", m.node_id, s->where_));
-  if (!ep.ok()) return ep.status();
+  FARMEM_TRY(ep);
   s->ep_ = std::move(*ep);
   FARMEM_TRY(s->ep_->attach_region(m.region_base, m.region_bytes, rkey.data(), rkey.size()));
   const uint64_t now = now_ns();

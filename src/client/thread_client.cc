@@ -475,7 +475,7 @@ Status Batch::WaitAwaitable::await_resume() {
   if (b->off_ != nullptr) {
     for (auto& o : b->off_->served) o->finish();
   }
-  if (!b->first_error_.ok()) return b->first_error_;
+  FARMEM_TRY(b->first_error_);
   return b->completion_.status;
 }
 
@@ -512,8 +512,6 @@ class RpcAwaitable {
   fabric::Completion completion_;
   std::coroutine_handle<> handle_;
 };
-
-Task<Status> do_op(OpAwaitable* op) { co_return co_await *op; }
 
 }  // namespace
 
@@ -559,7 +557,7 @@ Status ThreadClient::connect_all() {
   wo.max_pending_ops = o.max_inflight;
   wo.default_timeout_ns = op_timeout_ns_;
   auto worker = fabric::Worker::create(*cluster_->context_, wo);
-  if (!worker.ok()) return worker.status();
+  FARMEM_TRY(worker);
   worker_ = std::move(*worker);
   scheduler_ = runtime::Scheduler::current();
   if (scheduler_ == nullptr) {
@@ -594,12 +592,12 @@ Status echo_once(fabric::Worker& worker, fabric::Endpoint& ep, uint64_t deadline
   char back[8] = {};
   Status s = ep.post_rpc(static_cast<uint16_t>(w::Opcode::kEcho), probe, sizeof(probe), back,
                          sizeof(back), &got, &c, deadline);
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   while (c.remaining > 0) {
     worker.progress();
     worker.expire(now_ns());
   }
-  if (!c.status.ok()) return c.status;
+  FARMEM_TRY(c.status);
   if (got != sizeof(back) || std::memcmp(back, probe, sizeof(back)) != 0) {
     return ProtocolError("the echo probe came back changed");
   }
@@ -619,7 +617,7 @@ Status ThreadClient::connect_node(size_t index) {
   so.worker_hint = static_cast<uint16_t>(index_);
   so.client_tag = (static_cast<uint64_t>(getpid()) << 16) | (index_ & 0xFFFF);
   auto session = NodeSession::open(*worker_, node.address, so);
-  if (!session.ok()) return session.status();
+  FARMEM_TRY(session);
   NodeSession& ns = **session;
   fabric::Endpoint* ep = ns.endpoint();
   // The UCX connection must work both ways before the node counts as connected.
@@ -715,13 +713,13 @@ Task<Result<uint64_t>> ThreadClient::atomic_update(GlobalAddress addr,
                                                    std::function<uint64_t(uint64_t)> fn) {
   uint64_t current = 0;
   Status s = co_await read(addr, &current, 8);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   runtime::Backoff backoff(backoff_, *scheduler_);
   for (;;) {
     uint64_t desired = fn(current);
     uint64_t found = 0;
     Status cs = co_await cas(addr, current, desired, &found);
-    if (!cs.ok()) co_return cs;
+    FARMEM_CO_TRY(cs);
     if (found == current) {
       backoff.succeeded();
       co_return desired;
@@ -751,7 +749,7 @@ Task<Result<GlobalAddress>> ThreadClient::allocate_on(uint16_t node, uint64_t by
   uint32_t got = 0;
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kAlloc), &req, sizeof(req), &resp,
                           sizeof(resp), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(resp)) co_return ProtocolError("malformed alloc reply");
   co_return GlobalAddress{node, resp.offset};
 }
@@ -789,7 +787,7 @@ Task<Result<GlobalAddress>> ThreadClient::allocate(uint64_t bytes, uint16_t node
   if (!a.is_null()) co_return a;
   uint64_t chunk_bytes = cluster_->config().options.chunk_bytes;
   auto chunk = co_await allocate_on(node, chunk_bytes, 4096);
-  if (!chunk.ok()) co_return chunk.status();
+  FARMEM_CO_TRY(chunk);
   // Other coroutines may have refilled while this one waited for its chunk.
   co_return allocators_[node].take_after_refill(cls, *chunk, chunk_bytes);
 }
@@ -844,7 +842,7 @@ Task<Result<GlobalAddress>> ThreadClient::lookup_root(std::string name) {
   uint32_t got = 0;
   Status s = co_await rpc(cluster_->root_node(name), static_cast<uint16_t>(w::Opcode::kRootLookup),
                           req.data(), req.size(), &resp, sizeof(resp), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(resp)) co_return ProtocolError("malformed root lookup reply");
   co_return GlobalAddress::unpack(resp.address);
 }
@@ -879,7 +877,7 @@ Task<Result<uint64_t>> ThreadClient::object_create(uint16_t node, std::string na
   uint32_t got = 0;
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectCreate), req.data(),
                           req.size(), &resp, sizeof(resp), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(resp)) co_return ProtocolError("malformed object reply");
   co_return resp.id;
 }
@@ -893,7 +891,7 @@ Task<Result<uint64_t>> ThreadClient::object_open(uint16_t node, std::string name
   uint32_t got = 0;
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kObjectOpen), req.data(),
                           req.size(), &resp, sizeof(resp), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(resp)) co_return ProtocolError("malformed object reply");
   co_return resp.id;
 }
@@ -925,7 +923,7 @@ Task<Result<std::vector<bool>>> ThreadClient::sessions_alive(uint16_t node,
   uint32_t got = 0;
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kSessionsAlive), req.data(),
                           req.size(), reply.data(), static_cast<uint32_t>(reply.size()), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != ids.size()) co_return ProtocolError("malformed sessions-alive reply");
   std::vector<bool> alive(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) alive[i] = reply[i] != 0;
@@ -937,7 +935,7 @@ Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   uint32_t got = 0;
   Status s =
       co_await rpc(node, static_cast<uint16_t>(w::Opcode::kStats), nullptr, 0, &r, sizeof(r), &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (got != sizeof(r)) co_return ProtocolError("malformed stats reply");
   NodeStats n;
   n.node_id = r.node_id;
@@ -954,27 +952,6 @@ Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   n.refused = r.refused;
   n.rpcs_dropped = r.rpcs_dropped;
   co_return n;
-}
-
-Status ThreadClient::read_sync(GlobalAddress addr, void* dst, size_t bytes) {
-  OpAwaitable op = read(addr, dst, bytes);
-  return run(do_op(&op));
-}
-
-Status ThreadClient::write_sync(GlobalAddress addr, const void* src, size_t bytes) {
-  OpAwaitable op = write(addr, src, bytes);
-  return run(do_op(&op));
-}
-
-Status ThreadClient::cas_sync(GlobalAddress addr, uint64_t expected, uint64_t desired,
-                              uint64_t* old_value) {
-  OpAwaitable op = cas(addr, expected, desired, old_value);
-  return run(do_op(&op));
-}
-
-Status ThreadClient::faa_sync(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
-  OpAwaitable op = faa(addr, add, old_value);
-  return run(do_op(&op));
 }
 
 }  // namespace farmem::client

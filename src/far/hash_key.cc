@@ -1,6 +1,6 @@
 #include <xxhash.h>
 
-#include "farmem/far/hash_table.h"
+#include "farmem/far/cached_hash_table.h"
 
 namespace farmem::far {
 

@@ -70,7 +70,7 @@ Task<Result<std::string>> call(ThreadCache* cache, uint16_t node, w::Op op, std:
   uint32_t got = 0;
   Status s = co_await cache->client()->rpc(node, static_cast<uint16_t>(op), request.data(),
                                            request.size(), reply.data(), reply_capacity, &got);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   reply.resize(got);
   cache->mutable_stats().rpc_bytes += request.size() + got;
   co_return reply;
@@ -145,7 +145,7 @@ Task<Result<std::vector<w::AggregateCell>>> remote_aggregate(ThreadCache* cache,
     if (groups != nullptr) append_ranges(&req, gp, job);
     auto rep = co_await call(cache, job.node, w::Op::kAggregate, std::move(req),
                              static_cast<uint32_t>(cells * sizeof(w::AggregateCell)));
-    if (!rep.ok()) co_return rep.status();
+    FARMEM_CO_TRY(rep);
     if (rep->size() != cells * sizeof(w::AggregateCell)) {
       co_return ProtocolError("far aggregate reply of the wrong size");
     }
@@ -171,7 +171,7 @@ Task<Result<std::vector<uint64_t>>> remote_filter(ThreadCache* cache, const Span
     append_ranges(&req, vp, job);
     const uint32_t cap = static_cast<uint32_t>(sizeof(w::FilterReply) + (job.elements + 7) / 8);
     auto rep = co_await call(cache, job.node, w::Op::kFilter, std::move(req), cap);
-    if (!rep.ok()) co_return rep.status();
+    FARMEM_CO_TRY(rep);
     w::FilterReply h;
     if (rep->size() != cap) co_return ProtocolError("far filter reply of the wrong size");
     std::memcpy(&h, rep->data(), sizeof(h));
@@ -238,7 +238,7 @@ Task<Status> remote_gather(ThreadCache* cache, uint32_t elem_bytes, const Spans*
     if (from.node() != to.node()) {  // different nodes: through this client
       Status s = co_await cache->client()->read(from, bounce.data(), elem_bytes);
       if (s.ok()) s = co_await cache->client()->write(to, bounce.data(), elem_bytes);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
       cache->mutable_stats().rpc_bytes += 2ull * elem_bytes;
       continue;
     }
@@ -246,7 +246,7 @@ Task<Status> remote_gather(ThreadCache* cache, uint32_t elem_bytes, const Spans*
                       b.dst.size() >= w::kMaxRanges;
     if (!b.idx.empty() && (b.node != from.node() || full)) {
       auto rep = co_await call(cache, b.node, w::Op::kGather, flush(), 0);
-      if (!rep.ok()) co_return rep.status();
+      FARMEM_CO_TRY(rep);
       b = GatherBatch{};
       local_start.clear();
     }
@@ -268,7 +268,7 @@ Task<Status> remote_gather(ThreadCache* cache, uint32_t elem_bytes, const Spans*
   }
   if (!b.idx.empty()) {
     auto rep = co_await call(cache, b.node, w::Op::kGather, flush(), 0);
-    if (!rep.ok()) co_return rep.status();
+    FARMEM_CO_TRY(rep);
   }
   co_return OkStatus();
 }
@@ -286,7 +286,7 @@ Task<Result<std::vector<w::TopKItem>>> remote_top_k(ThreadCache* cache, w::ElemT
     append_ranges(&req, vp, job);
     auto rep = co_await call(cache, job.node, w::Op::kTopK, std::move(req),
                              static_cast<uint32_t>(k * sizeof(w::TopKItem)));
-    if (!rep.ok()) co_return rep.status();
+    FARMEM_CO_TRY(rep);
     const size_t n = rep->size() / sizeof(w::TopKItem);
     // Positions are relative to the job's concatenation of pieces.
     std::vector<uint64_t> starts;

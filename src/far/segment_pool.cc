@@ -45,7 +45,7 @@ Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
   p->free_count_.store(p->total_);
   if (shared != nullptr) {
     auto t = shared->add_tenant("far");
-    if (!t.ok()) return t.status();
+    FARMEM_TRY(t);
     p->tenant_ = *t;
   }
   return p;

@@ -22,7 +22,7 @@ constexpr size_t kSmallEntryChunks = 8;
 constexpr uint32_t kYieldEvery = 256;  // evacuator: objects handled between yields
 }  // namespace
 
-ThreadCache::ThreadCache(Manager* manager, client::ThreadClient* client)
+ThreadCache::ThreadCache(ObjectManager* manager, client::ThreadClient* client)
     : manager_(manager),
       pool_(manager->pool()),
       client_(client),
@@ -122,10 +122,10 @@ Task<Result<Entry*>> ThreadCache::allocate(uint32_t bytes, bool nt) {
   }
   if (!pending_frees_.empty()) {
     Status s = co_await reclaim();  // freed far memory is reused by the allocation below
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   auto remote = co_await client_->allocate(bytes);
-  if (!remote.ok()) co_return remote.status();
+  FARMEM_CO_TRY(remote);
   // Small sizes are carved locally: a lost node is only noticed here.
   if (Status st = client_->node_status(remote->node()); !st.ok()) co_return st;
   Entry* e = new_entry();
@@ -518,7 +518,7 @@ Task<Status> ThreadCache::invalidate(Entry* e) {
   if (e->local == nullptr) co_return OkStatus();
   if (e->flags & kDirty) {
     Status s = co_await flush(e);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   if (e->local == nullptr || (e->flags & (kDirty | kWriteback | kFetching))) co_return OkStatus();
   if (pinned(e, oldest_live_epoch())) {
@@ -532,7 +532,7 @@ Task<Status> ThreadCache::invalidate(Entry* e) {
 Task<Result<uint64_t>> ThreadCache::evict_all() {
   while (evacuating_) co_await client_->scheduler().yield();
   Status s = co_await flush_all();
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   evacuating_ = true;  // keeps the background evacuator out while segments are rearranged
   const uint64_t oldest = oldest_live_epoch();
   uint64_t stay = 0;

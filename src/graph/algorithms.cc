@@ -23,7 +23,7 @@ void store(T& x, T v) {
   std::atomic_ref<T>(x).store(v, std::memory_order_relaxed);
 }
 
-Status check_source(const Context& ctx, uint32_t source) {
+Status check_source(const AlgorithmContext& ctx, uint32_t source) {
   if (source >= ctx.vertices()) {
     return InvalidArgument(
         fmt::format("source {} is not a vertex (the graph has {})", source, ctx.vertices()));
@@ -49,7 +49,7 @@ struct BfsUpdate {
 
 }  // namespace
 
-uint32_t max_degree_vertex(Context& ctx) {
+uint32_t max_degree_vertex(AlgorithmContext& ctx) {
   const Graph& g = ctx.graph();
   uint64_t best = 0, best_degree = 0;
   for (uint64_t v = 0; v < g.vertices; ++v) {
@@ -61,19 +61,19 @@ uint32_t max_degree_vertex(Context& ctx) {
   return static_cast<uint32_t>(best);
 }
 
-Result<Array<int32_t>> bfs(Context& ctx, uint32_t source) {
+Result<Array<int32_t>> bfs(AlgorithmContext& ctx, uint32_t source) {
   if (Status s = check_source(ctx, source); !s.ok()) return s;
   auto depth = allocate_array<int32_t>(ctx.memory(), ctx.vertices(), "bfs depth");
-  if (!depth.ok()) return depth;
+  FARMEM_TRY(depth);
   int32_t* d = depth->data();
   for_each_vertex(ctx, [&](uint32_t v) { d[v] = -1; });
   d[source] = 0;
   auto frontier = ctx.frontier_of({source});
-  if (!frontier.ok()) return frontier.status();
+  FARMEM_TRY(frontier);
   for (int32_t round = 1; !frontier->empty(); ++round) {
     BfsUpdate f{d, round};
     auto next = edge_map(ctx, *frontier, f);
-    if (!next.ok()) return next.status();
+    FARMEM_TRY(next);
     *frontier = std::move(*next);
   }
   return depth;
@@ -82,7 +82,7 @@ Result<Array<int32_t>> bfs(Context& ctx, uint32_t source) {
 namespace {
 
 // One PageRank iteration's inputs: contrib[u] = p(u) / outdeg(u) (0 for dangling u).
-double dangling_mass_and_contrib(Context& ctx, const double* rank, double* contrib) {
+double dangling_mass_and_contrib(AlgorithmContext& ctx, const double* rank, double* contrib) {
   const Graph& g = ctx.graph();
   return reduce_vertices<double>(ctx, [&](uint32_t v) {
     const uint64_t deg = g.degree(v);
@@ -91,7 +91,7 @@ double dangling_mass_and_contrib(Context& ctx, const double* rank, double* contr
   });
 }
 
-void pull_sums(Context& ctx, const double* contrib, double* sum) {
+void pull_sums(AlgorithmContext& ctx, const double* contrib, double* sum) {
   const Graph& g = ctx.graph();
   for_each_vertex(ctx, [&](uint32_t v) {
     double s = 0;
@@ -100,7 +100,7 @@ void pull_sums(Context& ctx, const double* contrib, double* sum) {
   });
 }
 
-void push_sums(Context& ctx, const double* contrib, double* sum) {
+void push_sums(AlgorithmContext& ctx, const double* contrib, double* sum) {
   const Graph& g = ctx.graph();
   for_each_vertex(ctx, [&](uint32_t v) { sum[v] = 0; });
   for_each_vertex(ctx, [&](uint32_t u) {
@@ -113,16 +113,17 @@ void push_sums(Context& ctx, const double* contrib, double* sum) {
 
 }  // namespace
 
-Result<Array<double>> pagerank(Context& ctx, const PageRankOptions& o, uint32_t* iterations_run) {
+Result<Array<double>> pagerank(AlgorithmContext& ctx, const PageRankOptions& o,
+                               uint32_t* iterations_run) {
   const uint64_t n = ctx.vertices();
   // The randomly read array first: a backend that keeps arrays resident in allocation order
   // while its room lasts (far memory's static advice) keeps this one.
   auto contrib = allocate_array<double>(ctx.memory(), n, "pagerank contributions");
-  if (!contrib.ok()) return contrib.status();
+  FARMEM_TRY(contrib);
   auto rank = allocate_array<double>(ctx.memory(), n, "pagerank rank", Access::kSequential);
-  if (!rank.ok()) return rank;
+  FARMEM_TRY(rank);
   auto next = allocate_array<double>(ctx.memory(), n, "pagerank next", Access::kSequential);
-  if (!next.ok()) return next;
+  FARMEM_TRY(next);
   if (iterations_run != nullptr) *iterations_run = 0;
   if (n == 0) return rank;
   double* p = rank->data();
@@ -173,23 +174,23 @@ struct MinLabel {
 
 }  // namespace
 
-Result<Array<uint32_t>> connected_components(Context& ctx) {
+Result<Array<uint32_t>> connected_components(AlgorithmContext& ctx) {
   if (!ctx.graph().symmetric) {
     return InvalidArgument(
         "connected components need a symmetric graph (convert with --symmetrize)");
   }
   auto label = allocate_array<uint32_t>(ctx.memory(), ctx.vertices(), "cc labels");
-  if (!label.ok()) return label;
+  FARMEM_TRY(label);
   uint32_t* l = label->data();
   for_each_vertex(ctx, [&](uint32_t v) { l[v] = v; });
   auto frontier = ctx.all_vertices();
-  if (!frontier.ok()) return frontier.status();
+  FARMEM_TRY(frontier);
   EdgeMapOptions options;
   options.may_duplicate = true;
   while (!frontier->empty()) {
     MinLabel f{l};
     auto next = edge_map(ctx, *frontier, f, options);
-    if (!next.ok()) return next.status();
+    FARMEM_TRY(next);
     *frontier = std::move(*next);
   }
   return label;
@@ -250,14 +251,14 @@ std::vector<uint32_t> radii_sources(uint64_t vertices, uint64_t seed, uint32_t s
   return out;
 }
 
-Result<Array<int32_t>> radii(Context& ctx, uint64_t seed, uint32_t samples) {
+Result<Array<int32_t>> radii(AlgorithmContext& ctx, uint64_t seed, uint32_t samples) {
   const uint64_t n = ctx.vertices();
   auto visited = allocate_array<uint64_t>(ctx.memory(), n, "radii visited");
-  if (!visited.ok()) return visited.status();
+  FARMEM_TRY(visited);
   auto next_visited = allocate_array<uint64_t>(ctx.memory(), n, "radii next visited");
-  if (!next_visited.ok()) return next_visited.status();
+  FARMEM_TRY(next_visited);
   auto radius = allocate_array<int32_t>(ctx.memory(), n, "radii");
-  if (!radius.ok()) return radius;
+  FARMEM_TRY(radius);
   int32_t* r = radius->data();
   for_each_vertex(ctx, [&](uint32_t v) { r[v] = -1; });
   const std::vector<uint32_t> sources = radii_sources(n, seed, samples);
@@ -267,11 +268,11 @@ Result<Array<int32_t>> radii(Context& ctx, uint64_t seed, uint32_t samples) {
     r[sources[i]] = 0;
   }
   auto frontier = ctx.frontier_of(sources);
-  if (!frontier.ok()) return frontier.status();
+  FARMEM_TRY(frontier);
   for (int32_t round = 1; !frontier->empty(); ++round) {
     RadiiUpdate f{visited->data(), next_visited->data(), r, round};
     auto next = edge_map(ctx, *frontier, f);
-    if (!next.ok()) return next.status();
+    FARMEM_TRY(next);
     uint64_t* vis = visited->data();
     const uint64_t* nv = next_visited->data();
     vertex_map(ctx, *next, [&](uint32_t v) { vis[v] = nv[v]; });
@@ -292,18 +293,18 @@ struct BrandesState {
 };
 
 // Forward BFS from s: levels into order, path counts into sigma.
-Status brandes_forward(Context& ctx, uint32_t source, BrandesState& st) {
+Status brandes_forward(AlgorithmContext& ctx, uint32_t source, BrandesState& st) {
   const Graph& g = ctx.graph();
   st.depth[source] = 0;
   st.sigma[source] = 1;
   st.order[0] = source;
   st.level_start = {0, 1};
   auto frontier = ctx.frontier_of({source});
-  if (!frontier.ok()) return frontier.status();
+  FARMEM_TRY(frontier);
   for (int32_t level = 0; !frontier->empty(); ++level) {
     BfsUpdate f{st.depth, level + 1};
     auto next = edge_map(ctx, *frontier, f);
-    if (!next.ok()) return next.status();
+    FARMEM_TRY(next);
     if (Status s = next->to_sparse(); !s.ok()) return s;
     const uint64_t at = st.level_start.back(), count = next->size();
     if (count != 0) std::memcpy(st.order + at, next->ids(), count * sizeof(uint32_t));
@@ -340,7 +341,7 @@ Status brandes_forward(Context& ctx, uint32_t source, BrandesState& st) {
 }
 
 // Backward pass: dependencies level by level, deepest first, added to bc.
-void brandes_backward(Context& ctx, uint32_t source, BrandesState& st, double* bc) {
+void brandes_backward(AlgorithmContext& ctx, uint32_t source, BrandesState& st, double* bc) {
   const Graph& g = ctx.graph();
   for (size_t k = st.level_start.size() - 1; k-- > 0;) {
     const uint64_t b0 = st.level_start[k], e0 = st.level_start[k + 1];
@@ -361,21 +362,21 @@ void brandes_backward(Context& ctx, uint32_t source, BrandesState& st, double* b
 
 }  // namespace
 
-Result<Array<double>> betweenness(Context& ctx, const std::vector<uint32_t>& sources) {
+Result<Array<double>> betweenness(AlgorithmContext& ctx, const std::vector<uint32_t>& sources) {
   for (uint32_t s : sources) {
     if (Status st = check_source(ctx, s); !st.ok()) return st;
   }
   const uint64_t n = ctx.vertices();
   auto bc = allocate_array<double>(ctx.memory(), n, "bc scores");
-  if (!bc.ok()) return bc;
+  FARMEM_TRY(bc);
   auto depth = allocate_array<int32_t>(ctx.memory(), n, "bc depth");
-  if (!depth.ok()) return depth.status();
+  FARMEM_TRY(depth);
   auto sigma = allocate_array<double>(ctx.memory(), n, "bc path counts");
-  if (!sigma.ok()) return sigma.status();
+  FARMEM_TRY(sigma);
   auto delta = allocate_array<double>(ctx.memory(), n, "bc dependencies");
-  if (!delta.ok()) return delta.status();
+  FARMEM_TRY(delta);
   auto order = allocate_array<uint32_t>(ctx.memory(), n, "bc order", Access::kSequential);
-  if (!order.ok()) return order.status();
+  FARMEM_TRY(order);
   BrandesState st{depth->data(), sigma->data(), delta->data(), order->data(), {}};
   for (uint32_t s : sources) {
     for_each_vertex(ctx, [&](uint32_t v) {

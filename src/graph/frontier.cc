@@ -65,14 +65,14 @@ Status Frontier::to_sparse() {
   return OkStatus();
 }
 
-Context::Context(GraphMemory& memory, ThreadPool& pool)
+AlgorithmContext::AlgorithmContext(GraphMemory& memory, ThreadPool& pool)
     : memory_(memory),
       pool_(pool),
       graph_(memory.graph()),
       sparse_graph_(memory.sparse_graph()),
       sparse_limit_(memory.sparse_limit()) {}
 
-Result<Frontier> Context::empty_frontier() {
+Result<Frontier> AlgorithmContext::empty_frontier() {
   Frontier f;
   f.ctx_ = this;
   if (!free_.empty()) {
@@ -84,34 +84,34 @@ Result<Frontier> Context::empty_frontier() {
   return f;
 }
 
-Status Context::ensure_ids(Frontier& f) {
+Status AlgorithmContext::ensure_ids(Frontier& f) {
   if (!f.store_->ids.empty()) return OkStatus();
   auto a = allocate_array<uint32_t>(memory_, vertices(), "frontier ids", Access::kScratch);
-  if (!a.ok()) return a.status();
+  FARMEM_TRY(a);
   f.store_->ids = std::move(*a);
   return OkStatus();
 }
 
-Status Context::ensure_flags(Frontier& f) {
+Status AlgorithmContext::ensure_flags(Frontier& f) {
   if (!f.store_->flags.empty()) return OkStatus();
   auto a = allocate_array<uint8_t>(memory_, vertices(), "frontier flags");
-  if (!a.ok()) return a.status();
+  FARMEM_TRY(a);
   f.store_->flags = std::move(*a);
   return OkStatus();
 }
 
-Result<Frontier> Context::frontier_of(const std::vector<uint32_t>& ids) {
+Result<Frontier> AlgorithmContext::frontier_of(const std::vector<uint32_t>& ids) {
   auto f = empty_frontier();
-  if (!f.ok()) return f;
+  FARMEM_TRY(f);
   if (Status s = ensure_ids(*f); !s.ok()) return s;
   if (!ids.empty()) std::memcpy(f->mutable_ids(), ids.data(), ids.size() * sizeof(uint32_t));
   set(*f, ids.size(), false);
   return f;
 }
 
-Result<Frontier> Context::all_vertices() {
+Result<Frontier> AlgorithmContext::all_vertices() {
   auto f = empty_frontier();
-  if (!f.ok()) return f;
+  FARMEM_TRY(f);
   if (Status s = ensure_flags(*f); !s.ok()) return s;
   uint8_t* flags = f->mutable_flags();
   for_each_vertex(*this, [&](uint32_t v) { flags[v] = 1; });
@@ -119,7 +119,7 @@ Result<Frontier> Context::all_vertices() {
   return f;
 }
 
-void Context::release(std::unique_ptr<FrontierStore> store, bool dense, uint64_t size) {
+void AlgorithmContext::release(std::unique_ptr<FrontierStore> store, bool dense, uint64_t size) {
   if (dense && size > 0 && !store->flags.empty()) {
     uint8_t* flags = store->flags.data();
     pool_.parallel_for(vertices(), 1 << 16,

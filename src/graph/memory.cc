@@ -85,7 +85,7 @@ class LocalMemory : public GraphMemory {
 
   Status load(const std::string& path) {
     auto h = read_fmg_header(path);
-    if (!h.ok()) return h.status();
+    FARMEM_TRY(h);
     file_.resize(h->file_bytes / sizeof(uint64_t));
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NotFound(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
@@ -182,7 +182,7 @@ class MmapMemory : public GraphMemory {
 
   Status open(const std::string& path) {
     auto h = read_fmg_header(path);
-    if (!h.ok()) return h.status();
+    FARMEM_TRY(h);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NotFound(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
     void* p = ::mmap(nullptr, h->file_bytes, PROT_READ, MAP_SHARED, fd, 0);

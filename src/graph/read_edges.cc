@@ -136,7 +136,7 @@ Result<EdgeList> read_mtx(const std::string& path) {
   std::string_view line;
   if (!r.next(&line)) return r.error("empty file, expected a %%MatrixMarket banner");
   auto banner = parse_mtx_banner(line, r);
-  if (!banner.ok()) return banner.status();
+  FARMEM_TRY(banner);
   uint64_t rows = 0, cols = 0, nnz = 0, seen = 0;
   bool have_size = false;
   EdgeList el;

@@ -32,22 +32,22 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
                                               "tls",          "net_devices",     "preload_dir"};
   FARMEM_TRY(toml_config::check_keys(*t, "memnode", known));
   auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
-  if (!node_id.ok()) return node_id.status();
+  FARMEM_TRY(node_id);
   c.node_id = static_cast<uint16_t>(*node_id);
   auto port = get_int(*t, "memnode", "port", 7000, 0, 65535);
-  if (!port.ok()) return port.status();
+  FARMEM_TRY(port);
   c.port = static_cast<uint16_t>(*port);
   auto workers = get_int(*t, "memnode", "workers", 1, 1, wire::kMaxServerWorkers);
-  if (!workers.ok()) return workers.status();
+  FARMEM_TRY(workers);
   c.workers = static_cast<uint32_t>(*workers);
   auto spin = get_int(*t, "memnode", "idle_spin_us", 200, 0, 10'000'000);
-  if (!spin.ok()) return spin.status();
+  FARMEM_TRY(spin);
   c.idle_spin_us = static_cast<uint32_t>(*spin);
   auto max_sessions = get_int(*t, "memnode", "max_sessions", 1024, 1, 65536);
-  if (!max_sessions.ok()) return max_sessions.status();
+  FARMEM_TRY(max_sessions);
   c.max_sessions = static_cast<uint32_t>(*max_sessions);
   auto door_timeout = get_int(*t, "memnode", "door_timeout_ms", 2000, 10, 60'000);
-  if (!door_timeout.ok()) return door_timeout.status();
+  FARMEM_TRY(door_timeout);
   c.door_timeout_ms = static_cast<uint32_t>(*door_timeout);
   FARMEM_TRY(toml_config::get_string(*t, "memnode", "listen", &c.listen));
   FARMEM_TRY(toml_config::get_string(*t, "memnode", "cluster_key_file", &c.cluster_key_file));
@@ -116,14 +116,14 @@ Status ServerConfig::load_cluster_key() {
 Result<ServerConfig> ServerConfig::from_toml_string(const std::string& text,
                                                     const std::set<std::string>& services) {
   auto root = toml_config::parse_string(text);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root, services);
 }
 
 Result<ServerConfig> ServerConfig::from_toml_file(const std::string& path,
                                                   const std::set<std::string>& services) {
   auto root = toml_config::parse_file(path);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root, services);
 }
 

@@ -95,7 +95,7 @@ class CoreWorker : public ServiceWorker {
   // Requires mu. kNotFound for no such object, kPermissionDenied for a service's object.
   Status unpinned(uint64_t id) {
     auto o = node_.objects.find(id);
-    if (!o.ok()) return o.status();
+    FARMEM_TRY(o);
     if (o->pinned) {
       return PermissionDenied(
           fmt::format("object '{}' belongs to a service of the memory node", o->name));
@@ -110,9 +110,9 @@ class CoreWorker : public ServiceWorker {
     if (req.alignment > 4096) return InvalidArgument("alignment above 4096 is not supported");
     std::lock_guard<std::mutex> lock(node_.mu);
     auto owner = owner_for(r, req.owner);
-    if (!owner.ok()) return owner.status();
+    FARMEM_TRY(owner);
     auto b = node_.heap.allocate(req.bytes, req.alignment, *owner);
-    if (!b.ok()) return b.status();
+    FARMEM_TRY(b);
     out->assign(bytes_of(w::AllocResponse{b->offset, b->bytes}));
     return OkStatus();
   }
@@ -131,7 +131,7 @@ class CoreWorker : public ServiceWorker {
     w::RootRequest req;
     FARMEM_TRY(parse(r, &req, "root"));
     auto name = trailing_name(r, sizeof(req), req.name_bytes, "root");
-    if (!name.ok()) return name.status();
+    FARMEM_TRY(name);
     const auto op = static_cast<w::Opcode>(r.header.opcode);
     if ((req.flags & ~w::kRootFlagReplace) != 0) return InvalidArgument("unknown root flags");
     std::lock_guard<std::mutex> lock(node_.mu);
@@ -147,7 +147,7 @@ class CoreWorker : public ServiceWorker {
     }
     if (op == w::Opcode::kRootLookup) {
       auto a = node_.roots.lookup(*name);
-      if (!a.ok()) return a.status();
+      FARMEM_TRY(a);
       out->assign(bytes_of(w::RootResponse{*a}));
       return OkStatus();
     }
@@ -180,7 +180,7 @@ class CoreWorker : public ServiceWorker {
     w::ObjectRequest req;
     FARMEM_TRY(parse(r, &req, "object"));
     auto name = trailing_name(r, sizeof(req), req.name_bytes, "object");
-    if (!name.ok()) return name.status();
+    FARMEM_TRY(name);
     if (req.id != 0) return InvalidArgument("object create/open takes a name, not an id");
     const bool create = static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectCreate;
     if ((req.flags & ~(create ? w::kObjectEphemeral : 0u)) != 0) {
@@ -189,7 +189,7 @@ class CoreWorker : public ServiceWorker {
     std::lock_guard<std::mutex> lock(node_.mu);
     auto o = create ? node_.objects.create(*name, (req.flags & w::kObjectEphemeral) ? r.session : 0)
                     : node_.objects.open(*name);
-    if (!o.ok()) return o.status();
+    FARMEM_TRY(o);
     out->assign(bytes_of(w::ObjectResponse{o->id, o->session ? w::kObjectEphemeral : 0u, 0}));
     return OkStatus();
   }

@@ -60,7 +60,7 @@ Result<std::unique_ptr<Door>> Door::open(NodeState& node, std::vector<ServerWork
                                          int stop_fd) {
   std::unique_ptr<Door> d(new Door(node, std::move(workers), stop_fd));
   auto addr = resolve_listen(node.config.listen, node.config.port);
-  if (!addr.ok()) return addr.status();
+  FARMEM_TRY(addr);
   d->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (d->listen_fd_ < 0) return Internal(fmt::format("socket: {}", std::strerror(errno)));
   int one = 1;

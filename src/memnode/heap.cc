@@ -8,7 +8,7 @@ namespace farmem::memnode {
 
 Result<BuddyAllocator::Block> Heap::allocate(uint64_t bytes, uint64_t alignment, uint64_t owner) {
   auto b = allocator_.allocate(bytes, alignment);
-  if (!b.ok()) return b;
+  FARMEM_TRY(b);
   owner_of_[b->offset] = owner;
   owned_[owner].insert(b->offset);
   return b;

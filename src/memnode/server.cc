@@ -76,10 +76,10 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
     co.net_devices = net_device_for(config.listen);
   }
   auto ctx = fabric::Context::create(co);
-  if (!ctx.ok()) return ctx.status();
+  FARMEM_TRY(ctx);
   s->context_ = std::move(*ctx);
   auto region = fabric::MemoryRegion::allocate(*s->context_, config.capacity_bytes);
-  if (!region.ok()) return region.status();
+  FARMEM_TRY(region);
   s->region_ = std::move(*region);
 
   s->node_ = std::make_unique<NodeState>(config, kRegionHeaderBytes);
@@ -106,7 +106,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
   }
   for (auto& worker : s->workers_) worker->set_peers(raw);
   auto door = Door::open(node, raw, s->stop_fd_);
-  if (!door.ok()) return door.status();
+  FARMEM_TRY(door);
   s->door_ = std::move(*door);
   node.door_port.store(s->door_->port());
   return s;

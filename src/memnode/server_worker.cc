@@ -152,7 +152,7 @@ Status ServerWorker::init(fabric::Context& context) {
   wo.register_rpc_client = false;
   wo.collect_closed = true;
   auto worker = fabric::Worker::create(context, wo);
-  if (!worker.ok()) return worker.status();
+  FARMEM_TRY(worker);
   worker_ = std::move(*worker);
   FARMEM_TRY(worker_->set_am_handler(w::kAmRpcRequest, &ServerWorker::on_request, this));
   address_ = worker_->address();

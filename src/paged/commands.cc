@@ -37,7 +37,7 @@ uint64_t huge_page_bytes() { return meminfo_value("Hugepagesize:") * 1024; }
 // A huge-page region holds at most its pages or the budget's worth (plus the fetches in flight),
 // whichever is fewer; the pool must have that many free now (MAP_NORESERVE reserves nothing; an
 // empty pool later is a fatal UFFDIO_COPY error).
-Status check_huge_pool(const Manager::Impl* m, const RemoteLayout& layout) {
+Status check_huge_pool(const PageManager::Impl* m, const RemoteLayout& layout) {
   const uint64_t budget = m->budget_bytes.load();
   const uint64_t need =
       std::min<uint64_t>(layout.page_count, budget / layout.page_bytes + m->options.max_inflight) *
@@ -70,7 +70,7 @@ Status check_options(const RegionOptions& o) {
 }
 
 // Allocates one stripe per memory node (fewer when there are fewer pages than nodes).
-runtime::Task<Status> allocate_stripes(Manager::Impl* m, RemoteLayout* layout) {
+runtime::Task<Status> allocate_stripes(PageManager::Impl* m, RemoteLayout* layout) {
   const auto& nodes = m->cluster->nodes();
   const size_t n = std::min<uint64_t>(nodes.size(), layout->page_count);
   for (size_t s = 0; s < n; ++s) layout->stripes.push_back(GlobalAddress(nodes[s].node_id, 0));
@@ -85,7 +85,7 @@ runtime::Task<Status> allocate_stripes(Manager::Impl* m, RemoteLayout* layout) {
   co_return OkStatus();
 }
 
-runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> stripes) {
+runtime::Task<void> free_stripes(PageManager::Impl* m, std::vector<GlobalAddress> stripes) {
   for (GlobalAddress a : stripes) {
     Status st = co_await m->client->free_on(a);
     (void)st;  // a dead node frees everything of this session anyway
@@ -94,7 +94,7 @@ runtime::Task<void> free_stripes(Manager::Impl* m, std::vector<GlobalAddress> st
 
 // Maps `bytes` of address space for a region and registers it for missing and write-protect
 // faults. On failure nothing stays mapped.
-Status map_region(Manager::Impl* m, const RemoteLayout& layout, bool huge, void** out) {
+Status map_region(PageManager::Impl* m, const RemoteLayout& layout, bool huge, void** out) {
   const uint64_t bytes = layout.page_count * layout.page_bytes;
   if (huge) FARMEM_TRY(check_huge_pool(m, layout));
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -122,10 +122,10 @@ Status map_region(Manager::Impl* m, const RemoteLayout& layout, bool huge, void*
   return OkStatus();
 }
 
-runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r);
+runtime::Task<Status> free_region(PageManager::Impl* m, RegionState* r);
 
 // Maps and registers the region, with its remote layout made. On failure frees the stripes.
-runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layout,
+runtime::Task<Result<Region*>> create_region(PageManager::Impl* m, RemoteLayout layout,
                                              const RegionOptions& options, bool remote_valid) {
   const uint64_t bytes = layout.page_count * layout.page_bytes;
   void* base = nullptr;
@@ -164,11 +164,12 @@ runtime::Task<Result<Region*>> create_region(Manager::Impl* m, RemoteLayout layo
   co_return r;
 }
 
-runtime::Task<Status> free_region(Manager::Impl* m, RegionState* r) {
+runtime::Task<Status> free_region(PageManager::Impl* m, RegionState* r) {
   r->closing = true;
   while (r->inflight > 0) co_await m->scheduler->sleep_for_ns(20'000);
-  std::erase_if(m->pending, [r](const Manager::Impl::PendingFault& f) { return f.region == r; });
-  std::erase_if(m->clock, [r](const Manager::Impl::ClockEntry& e) { return e.region == r; });
+  std::erase_if(m->pending,
+                [r](const PageManager::Impl::PendingFault& f) { return f.region == r; });
+  std::erase_if(m->clock, [r](const PageManager::Impl::ClockEntry& e) { return e.region == r; });
   Region* reg = r->region.get();
   Status st = co_await r->source->region_closed(reg->layout());
   uffdio_range range{reinterpret_cast<uint64_t>(reg->data()), reg->size()};
@@ -216,7 +217,8 @@ Status page_range(const RegionState* r, uint64_t offset, uint64_t bytes, uint64_
 // Fetches the missing ones of `pages` (sorted, distinct) in groups, kPrefetchGroupsInFlight at
 // a time (their copies then overlap on the installer threads), evicting others for room; at
 // most the budget's unpinned part (more would evict its own beginning).
-runtime::Task<Status> prefetch_list(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages) {
+runtime::Task<Status> prefetch_list(PageManager::Impl* m, RegionState* r,
+                                    std::vector<uint64_t> pages) {
   constexpr size_t kPrefetchGroupsInFlight = 4;
   const uint64_t room =
       (m->budget_bytes.load() - std::min(m->budget_bytes.load(), m->pinned_bytes)) /
@@ -252,8 +254,8 @@ runtime::Task<Status> prefetch_list(Manager::Impl* m, RegionState* r, std::vecto
 // prefetch_list over [first, end). With pinned_only, only pinned pages whose contents are in far
 // memory (static advice: pages beyond the pin limit stay paged, and a page never written is
 // zero-filled by its first fault, without a fetch).
-runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
-                                     bool pinned_only = false) {
+runtime::Task<Status> prefetch_pages(PageManager::Impl* m, RegionState* r, uint64_t first,
+                                     uint64_t end, bool pinned_only = false) {
   std::vector<uint64_t> pages;
   for (uint64_t p = first; p < end; ++p) {
     const PageMeta& meta = r->pages[p];
@@ -262,8 +264,8 @@ runtime::Task<Status> prefetch_pages(Manager::Impl* m, RegionState* r, uint64_t 
   co_return co_await prefetch_list(m, r, std::move(pages));
 }
 
-runtime::Task<Status> advise_pages(Manager::Impl* m, RegionState* r, uint64_t first, uint64_t end,
-                                   Advice advice) {
+runtime::Task<Status> advise_pages(PageManager::Impl* m, RegionState* r, uint64_t first,
+                                   uint64_t end, Advice advice) {
   const uint64_t pb = r->region->page_bytes();
   for (uint64_t p = first; p < end; ++p) {
     PageMeta& meta = r->pages[p];
@@ -283,7 +285,7 @@ runtime::Task<Status> advise_pages(Manager::Impl* m, RegionState* r, uint64_t fi
   co_return co_await prefetch_pages(m, r, first, end, true);
 }
 
-runtime::Task<Status> flush_all(Manager::Impl* m) {
+runtime::Task<Status> flush_all(PageManager::Impl* m) {
   std::vector<RegionState*> all;
   {
     std::lock_guard<std::mutex> lock(m->regions_mu);
@@ -297,7 +299,7 @@ runtime::Task<Status> flush_all(Manager::Impl* m) {
   co_return first;
 }
 
-runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
+runtime::Task<Status> allocate(PageManager::Impl* m, Command* cmd) {
   FARMEM_CO_TRY(check_options(cmd->options));
   if (cmd->bytes == 0) co_return InvalidArgument("paged: a region needs at least one byte");
   RemoteLayout layout;
@@ -307,14 +309,14 @@ runtime::Task<Status> allocate(Manager::Impl* m, Command* cmd) {
   if (cmd->options.huge_pages) FARMEM_CO_TRY(check_huge_pool(m, layout));  // early
   FARMEM_CO_TRY(co_await allocate_stripes(m, &layout));
   auto r = co_await create_region(m, std::move(layout), cmd->options, false);
-  if (!r.ok()) co_return r.status();
+  FARMEM_CO_TRY(r);
   cmd->result = *r;
   if (cmd->options.advice != Advice::kStatic) co_return OkStatus();
   co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
                                   Advice::kStatic);
 }
 
-runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
+runtime::Task<Status> allocate_file(PageManager::Impl* m, Command* cmd) {
   FARMEM_CO_TRY(check_options(cmd->options));
   RemoteLayout layout;
   layout.region_id = m->next_region_id++;
@@ -324,14 +326,14 @@ runtime::Task<Status> allocate_file(Manager::Impl* m, Command* cmd) {
   RegionOptions options = cmd->options;
   if (options.name.empty()) options.name = cmd->file;
   auto r = co_await create_region(m, std::move(layout), options, true);
-  if (!r.ok()) co_return r.status();
+  FARMEM_CO_TRY(r);
   cmd->result = *r;
   if (options.advice != Advice::kStatic) co_return OkStatus();
   co_return co_await advise_pages(m, RegionState::of(*r), 0, (*r)->layout().page_count,
                                   Advice::kStatic);
 }
 
-runtime::Task<Status> stop(Manager::Impl* m) {
+runtime::Task<Status> stop(PageManager::Impl* m) {
   std::vector<RegionState*> all;
   {
     std::lock_guard<std::mutex> lock(m->regions_mu);
@@ -342,7 +344,7 @@ runtime::Task<Status> stop(Manager::Impl* m) {
   co_return OkStatus();
 }
 
-runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
+runtime::Task<Status> dispatch(PageManager::Impl* m, Command* cmd) {
   uint64_t first = 0, end = 0;
   switch (cmd->kind) {
     case Command::Kind::kAllocate:
@@ -370,7 +372,7 @@ runtime::Task<Status> dispatch(Manager::Impl* m, Command* cmd) {
 
 }  // namespace
 
-runtime::Task<void> run_command(Manager::Impl* m, Command* cmd) {
+runtime::Task<void> run_command(PageManager::Impl* m, Command* cmd) {
   Status st = co_await dispatch(m, cmd);
   cmd->done.set_value(st);
 }

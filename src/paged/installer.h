@@ -2,13 +2,13 @@
 //
 // UFFDIO_COPY copies each page into the region (64 KiB by default) and is the pager thread's
 // largest cost; while it copies, no other fault is read and no other fetch starts. With
-// ManagerOptions::install_threads > 0, fetch_group hands a read-ahead group's copies to them and
-// awaits them (co_await Installer::install(...)); the pager thread goes on serving faults.
-// A job touches only the region's mapping (base, page size: fixed while the region is in use,
-// and the caller's task keeps it in use), the uffd, and the job's own source buffers, which
-// the caller keeps alive until it resumes. Completion resumes the coroutine on the pager thread:
-// the worker queues its handle (Manager::Impl::installed, under mu) and writes the event fd.
-// Threads: install() on the pager thread; jobs on the installer's threads.
+// PageManagerOptions::install_threads > 0, fetch_group hands a read-ahead group's copies to them
+// and awaits them (co_await Installer::install(...)); the pager thread goes on serving faults. A
+// job touches only the region's mapping (base, page size: fixed while the region is in use, and the
+// caller's task keeps it in use), the uffd, and the job's own source buffers, which the caller
+// keeps alive until it resumes. Completion resumes the coroutine on the pager thread: the worker
+// queues its handle (PageManager::Impl::installed, under mu) and writes the event fd. Threads:
+// install() on the pager thread; jobs on the installer's threads.
 #pragma once
 
 #include <condition_variable>

@@ -1,4 +1,4 @@
-// Internal: the pager thread's state (Manager::Impl) and the page table (RegionState).
+// Internal: the pager thread's state (PageManager::Impl) and the page table (RegionState).
 // Everything here belongs to the pager thread unless a comment says otherwise.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "farmem/client/cluster.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/task.h"
 #include "installer.h"
@@ -64,7 +64,7 @@ struct RegionState {
   RegionCounters counters;
 
   // Region's private fields are set here (RegionState is its friend).
-  void init(Manager* manager, uint8_t* base, RemoteLayout layout, const std::string& name) {
+  void init(PageManager* manager, uint8_t* base, RemoteLayout layout, const std::string& name) {
     region.reset(new Region());
     Region* r = region.get();
     r->manager_ = manager;
@@ -102,10 +102,10 @@ struct Command {
   std::promise<Status> done;
 };
 
-struct Manager::Impl {
-  Manager* self = nullptr;
+struct PageManager::Impl {
+  PageManager* self = nullptr;
   client::Cluster* cluster = nullptr;
-  ManagerOptions options;
+  PageManagerOptions options;
   uint64_t op_timeout_ns = 0;
   int uffd = -1;
   int event_fd = -1;
@@ -208,19 +208,20 @@ struct Manager::Impl {
 };
 
 // Coroutines of the pager thread (free functions: no capturing lambda coroutines).
-runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must);
-runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+runtime::Task<bool> reserve_room(PageManager::Impl* m, uint64_t bytes, bool must);
+runtime::Task<Status> fetch_group(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                   bool fault, bool write_fault, bool evict_for_room);
-runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+runtime::Task<void> fault_task(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                bool fault, bool write_fault);
-runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::ClockEntry> victims);
-runtime::Task<void> cleaner(Manager::Impl* m);
-runtime::Task<Status> clean_pages(Manager::Impl* m, RegionState* r);
-runtime::Task<void> run_command(Manager::Impl* m, Command* cmd);
+runtime::Task<void> evict_batch(PageManager::Impl* m,
+                                std::vector<PageManager::Impl::ClockEntry> victims);
+runtime::Task<void> cleaner(PageManager::Impl* m);
+runtime::Task<Status> clean_pages(PageManager::Impl* m, RegionState* r);
+runtime::Task<void> run_command(PageManager::Impl* m, Command* cmd);
 
 // The file-preload client (preload_client.cc): asks every memory node to load its stripes
 // of `file` into memory allocated for it; fills layout->stripes/page_count.
-runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bool share,
+runtime::Task<Status> preload_file(PageManager::Impl* m, const std::string& file, bool share,
                                    RemoteLayout* layout, uint64_t* file_bytes);
 
 }  // namespace farmem::paged

@@ -28,7 +28,7 @@ runtime::Task<Result<FileInfo>> stat_on(client::ThreadClient* c, uint16_t node, 
   uint32_t got = 0;
   Status st = co_await c->rpc(node, static_cast<uint16_t>(wire::Op::kStat), req.data(), req.size(),
                               &reply, sizeof reply, &got);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (got != sizeof reply) co_return ProtocolError("preload: short stat reply");
   co_return FileInfo{reply.file_bytes, reply.mtime_ns};
 }
@@ -56,7 +56,7 @@ runtime::Task<Status> load_stripe(client::ThreadClient* c, const RemoteLayout* l
     uint32_t got = 0;
     Status st = co_await c->rpc(dst.node(), static_cast<uint16_t>(wire::Op::kLoad), req.data(),
                                 req.size(), &reply, sizeof reply, &got);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     if (got != sizeof reply) co_return ProtocolError("preload: short load reply");
   }
   co_return OkStatus();
@@ -75,7 +75,7 @@ uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
 // root "<object name>:<object id>" with its address, published once the stripe is loaded.
 // The first process creates (ephemeral while loading, persisted once published); the others
 // open it and wait for the root.
-runtime::Task<Result<GlobalAddress>> shared_stripe(Manager::Impl* m, const RemoteLayout* layout,
+runtime::Task<Result<GlobalAddress>> shared_stripe(PageManager::Impl* m, const RemoteLayout* layout,
                                                    size_t s, std::string key, std::string file,
                                                    FileInfo info) {
   client::ThreadClient* c = m->client;
@@ -116,7 +116,7 @@ runtime::Task<Result<GlobalAddress>> shared_stripe(Manager::Impl* m, const Remot
 
 }  // namespace
 
-runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bool share,
+runtime::Task<Status> preload_file(PageManager::Impl* m, const std::string& file, bool share,
                                    RemoteLayout* layout, uint64_t* file_bytes) {
   client::ThreadClient* c = m->client;
   const auto& nodes = m->cluster->nodes();
@@ -124,7 +124,7 @@ runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bo
   std::vector<FileInfo> infos;
   for (const auto& node : nodes) {
     auto info = co_await stat_on(c, node.node_id, file);
-    if (!info.ok()) co_return info.status();
+    FARMEM_CO_TRY(info);
     infos.push_back(*info);
     if (info->bytes != infos[0].bytes) {
       co_return InvalidArgument(
@@ -147,7 +147,7 @@ runtime::Task<Status> preload_file(Manager::Impl* m, const std::string& file, bo
   for (size_t s = 0; s < n; ++s) {
     if (share) {
       auto a = co_await shared_stripe(m, layout, s, key, file, infos[s]);
-      if (!a.ok()) co_return a.status();
+      FARMEM_CO_TRY(a);
       layout->stripes[s] = *a;
       continue;
     }

@@ -15,12 +15,12 @@ struct FreeNode {
   FreeNode* next;
 };
 
-struct Pool {
+struct FrameSlabs {
   std::array<FreeNode*, kClasses> heads{};
   std::vector<void*> slabs;
   FramePoolStats stats;
 
-  ~Pool() {
+  ~FrameSlabs() {
     // Frames still alive at thread exit belong to tasks that never finished; their memory goes
     // with the slabs.
     for (void* s : slabs) std::free(s);
@@ -40,7 +40,7 @@ struct Pool {
   }
 };
 
-thread_local Pool pool;
+thread_local FrameSlabs pool;
 
 size_t class_of(size_t bytes) { return (bytes + kFrameClassBytes - 1) / kFrameClassBytes - 1; }
 

@@ -140,7 +140,9 @@ void Scheduler::check_time(bool idle) {
 }
 
 void Scheduler::maybe_sleep(uint64_t now) {
-  if (options_.idle_sleep_after_ns == 0 || VirtualClock::current() != nullptr) return;
+  VirtualClock* clock = VirtualClock::current();
+  if (options_.idle_sleep_after_ns == 0) return;
+  if (clock != nullptr && clock->mode() != VirtualClock::Mode::kSleepAdvance) return;
   if (idle_since_ns_ == 0) {
     idle_since_ns_ = now;
     return;
@@ -151,6 +153,7 @@ void Scheduler::maybe_sleep(uint64_t now) {
   }
   uint64_t until = now + options_.max_sleep_ns;
   if (!timers_.empty()) until = std::min(until, timers_.top().when_ns);
+  if (clock != nullptr) return sleep_virtually(clock, now, until);
   constexpr size_t kMaxFds = 16;
   pollfd fds[kMaxFds];
   nfds_t n = 0;
@@ -171,6 +174,13 @@ void Scheduler::maybe_sleep(uint64_t now) {
   ::ppoll(fds, n, &ts, nullptr);
 }
 
+void Scheduler::sleep_virtually(VirtualClock* clock, uint64_t now, uint64_t until) {
+  for (const fabric::Worker* w : workers_) until = std::min(until, w->next_deadline_ns());
+  if (until <= now) return;
+  ++idle_sleeps_;
+  clock->advance_to(until);
+}
+
 Status Scheduler::add_wake_fd(int fd) {
   if (fd < 0) return InvalidArgument("scheduler: bad wake fd");
   if (wake_fds_.size() >= kMaxWakeFds) return ResourceExhausted("scheduler: too many wake fds");
@@ -182,7 +192,7 @@ void Scheduler::remove_wake_fd(int fd) { std::erase(wake_fds_, fd); }
 
 void Scheduler::abort_nested_block_on() {
   std::fputs(
-      "farmem: block_on/sync_wait/run/*_sync called from inside a coroutine on the same "
+      "farmem: block_on/sync_wait/run called from inside a coroutine on the same "
       "thread's scheduler; co_await the task instead\n",
       stderr);
   std::abort();

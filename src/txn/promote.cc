@@ -64,7 +64,7 @@ Task<Status> scan_node(client::ThreadClient* c, const Table& t, uint32_t j, uint
     chunk.resize(count * t.bucket_bytes());
     const GlobalAddress base = t.node_base(j) + first * t.bucket_bytes();
     Status s = co_await c->read(base, chunk.data(), chunk.size());
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t local = first + i;
       const uint32_t rank = static_cast<uint32_t>(local / bpn);
@@ -143,7 +143,7 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
   for (uint32_t j = 0; j < t.node_count(); ++j) {
     if ((new_failed >> j) & 1) continue;
     Status s = co_await scan_node(c, t, j, old_failed, new_failed, &scan);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   report.promoted_buckets = scan.promoted;
   report.locks_seen = scan.locks;
@@ -155,18 +155,18 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
           name, dead));
     }
     auto settled = co_await tc->settle_for_promotion(holder, dead);
-    if (!settled.ok()) co_return settled.status();
+    FARMEM_CO_TRY(settled);
     if (*settled) ++report.logs_rolled_forward;
   }
   for (const GlobalAddress& word : scan.stray) {
     Status s = co_await c->write(word, &kZero, 8);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   report.locks_cleared = scan.stray.size();
   uint64_t found = 0;
   const GlobalAddress marks = t.meta_address() + offsetof(TableMeta, failed_nodes);
   Status s = co_await c->cas(marks, old_failed, new_failed, &found);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (found != old_failed) {
     co_return Busy(
         fmt::format("table '{}' changed its failed-node marks meanwhile (another "
@@ -179,7 +179,7 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
 
 Task<Result<LockReport>> held_locks(client::ThreadClient* c, std::string name) {
   auto opened = co_await Table::open(c, name);
-  if (!opened.ok()) co_return opened.status();
+  FARMEM_CO_TRY(opened);
   const Table& t = *opened;
   const uint64_t failed = t.failed_nodes();
   ScanResult scan;
@@ -187,7 +187,7 @@ Task<Result<LockReport>> held_locks(client::ThreadClient* c, std::string name) {
   for (uint32_t j = 0; j < t.node_count(); ++j) {
     if (((failed >> j) & 1) || c->cluster().is_down(t.node_id(j))) continue;
     Status s = co_await scan_node(c, t, j, failed, failed, &scan);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   LockReport report;
   report.table = name;

@@ -49,7 +49,7 @@ Task<Status> zero_fill(client::ThreadClient* c, GlobalAddress base, uint64_t byt
   for (uint64_t done = 0; done < bytes; done += zeros.size()) {
     const uint64_t n = std::min<uint64_t>(zeros.size(), bytes - done);
     Status s = co_await c->write(base + done, zeros.data(), n);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -145,7 +145,7 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
   t.name_ = name;
   t.meta_address_ = *root;
   Status rs = co_await c->read(*root, &t.meta_, sizeof(t.meta_));
-  if (!rs.ok()) co_return rs;
+  FARMEM_CO_TRY(rs);
   const TableMeta& m = t.meta_;
   if (m.magic != kTableMagic) {
     co_return InvalidArgument(fmt::format("root '{}' is not a transactional table", name));
@@ -164,10 +164,10 @@ Task<Result<Table>> Table::open(client::ThreadClient* c, std::string name) {
   }
   std::vector<uint64_t> bases(m.node_count);
   rs = co_await c->read(*root + sizeof(TableMeta), bases.data(), 8 * bases.size());
-  if (!rs.ok()) co_return rs;
+  FARMEM_CO_TRY(rs);
   for (uint64_t b : bases) t.bases_.push_back(GlobalAddress::unpack(b));
   auto object = co_await ds::FarObject::open(c, root_name(name));
-  if (!object.ok()) co_return object.status();
+  FARMEM_CO_TRY(object);
   t.object_ = std::move(*object);
   co_return t;
 }
@@ -183,7 +183,7 @@ Task<Status> Table::refresh(client::ThreadClient* c) {
   if (!valid()) co_return InvalidArgument("unknown table (not created or opened)");
   uint64_t failed = 0;
   Status s = co_await c->read(meta_address_ + offsetof(TableMeta, failed_nodes), &failed, 8);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   meta_.failed_nodes = failed;
   co_return OkStatus();
 }

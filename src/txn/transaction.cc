@@ -122,7 +122,7 @@ Task<Result<std::unique_ptr<TxnClient>>> TxnClient::create(client::ThreadClient*
     co_return InvalidArgument("max_records must be 1..65536");
   }
   auto logs = co_await logs_object(c);
-  if (!logs.ok()) co_return logs.status();
+  FARMEM_CO_TRY(logs);
   std::vector<uint16_t> ids;
   for (const auto& n : c->cluster().nodes()) {
     if (!n.down) ids.push_back(n.node_id);
@@ -131,7 +131,7 @@ Task<Result<std::unique_ptr<TxnClient>>> TxnClient::create(client::ThreadClient*
   const uint16_t node = ids[c->index() % ids.size()];  // spread coordinators' logs over nodes
   const uint64_t bytes = uint64_t{o.log_slots + 1} * o.log_slot_bytes;
   auto base = co_await c->allocate_on(node, bytes, 64, logs->owner(node));
-  if (!base.ok()) co_return base.status();
+  FARMEM_CO_TRY(base);
   std::string image(bytes, '\0');
   const uint64_t session = c->session_id(node);
   for (uint32_t i = 0; i <= o.log_slots; ++i) {
@@ -215,7 +215,7 @@ Task<Result<bool>> TxnClient::read_log(GlobalAddress slot, const LogSlotHeader& 
   }
   log->assign(sizeof(h) + h.body_bytes, '\0');
   Status s = co_await client_->read(slot, log->data(), log->size());
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   LogSlotHeader now;
   std::memcpy(&now, log->data(), sizeof(now));
   co_return now.state == kLogCommitting&& XXH3_64bits(log->data() + 24, log->size() - 24) ==
@@ -226,27 +226,27 @@ Task<Result<bool>> TxnClient::recover_slot(GlobalAddress word, uint64_t holder, 
   const GlobalAddress slot = GlobalAddress::unpack(holder);
   LogSlotHeader h{};
   Status s = co_await client_->read(slot, &h, sizeof(h));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (!*dead) {
     std::vector<uint64_t> ids(1, h.owner_session);
     auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
-    if (!alive.ok()) co_return alive.status();
+    FARMEM_CO_TRY(alive);
     if (alive->empty() || (*alive)[0]) co_return false;
     *dead = true;
   }
   // The holder's coordinator has ended: it sends nothing more, so its log is final.
   std::string log;
   auto committing = co_await read_log(slot, h, &log);
-  if (!committing.ok()) co_return committing.status();
+  FARMEM_CO_TRY(committing);
   if (*committing) {
     s = co_await roll_forward(holder, log);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     co_return true;
   }
   // Not committing (or a torn log): nothing was written in place; release the lock.
   uint64_t old = 0;
   s = co_await client_->cas(word, holder, 0, &old);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   co_return old == holder;
 }
 
@@ -277,15 +277,15 @@ Task<Result<bool>> TxnClient::settle_for_promotion(uint64_t holder, uint16_t dea
   const GlobalAddress slot = GlobalAddress::unpack(holder);
   LogSlotHeader h{};
   Status s = co_await client_->read(slot, &h, sizeof(h));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   std::string log;
   auto committing = co_await read_log(slot, h, &log);
-  if (!committing.ok()) co_return committing.status();
+  FARMEM_CO_TRY(committing);
   if (!*committing) co_return false;  // nothing of it is in place; its locks go when met
   if (!log_touches(log, dead_node)) co_return false;  // recovered as usual when met
   std::vector<uint64_t> ids(1, h.owner_session);
   auto alive = co_await client_->sessions_alive(slot.node(), std::move(ids));
-  if (!alive.ok()) co_return alive.status();
+  FARMEM_CO_TRY(alive);
   if (alive->empty() || (*alive)[0]) {
     co_return Busy(fmt::format(
         "the coordinator of a transaction committing to node {} (its log at node {} offset {}, "
@@ -293,7 +293,7 @@ Task<Result<bool>> TxnClient::settle_for_promotion(uint64_t holder, uint16_t dea
         dead_node, slot.node(), slot.offset(), h.owner_session));
   }
   s = co_await roll_forward(holder, log);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   co_return true;
 }
 
@@ -302,7 +302,7 @@ Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
   // it, so if this client dies too, the next recoverer finds the same log there.
   const GlobalAddress mine = log_slot(options_.log_slots);
   Status s = co_await client_->write(mine + 8, log.data() + 8, log.size() - 8);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   uint64_t at = sizeof(LogSlotHeader);
   while (at + sizeof(LogEntryHeader) <= log.size()) {
     LogEntryHeader e;
@@ -321,25 +321,25 @@ Task<Status> TxnClient::roll_forward(uint64_t holder, const std::string& log) {
     if (client_->cluster().is_down(word.node())) {
       // The lock word died with its node (a promotion): apply by version instead.
       s = co_await apply_unlocked(targets, image, e.image_bytes);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
       at += n;
       continue;
     }
     uint64_t old = 0;
     s = co_await client_->cas(word, holder, mine.pack(), &old);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     if (old == holder || old == mine.pack()) {
       for (const GlobalAddress& target : targets) {
         s = co_await client_->write(target, image, e.image_bytes);
-        if (!s.ok()) co_return s;
+        FARMEM_CO_TRY(s);
       }
       s = co_await client_->write(word, &kZeroWord, 8);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
     }
     at += n;
   }
   s = co_await client_->write(GlobalAddress::unpack(holder) + 8, &kZeroWord, 8);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   s = co_await client_->write(mine + 8, &kZeroWord, 8);
   co_return s;
 }
@@ -352,12 +352,12 @@ Task<Status> TxnClient::apply_unlocked(const std::vector<GlobalAddress>& targets
   for (const GlobalAddress& target : targets) {
     uint64_t current = 0;
     Status s = co_await client_->read(target, &current, 8);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     // Written already (or by a later transaction): a live coordinator's batch that failed only
     // on the dead node reached this replica.
     if (current >= version) continue;
     s = co_await client_->write(target, image, image_bytes);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -577,7 +577,7 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     tc_->forget(t, key);
     const GlobalAddress a = t.primary_slot(b, slot);
     Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     if (!holds(header_of(slot_), key)) {
       // A stale cache entry: let go of the slot and search the bucket.
       Status u = co_await tc_->client_->write(a, &kZeroWord, 8);
@@ -602,7 +602,7 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     }
     const GlobalAddress a = t.primary_slot(b, slot);
     s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   const SlotHeader h = header_of(slot_);
   writes_.push_back({&t, key, b, slot, h.version, Kind::kLocked, slot_.substr(sizeof(h), rb)});
@@ -640,7 +640,7 @@ Task<Status> Transaction::lock_bucket(const Table& t, uint64_t b, BucketLock** l
   }
   const GlobalAddress a = t.primary_bucket(b);
   Status s = co_await lock_and_read(a, t.bucket_bytes(), &bucket_, "bucket locked");
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   BucketHeader bh;
   std::memcpy(&bh, bucket_.data(), sizeof(bh));
   buckets_.push_back({&t, b, bh.version, false});
@@ -726,7 +726,7 @@ Task<Status> Transaction::read_for_update(const Table& t, uint64_t key, std::str
   }
   WriteEntry* w = nullptr;
   Status s = co_await lock_record(t, key, &w);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   *value = w->value;
   co_return OkStatus();
 }
@@ -736,7 +736,7 @@ Task<Status> Transaction::update(const Table& t, uint64_t key, std::string_view 
   WriteEntry* w = find_write(t, key);
   if (w == nullptr) {
     Status s = co_await lock_record(t, key, &w);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   } else if (w->kind == Kind::kErase) {
     co_return NotFound("erased by this transaction");
   }
@@ -757,7 +757,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
   const uint64_t b = t.bucket_of(key);
   BucketLock* bl = nullptr;
   Status s = co_await lock_bucket(t, b, &bl);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const uint64_t locked_version = bl->version;
   for (size_t i = 0; i < reads_.size(); ++i) {
     const ReadEntry& r = reads_[i];
@@ -799,7 +799,7 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
   }
   const GlobalAddress a = t.primary_slot(b, slot);
   s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "free slot locked");
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const SlotHeader h = header_of(slot_);
   writes_.push_back({&t, key, b, slot, h.version, Kind::kInsert, std::string(value)});
   if (h.flags & kSlotPresent) {
@@ -828,13 +828,13 @@ Task<Status> Transaction::erase(const Table& t, uint64_t key) {
   }
   if (w == nullptr) {
     Status s = co_await lock_record(t, key, &w);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   const uint64_t b = w->bucket;
   const size_t index = static_cast<size_t>(w - writes_.data());
   BucketLock* bl = nullptr;
   Status s = co_await lock_bucket(t, b, &bl);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   writes_[index].kind = Kind::kErase;
   bl->changed = true;
   co_return OkStatus();
@@ -985,7 +985,7 @@ Task<Status> Transaction::write_ops(const std::vector<Op>& ops) {
     for (size_t j = i; j < end; ++j) (void)batch.write(ops[j].addr, ops[j].src, ops[j].bytes);
     Status s = co_await batch.wait();
     ++tc_->counters_.round_trips;
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -994,7 +994,7 @@ Task<Status> Transaction::commit() {
   if (finished_)
     co_return abort_status_.ok() ? InvalidArgument("transaction finished") : abort_status_;
   Status s = co_await validate();
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (!writes_.empty() || !buckets_.empty()) {
     std::string log;
     std::vector<Op> ops;

@@ -31,7 +31,10 @@
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -188,7 +191,7 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     std::string v;
     for (uint64_t i = 0; i < acked; ++i) {
-      auto r = (*t)->get_sync(fmt::format("{}-k{}", table, i), &v);
+      auto r = sync_wait((*t)->get(fmt::format("{}-k{}", table, i), &v));
       ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
       ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
       EXPECT_EQ(v, fmt::format("v{}", i));
@@ -200,7 +203,7 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     std::string v;
     for (uint64_t i = 0; i < acked; ++i) {
-      auto r = (*t)->get_sync(fmt::format("{}-k{}", table, i), &v);
+      auto r = sync_wait((*t)->get(fmt::format("{}-k{}", table, i), &v));
       ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
       ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
       EXPECT_EQ(v, fmt::format("v{}", i));
@@ -212,16 +215,16 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
   void expect_acked_pool_keys(ThreadClient* c, const std::string& name, uint64_t acked) {
     auto store = kv::Store::open(c);
     ASSERT_TRUE(store.ok()) << store.status().to_string();
-    auto pool = (*store)->open_pool_sync(name);
+    auto pool = sync_wait((*store)->open_pool(name));
     ASSERT_TRUE(pool.ok()) << pool.status().to_string();
     std::string v;
     for (uint64_t i = 0; i < acked; ++i) {
-      auto r = (*pool)->get_sync(fmt::format("{}-k{}", name, i), &v);
+      auto r = sync_wait((*pool)->get(fmt::format("{}-k{}", name, i), &v));
       ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
       ASSERT_TRUE(*r) << "acknowledged key " << i << " of " << acked << " is missing";
       EXPECT_EQ(v, fmt::format("v{}", i));
     }
-    EXPECT_TRUE((*store)->close_pool_sync(**pool).ok());
+    EXPECT_TRUE(sync_wait((*store)->close_pool(**pool)).ok());
   }
   static ds::btree::BTreeOptions tree_options() {
     ds::btree::BTreeOptions o;
@@ -240,9 +243,9 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
     } else if (r.pool) {  // created, then closed: the client is the only one with it open
       auto store = kv::Store::open(obs_);
       ASSERT_TRUE(store.ok()) << store.status().to_string();
-      auto p = (*store)->create_pool_sync(name, 16ull << 20, 1000, kv::wire::kPoolCreateOnly);
+      auto p = sync_wait((*store)->create_pool(name, 16ull << 20, 1000, kv::wire::kPoolCreateOnly));
       ASSERT_TRUE(p.ok()) << p.status().to_string();
-      ASSERT_TRUE((*store)->close_pool_sync(**p).ok());
+      ASSERT_TRUE(sync_wait((*store)->close_pool(**p)).ok());
     }
   }
   void destroy_structure(ThreadClient* c, const std::string& name) {
@@ -255,10 +258,10 @@ class FailureMatrixTest : public ::testing::TestWithParam<Case> {
       // kBusy until the node has ended the victim's session (and so closed its handle).
       auto store = kv::Store::open(c);
       ASSERT_TRUE(store.ok()) << store.status().to_string();
-      Status s = (*store)->delete_pool_sync(name);
+      Status s = sync_wait((*store)->delete_pool(name));
       for (int w = 0; s.code() == StatusCode::kBusy && w < kGuardMs; w += 10) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        s = (*store)->delete_pool_sync(name);
+        s = sync_wait((*store)->delete_pool(name));
       }
       ASSERT_TRUE(s.ok()) << s.to_string();
     }
@@ -295,7 +298,7 @@ TEST_P(FailureMatrixTest, OutcomeIsClean) {
     uint64_t probe = 0;
     auto a = obs_->run(obs_->allocate(64));
     ASSERT_TRUE(a.ok()) << a.status().to_string();
-    EXPECT_TRUE(obs_->write_sync(*a, &probe, 8).ok());
+    EXPECT_TRUE(sync_wait(obs_->write(*a, &probe, 8)).ok());
     EXPECT_TRUE(obs_->run(obs_->free(*a, 64)).ok());
     if (k.fault == Fault::kStopCont) {
       const uint64_t before = client->acked();
@@ -413,10 +416,10 @@ TEST(FailureMatrixAdoTest, KillNineOfTheNodeTakesItsAdoProcess) {
   ThreadClient* c = *(*cluster)->thread_client();
   auto store = kv::Store::open(c);
   ASSERT_TRUE(store.ok());
-  auto pool = (*store)->create_pool_sync("ado", 16ull << 20, 100, kv::wire::kPoolCreateOnly);
+  auto pool = sync_wait((*store)->create_pool("ado", 16ull << 20, 100, kv::wire::kPoolCreateOnly));
   ASSERT_TRUE(pool.ok()) << pool.status().to_string();
-  ASSERT_TRUE((*pool)->configure_sync("AdoPlugins::libfarmem_ado_testing.so").ok());
-  auto r = (*pool)->invoke_ado_sync("", "pid");
+  ASSERT_TRUE(sync_wait((*pool)->configure("AdoPlugins::libfarmem_ado_testing.so")).ok());
+  auto r = sync_wait((*pool)->invoke_ado("", "pid"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->responses.size(), 1u);
   const pid_t ado = std::stoi(r->responses[0].data);
@@ -432,7 +435,7 @@ TEST(FailureMatrixAdoTest, KillNineOfTheNodeTakesItsAdoProcess) {
   // The client fails cleanly.
   Status s;
   for (int w = 0; w < kGuardMs; w += 10) {
-    s = (*pool)->invoke_ado_sync("", "pid").status();
+    s = sync_wait((*pool)->invoke_ado("", "pid")).status();
     if (!s.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -478,9 +481,9 @@ TEST_P(TemporaryPoolTest, KillNineOfItsCreatorDeletesATemporaryPool) {
   auto store = kv::Store::open(c);
   ASSERT_TRUE(store.ok());
   {
-    auto seen = (*store)->open_pool_sync(name);  // others may use it meanwhile
+    auto seen = sync_wait((*store)->open_pool(name));  // others may use it meanwhile
     ASSERT_TRUE(seen.ok()) << seen.status().to_string();
-    EXPECT_TRUE((*store)->close_pool_sync(**seen).ok());
+    EXPECT_TRUE(sync_wait((*store)->close_pool(**seen)).ok());
   }
   client->signal(SIGKILL);
   ASSERT_NE(client->wait_exit(kGuardMs), -1);
@@ -490,8 +493,8 @@ TEST_P(TemporaryPoolTest, KillNineOfItsCreatorDeletesATemporaryPool) {
     now = used();
   }
   EXPECT_EQ(now, baseline);
-  EXPECT_EQ((*store)->open_pool_sync(name).status().code(), StatusCode::kNotFound);
-  auto pools = (*store)->list_pools_sync();
+  EXPECT_EQ(sync_wait((*store)->open_pool(name)).status().code(), StatusCode::kNotFound);
+  auto pools = sync_wait((*store)->list_pools());
   ASSERT_TRUE(pools.ok());
   EXPECT_TRUE(pools->empty());
 }

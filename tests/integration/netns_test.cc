@@ -10,7 +10,10 @@
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "two_hosts.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -36,21 +39,21 @@ TEST_F(TwoHostTest, OneSidedOperationsCrossTheNamespaceOverTcp) {
   ASSERT_TRUE(a.ok());
   std::vector<uint8_t> out(4 << 20), in(4 << 20);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 31);
-  ASSERT_TRUE(tc->write_sync(*a, out.data(), out.size()).ok());
-  ASSERT_TRUE(tc->read_sync(*a, in.data(), in.size()).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a, out.data(), out.size())).ok());
+  ASSERT_TRUE(sync_wait(tc->read(*a, in.data(), in.size())).ok());
   EXPECT_EQ(out, in);
   uint64_t zero = 0;
-  ASSERT_TRUE(tc->write_sync(*a, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a, &zero, 8)).ok());
   int errors = 0;
   for (int k = 0; k < 8; ++k)
     ASSERT_TRUE(tc->scheduler().spawn(add_loop(tc, *a, 100, &errors)).ok());
   tc->scheduler().run_until_idle();
   EXPECT_EQ(errors, 0);
   uint64_t total = 0;
-  ASSERT_TRUE(tc->read_sync(*a, &total, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->read(*a, &total, 8)).ok());
   EXPECT_EQ(total, 800u);
   uint64_t old = 0;
-  ASSERT_TRUE(tc->cas_sync(*a, 800, 1, &old).ok());
+  ASSERT_TRUE(sync_wait(tc->cas(*a, 800, 1, &old)).ok());
   EXPECT_EQ(old, 800u);
 }
 
@@ -66,7 +69,7 @@ TEST_F(TwoHostTest, RemoteNodeKilledGivesPeerFailure) {
   // has its deadline). The loop bound is a hang guard.
   Status s;
   uint64_t v = 0;
-  for (int i = 0; i < 100000 && s.ok(); ++i) s = tc->read_sync(*a, &v, 8);
+  for (int i = 0; i < 100000 && s.ok(); ++i) s = sync_wait(tc->read(*a, &v, 8));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kPeerFailed) << s.to_string();
 }
@@ -92,25 +95,25 @@ TEST_F(TwoHostTest, HashTableAcrossTheNamespace) {
   auto t = tc->run(ds::hash::HashTable::create(tc, "netns", o));
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   for (int i = 0; i < 600; ++i) {
-    ASSERT_TRUE((*t)->insert_sync("key" + std::to_string(i), std::to_string(i)).ok()) << i;
+    ASSERT_TRUE(sync_wait((*t)->insert("key" + std::to_string(i), std::to_string(i))).ok()) << i;
   }
   EXPECT_GT((*t)->stats().splits, 1u);
   EXPECT_GT((*t)->global_depth(0), 1u);
   std::string v;
   for (int i = 0; i < 600; ++i) {
-    ASSERT_TRUE(*(*t)->get_sync("key" + std::to_string(i), &v));
+    ASSERT_TRUE(*sync_wait((*t)->get("key" + std::to_string(i), &v)));
     EXPECT_EQ(v, std::to_string(i));
   }
-  ASSERT_TRUE((*t)->update_sync("key5", "five").ok());
-  ASSERT_TRUE((*t)->erase_sync("key6").ok());
-  EXPECT_FALSE(*(*t)->get_sync("key6", &v));
+  ASSERT_TRUE(sync_wait((*t)->update("key5", "five")).ok());
+  ASSERT_TRUE(sync_wait((*t)->erase("key6")).ok());
+  EXPECT_FALSE(*sync_wait((*t)->get("key6", &v)));
   // A second client process view opens it by name over the same link.
   auto other = Cluster::connect(config());
   ASSERT_TRUE(other.ok());
   ThreadClient* oc = *(*other)->thread_client();
   auto ot = oc->run(ds::hash::HashTable::open(oc, "netns"));
   ASSERT_TRUE(ot.ok());
-  ASSERT_TRUE(*(*ot)->get_sync("key5", &v));
+  ASSERT_TRUE(*sync_wait((*ot)->get("key5", &v)));
   EXPECT_EQ(v, "five");
   // Concurrent coroutines over TCP on a small hot key set.
   int errors = 0;
@@ -138,12 +141,13 @@ TEST_F(TwoHostTest, BTreeAcrossTheNamespace) {
   auto t = tc->run(ds::btree::BTree::create(tc, "netns-tree"));
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   for (int i = 0; i < 300; ++i) {  // splits and a root growth across the link
-    ASSERT_TRUE((*t)->insert_sync("key" + std::to_string(1000 + i), std::to_string(i)).ok()) << i;
+    ASSERT_TRUE(sync_wait((*t)->insert("key" + std::to_string(1000 + i), std::to_string(i))).ok())
+        << i;
   }
   EXPECT_GE((*t)->height(), 2u);
-  ASSERT_TRUE((*t)->erase_sync("key1006").ok());
+  ASSERT_TRUE(sync_wait((*t)->erase("key1006")).ok());
   std::vector<std::pair<std::string, std::string>> out;
-  ASSERT_TRUE((*t)->scan_sync("key1000", "key1010", 0, &out).ok());
+  ASSERT_TRUE(sync_wait((*t)->scan("key1000", "key1010", 0, &out)).ok());
   ASSERT_EQ(out.size(), 9u);
   EXPECT_EQ(out[5].first, "key1005");
   EXPECT_EQ(out[6].first, "key1007");
@@ -154,7 +158,7 @@ TEST_F(TwoHostTest, BTreeAcrossTheNamespace) {
   auto ot = oc->run(ds::btree::BTree::open(oc, "netns-tree"));
   ASSERT_TRUE(ot.ok());
   std::string v;
-  ASSERT_TRUE(*(*ot)->get_sync("key1299", &v));
+  ASSERT_TRUE(*sync_wait((*ot)->get("key1299", &v)));
   EXPECT_EQ(v, "299");
   int errors = 0;
   for (int k = 0; k < 6; ++k) {
@@ -185,7 +189,7 @@ TEST_F(TwoHostTest, KeyValueStoreAcrossTheNamespace) {
   auto store = kv::Store::open(tc);  // auto: RPC gets, the node is reached over TCP
   ASSERT_TRUE(store.ok());
   EXPECT_FALSE((*store)->one_sided((*c)->nodes()[0].node_id));
-  auto p = (*store)->create_pool_sync("netns-kv", 16 << 20);
+  auto p = sync_wait((*store)->create_pool("netns-kv", 16 << 20));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   int errors = 0;
   for (int k = 0; k < 16; ++k) {
@@ -193,16 +197,16 @@ TEST_F(TwoHostTest, KeyValueStoreAcrossTheNamespace) {
   }
   tc->scheduler().run_until_idle();
   EXPECT_EQ(errors, 0);
-  EXPECT_EQ(*(*p)->count_sync(), 640u);
+  EXPECT_EQ(*sync_wait((*p)->count()), 640u);
   const kv::StoreStats st = (*store)->stats();
   EXPECT_GT(st.coalesced_ops, st.ops_messages);  // coalesced across the link
   std::string big(1 << 20, 'b');
   for (size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>(i >> 12);
-  ASSERT_TRUE((*p)->put_sync("big", big).ok());
+  ASSERT_TRUE(sync_wait((*p)->put("big", big)).ok());
   std::string v;
-  ASSERT_TRUE(*(*p)->get_sync("big", &v));
+  ASSERT_TRUE(*sync_wait((*p)->get("big", &v)));
   EXPECT_TRUE(v == big);
-  ASSERT_TRUE((*store)->delete_pool_sync("netns-kv").ok());
+  ASSERT_TRUE(sync_wait((*store)->delete_pool("netns-kv")).ok());
 }
 
 }  // namespace

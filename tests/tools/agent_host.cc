@@ -21,7 +21,7 @@
 #include "farmem/agent/client.h"
 #include "farmem/agent/page_source.h"
 #include "farmem/client/cluster.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace {
 
@@ -51,9 +51,9 @@ int run_paged(const PagedArgs& a, farmem::client::Cluster& agent) {
   config->options.op_timeout_ms = agent.config().options.op_timeout_ms;
   auto nodes = farmem::client::Cluster::connect(*config);
   if (!nodes.ok()) return fail(nodes.status());
-  farmem::paged::ManagerOptions mo;
+  farmem::paged::PageManagerOptions mo;
   mo.local_bytes = 4 * farmem::paged::kDefaultPageBytes;
-  auto manager = farmem::paged::Manager::create(**nodes, mo);
+  auto manager = farmem::paged::PageManager::create(**nodes, mo);
   if (!manager.ok()) return fail(manager.status());
   farmem::paged::RegionOptions ro;
   ro.source = farmem::agent::make_agent_source(agent);

@@ -28,6 +28,9 @@
 #include "farmem/ds/hash/hash_table.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
+
+using farmem::runtime::sync_wait;
 
 namespace {
 
@@ -79,10 +82,10 @@ int run_one_sided(ThreadClient* c, const Args& a) {
     Status s;
     if (a.mode == "writes") {
       v = i + 1;
-      s = c->write_sync(slot, &v, 8);
+      s = sync_wait(c->write(slot, &v, 8));
       if (s.ok()) r.acked(i + 1);
     } else if (a.mode == "reads") {
-      s = c->read_sync(slot, &v, 8);
+      s = sync_wait(c->read(slot, &v, 8));
       if (s.ok()) r.acked(i + 1);
     } else {  // idle: keep the scheduler (and so the heartbeats) going; notice a lost node
       c->scheduler().poll_once();
@@ -103,7 +106,7 @@ int run_hash(ThreadClient* c, const Args& a) {
   std::fflush(stdout);
   Reporter r;
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    Status s = (*t)->insert_sync(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i));
+    Status s = sync_wait((*t)->insert(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i)));
     if (!s.ok()) return fail(s);
     r.acked(i + 1);
   }
@@ -118,7 +121,7 @@ int run_btree(ThreadClient* c, const Args& a) {
   std::fflush(stdout);
   if (a.mode == "btree-hold") {
     (*t)->set_die_mid_write_for_test(true);
-    Status s = (*t)->put_sync(fmt::format("{}-held", a.table), "held");
+    Status s = sync_wait((*t)->put(fmt::format("{}-held", a.table), "held"));
     if (s.code() != farmem::StatusCode::kCancelled) return fail(s);
     std::printf("holding\n");
     std::fflush(stdout);
@@ -129,7 +132,7 @@ int run_btree(ThreadClient* c, const Args& a) {
   }
   Reporter r;
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    Status s = (*t)->insert_sync(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i));
+    Status s = sync_wait((*t)->insert(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i)));
     if (!s.ok()) return fail(s);
     r.acked(i + 1);
   }
@@ -142,15 +145,15 @@ int run_kv(ThreadClient* c, const Args& a) {
   auto store = farmem::kv::Store::open(c);
   if (!store.ok()) return fail(store.status());
   auto pool = a.mode == "kv-temporary"
-                  ? (*store)->create_pool_sync(a.table, 16ull << 20, 1000,
-                                               kw::kPoolCreateOnly | kw::kPoolTemporary)
-                  : (*store)->open_pool_sync(a.table);
+                  ? sync_wait((*store)->create_pool(a.table, 16ull << 20, 1000,
+                                                    kw::kPoolCreateOnly | kw::kPoolTemporary))
+                  : sync_wait((*store)->open_pool(a.table));
   if (!pool.ok()) return fail(pool.status());
   std::printf("ready\n");
   std::fflush(stdout);
   Reporter r;
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    Status s = (*pool)->put_sync(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i));
+    Status s = sync_wait((*pool)->put(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i)));
     if (!s.ok()) return fail(s);
     r.acked(i + 1);
   }

@@ -1,8 +1,8 @@
-// Agent: farmem-agent's engine (the SODA DPU agent's role, issue 12). Host processes send it
+// Agent: farmem-agent's engine (the SODA DPU agent's role). Host processes send it
 // page reads and writes (agent/wire.h) instead of reaching memory nodes themselves; it serves
 // them from its caches or forwards them to the memory nodes over its own client::Cluster.
 //
-// Structure (docs/formats/agent.md has the messages, docs/ARCHITECTURE.md the picture):
+// Structure (docs/formats/agent.md has the messages, docs/modules/agent.md the picture):
 //  - The agent is a memnode::Server (door, sessions, heartbeats, bad input) whose "agent
 //    service" (service()) takes host requests. Its handlers never block: they queue a job to
 //    the forwarding thread and keep the Responder; the answer comes back through a per-worker

@@ -11,7 +11,7 @@
 // private region invalidates the agent's copies of its memory; a shared file-preloaded copy
 // keeps them, so processes reading the same file share the agent's entries.
 // Deadlines: each request is bounded by the agent cluster's op_timeout_ms (give it the
-// Manager's). A dead agent fails the call (kPeerFailed / kTimedOut): a page fault then ends
+// PageManager's). A dead agent fails the call (kPeerFailed / kTimedOut): a page fault then ends
 // the process with paged::kFaultExitStatus and one clear line (no fallback to direct).
 // Traffic: path "host->agent" (payload bytes both ways, messages).
 // Options (per source, so one process can give its regions different treatment through one

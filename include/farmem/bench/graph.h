@@ -79,14 +79,13 @@ inline constexpr EnumNames<MmapGraphAdvice, 2> kMmapGraphAdviceNames{
 inline constexpr EnumNames<paged::Advice, 2> kFarGraphAdviceNames{
     {{"random", paged::Advice::kRandom}, {"sequential", paged::Advice::kSequential}}};
 
-inline constexpr EnumNames<graph::FarPin, 3> kFarPinNames{{{"on", graph::FarPin::kOn},
-                                                          {"random", graph::FarPin::kRandom},
-                                                          {"off", graph::FarPin::kOff}}};
+inline constexpr EnumNames<graph::FarPin, 3> kFarPinNames{
+    {{"on", graph::FarPin::kOn}, {"random", graph::FarPin::kRandom}, {"off", graph::FarPin::kOff}}};
 
 struct GraphRunOptions {
   GraphAlgorithm algorithm = GraphAlgorithm::kBfs;
-  std::string graph;               // the .fmg file
-  std::vector<uint32_t> sources;   // bfs: one; bc: one or more; none: a vertex of max degree
+  std::string graph;              // the .fmg file
+  std::vector<uint32_t> sources;  // bfs: one; bc: one or more; none: a vertex of max degree
   uint32_t trials = 3;
   uint32_t threads = 2;
   uint64_t seed = 1;  // radii: the seed of the 64 sampled sources
@@ -101,8 +100,8 @@ struct GraphRunOptions {
   AgentCache cache = AgentCache::kOff;
   uint32_t pr_iterations = 20;
   double pr_epsilon = 0;
-  std::string output;    // one "vertex value" line per vertex
-  std::string json_out;  // FILE.json or FILE.csv, appended
+  std::string output;      // one "vertex value" line per vertex
+  std::string json_out;    // FILE.json or FILE.csv, appended
   ClusterOptions cluster;  // far
 };
 

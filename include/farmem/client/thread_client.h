@@ -15,7 +15,7 @@
 // node get kPeerFailed). A dead node gives kPeerFailed, a node shutting down kUnavailable (the
 // session's heartbeat notices both, and a stopped node, within op_timeout_ms).
 // A completed write is visible at the memory node. Writes and atomics may not touch a node's
-// reserved header. The full error model: docs/ARCHITECTURE.md "Errors".
+// reserved header. The full error model: docs/modules/common.md "Errors".
 //
 // Paths: shared-memory nodes use direct access (below) or UCX's shared-memory transports; nodes
 // reached only over TCP use served operations (client/served_ops.h: the node performs them and
@@ -288,11 +288,8 @@ class ThreadClient {
                             size_t request_bytes, void* reply, uint32_t reply_capacity,
                             uint32_t* reply_bytes);
 
-  // ---- plain blocking wrappers ----
-  Status read_sync(GlobalAddress addr, void* dst, size_t bytes);
-  Status write_sync(GlobalAddress addr, const void* src, size_t bytes);
-  Status cas_sync(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value);
-  Status faa_sync(GlobalAddress addr, uint64_t add, uint64_t* old_value);
+  // Runs a coroutine to completion on this thread (runtime::sync_wait on the client's scheduler,
+  // which is the thread's installed one). Never from inside a coroutine (runtime.md rule 5).
   template <typename T>
   T run(runtime::Task<T> task) {
     return scheduler_->block_on(std::move(task));

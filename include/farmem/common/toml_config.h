@@ -119,7 +119,7 @@ inline Status get_bytes(const toml::table& t, std::string_view section, const ch
     if (!b.ok() && rules.prefix_parse_errors) {
       return InvalidArgument(fmt::format("{}.{}: {}", section, key, b.status().message()));
     }
-    if (!b.ok()) return b.status();
+    FARMEM_TRY(b);
     *out = *b;
     return OkStatus();
   }

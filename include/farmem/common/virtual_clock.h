@@ -22,6 +22,11 @@
 //     arrives in real time and jumping past its deadline would time it out spuriously.
 // In kManual mode nothing but the test moves the clock; a scheduler whose only work is a
 // sleeper then polls forever, so drive it with poll_once() and advance().
+//   * By idle sleeps, in Mode::kSleepAdvance only: as kManual, except that a scheduler that
+//     would sleep on an idle round (SchedulerOptions::idle_sleep_after_ns of idle time passed,
+//     measured on this clock) advances the clock to the time it would wake at instead of
+//     blocking, and counts the sleep (Scheduler::idle_sleeps()). Tests of the idle sleep use it.
+// A scheduler never blocks in an idle sleep while a virtual clock is installed.
 // Time never goes backwards: advance_to(t) with t <= now_ns() does nothing.
 //
 // Preconditions: a clock outlives every guard that installs it; guards on one thread are
@@ -40,8 +45,9 @@ namespace farmem {
 class VirtualClock {
  public:
   enum class Mode : uint8_t {
-    kManual,       // only advance()/advance_to() move the clock
-    kAutoAdvance,  // an idle scheduler also advances it to its next timer
+    kManual,        // only advance()/advance_to() move the clock
+    kAutoAdvance,   // an idle scheduler also advances it to its next timer
+    kSleepAdvance,  // an idle scheduler's sleep advances it to the wake-up time
   };
   // Non-zero: some code treats a timestamp of 0 as "not started yet".
   static constexpr uint64_t kDefaultStartNs = 1'000'000'000'000;  // 1000 s

@@ -25,7 +25,7 @@ class Array {
                                              uint32_t chunk_bytes = 4096) {
     Array a(cache, size, chunk_bytes);
     Status s = co_await a.store_.grow_to(size);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     co_return a;
   }
   Array(Array&&) noexcept = default;

@@ -69,7 +69,7 @@ class ChunkedStore {
       const auto& nodes = cache_->client()->cluster().nodes();
       const uint16_t node = nodes[extents_.size() % nodes.size()].node_id;
       auto x = co_await cache_->client()->allocate(extent_bytes(), node);
-      if (!x.ok()) co_return x.status();
+      FARMEM_CO_TRY(x);
       extents_.push_back(*x);
       const ChunkRef* before = chunks_.data();
       for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
@@ -104,16 +104,16 @@ class ChunkedStore {
   // Element i by value / overwritten, each in a scope of its own (callers check the bounds).
   runtime::Task<Result<T>> read(uint64_t i) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await element<const T>(*scope, i);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     co_return **p;
   }
   runtime::Task<Status> write(uint64_t i, T value) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await element<T>(*scope, i);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     **p = value;
     co_return OkStatus();
   }
@@ -139,11 +139,11 @@ class ChunkedStore {
     for (Entry* e : dirty) {
       if ((e->flags & kZeroFill) && e->local == nullptr) {
         Status s = co_await cache_->fetch(e);
-        if (!s.ok()) co_return s;
+        FARMEM_CO_TRY(s);
       }
     }
     Status s = co_await cache_->flush_entries(std::move(dirty));
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     Spans out;
     const uint64_t per_extent = uint64_t{per_chunk_} * kChunksPerExtent;
     for (size_t x = 0; x < extents_.size() && x * per_extent < n; ++x) {
@@ -158,7 +158,7 @@ class ChunkedStore {
     for (uint64_t c = 0; c < used; ++c) {
       chunks_[c].e->flags &= ~kZeroFill;
       Status s = co_await cache_->invalidate(chunks_[c].e);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
     }
     co_return OkStatus();
   }

@@ -43,7 +43,7 @@ class [[nodiscard]] DerefOp {
   Result<T*> await_resume() {
     if (slow_.started()) [[unlikely]] {
       Status s = slow_.result();
-      if (!s.ok()) return s;
+      FARMEM_TRY(s);
       p_ = *local_;
       touch();
     }

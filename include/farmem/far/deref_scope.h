@@ -10,7 +10,7 @@
 //   auto v = co_await ptr.deref(*scope);                   // Result<const T*>
 //
 // The constructor enters at once (no admission wait): for code already inside another scope
-// of the same coroutine. Protocol: docs/ARCHITECTURE.md "Far objects".
+// of the same coroutine. Protocol: docs/modules/far.md "Pinning by scope epochs".
 // Thread safety: the cache's thread only.
 #pragma once
 
@@ -58,7 +58,7 @@ class [[nodiscard]] DerefScope::EnterOp {
   Result<DerefScope> await_resume() {
     if (slow_.started()) {
       Status s = slow_.result();
-      if (!s.ok()) return s;
+      FARMEM_TRY(s);
     }
     return DerefScope(*cache_);
   }

@@ -9,8 +9,8 @@
 // The deref fast path reads `local` (a UniquePtr reads its own copy, `mirror`), stores the
 // cache's epoch into the stamp in the object's slot header, right in front of the bytes it is
 // about to read (the stamp both marks the object hot for the CLOCK evacuator and tells it
-// whether a live scope may hold a pointer into it; docs/ARCHITECTURE.md "Far objects") and, for
-// deref_mut, sets kDirty in the entry. A const dereference that hits touches no entry.
+// whether a live scope may hold a pointer into it; docs/modules/far.md "Pinning by scope epochs")
+// and, for deref_mut, sets kDirty in the entry. A const dereference that hits touches no entry.
 // Thread safety: the owning ThreadCache's thread only.
 #pragma once
 

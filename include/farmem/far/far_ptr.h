@@ -47,16 +47,16 @@ class PtrBase {
   // Copies the object out / in, each in a scope of its own.
   runtime::Task<Result<T>> read() const {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await deref(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     co_return **p;
   }
   runtime::Task<Status> write(T value) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await deref_mut(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     **p = value;
     co_return OkStatus();
   }
@@ -172,14 +172,14 @@ class SharedPtr : public detail::PtrBase<T, SharedPtr<T>> {
 template <typename T>
 runtime::Task<Result<UniquePtr<T>>> allocate_unique(ThreadCache* cache, bool non_temporal = false) {
   auto e = co_await cache->allocate(sizeof(T), non_temporal);
-  if (!e.ok()) co_return e.status();
+  FARMEM_CO_TRY(e);
   co_return UniquePtr<T>(cache, *e);
 }
 
 template <typename T>
 runtime::Task<Result<SharedPtr<T>>> allocate_shared(ThreadCache* cache, bool non_temporal = false) {
   auto e = co_await cache->allocate(sizeof(T), non_temporal);
-  if (!e.ok()) co_return e.status();
+  FARMEM_CO_TRY(e);
   co_return SharedPtr<T>(cache, *e);
 }
 

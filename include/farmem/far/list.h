@@ -59,7 +59,7 @@ class List {
     if (size_ == 0) co_return OutOfRange("pop_front of an empty far list");
     auto it = nodes_.begin();
     auto v = co_await get(*it, it->begin);
-    if (!v.ok()) co_return v.status();
+    FARMEM_CO_TRY(v);
     ++it->begin;
     drop_one(it);
     co_return v;
@@ -69,7 +69,7 @@ class List {
     if (size_ == 0) co_return OutOfRange("pop_back of an empty far list");
     auto it = std::prev(nodes_.end());
     auto v = co_await get(*it, end_of(*it) - 1);
-    if (!v.ok()) co_return v.status();
+    FARMEM_CO_TRY(v);
     drop_one(it);
     co_return v;
   }
@@ -112,13 +112,13 @@ class List {
     Location at = locate(i);
     if (at.node->count == kPerNode) {
       Status s = co_await split(at.node);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
       at = locate(i);
     }
     NodeIt it = at.node;
     const uint32_t slot = at.slot;
     Status s = co_await shift_in(it, slot, v);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     ++size_;
     co_return OkStatus();
   }
@@ -130,9 +130,9 @@ class List {
     NodeIt it = at.node;
     const uint32_t slot = at.slot;
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await it->chunk.deref_mut(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     T* items = (*p)->items;
     const T v = items[slot];
     std::move(items + slot + 1, items + end_of(*it), items + slot);  // close the gap
@@ -150,9 +150,9 @@ class List {
         cache_->prefetch(ahead->chunk.entry());
       }
       auto scope = co_await DerefScope::enter(*cache_);
-      if (!scope.ok()) co_return scope.status();
+      FARMEM_CO_TRY(scope);
       auto p = co_await it->chunk.deref(*scope);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       for (uint32_t s = it->begin; s < end_of(*it); ++s) f((*p)->items[s]);
     }
     co_return OkStatus();
@@ -191,11 +191,11 @@ class List {
   runtime::Task<Status> push_back_held(T v) {
     if (nodes_.empty() || end_of(nodes_.back()) == kPerNode) {
       Status s = co_await add_node(nodes_.end(), 0);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
     }
     Node& n = nodes_.back();
     Status s = co_await put(n, end_of(n), v);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     ++n.count;
     ++size_;
     co_return OkStatus();
@@ -203,11 +203,11 @@ class List {
   runtime::Task<Status> push_front_held(T v) {
     if (nodes_.empty() || nodes_.front().begin == 0) {
       Status s = co_await add_node(nodes_.begin(), kPerNode);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
     }
     Node& n = nodes_.front();
     Status s = co_await put(n, n.begin - 1, v);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     --n.begin;
     ++n.count;
     ++size_;
@@ -233,7 +233,7 @@ class List {
   // A new empty node before `at` whose slots start at `begin`.
   runtime::Task<Status> add_node(NodeIt at, uint32_t begin) {
     auto c = co_await allocate_unique<Chunk>(cache_);
-    if (!c.ok()) co_return c.status();
+    FARMEM_CO_TRY(c);
     nodes_.insert(at, Node{std::move(*c), begin, 0});
     co_return OkStatus();
   }
@@ -246,31 +246,31 @@ class List {
 
   runtime::Task<Status> put(Node& n, uint32_t slot, T v) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await n.chunk.deref_mut(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     (*p)->items[slot] = v;
     co_return OkStatus();
   }
   runtime::Task<Result<T>> get(Node& n, uint32_t slot) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await n.chunk.deref(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     co_return (*p)->items[slot];
   }
 
   // Moves the upper half of a full node into a new node after it.
   runtime::Task<Status> split(NodeIt it) {
     Status s = co_await add_node(std::next(it), 0);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     Node& to = *std::next(it);
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto src = co_await it->chunk.deref(*scope);
-    if (!src.ok()) co_return src.status();
+    FARMEM_CO_TRY(src);
     auto dst = co_await to.chunk.deref_mut(*scope);
-    if (!dst.ok()) co_return dst.status();
+    FARMEM_CO_TRY(dst);
     const uint32_t keep = it->count / 2, moved = it->count - keep;
     std::copy_n((*src)->items + it->begin + keep, moved, (*dst)->items);
     to.count = moved;
@@ -281,9 +281,9 @@ class List {
   // (or, when the node's end is at the chunk's end, those before it one to the left).
   runtime::Task<Status> shift_in(NodeIt it, uint32_t slot, T v) {
     auto scope = co_await DerefScope::enter(*cache_);
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await it->chunk.deref_mut(*scope);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     T* items = (*p)->items;
     if (end_of(*it) < kPerNode) {
       std::move_backward(items + slot, items + end_of(*it), items + end_of(*it) + 1);

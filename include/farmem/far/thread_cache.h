@@ -1,5 +1,5 @@
 // ThreadCache: one thread's part of the far-object cache: its entries, its log-structured
-// local segments (taken from the Manager's pool), its scopes' epochs, fetches, prefetches and
+// local segments (taken from the ObjectManager's pool), its scopes' epochs, fetches, prefetches and
 // its evacuator.
 //
 // Objects live in segments filled in log order (bump allocation, 16-byte slot header +
@@ -9,13 +9,13 @@
 // fresh segment (compaction), drops the rest (absent), and returns emptied segments to the
 // pool, until the high threshold is free again.
 //
-// Scope epochs (the pinning protocol; docs/ARCHITECTURE.md "Far objects"): every DerefScope
-// records the cache epoch at its entry; every dereference stores the current epoch into the
-// object's stamp. An object may be referenced by a live scope only if its stamp >= the
-// epoch of the oldest live scope; the evacuator moves or drops only objects stamped before
-// that, and bumps the epoch at the start of each round. Its decisions and moves happen without
-// suspending; write-backs suspend, so it re-checks each object after them (a write during the
-// write-back sets kDirty again and keeps the object).
+// Scope epochs (the pinning protocol; docs/modules/far.md "Pinning by scope epochs"): every
+// DerefScope records the cache epoch at its entry; every dereference stores the current epoch into
+// the object's stamp. An object may be referenced by a live scope only if its stamp >= the epoch of
+// the oldest live scope; the evacuator moves or drops only objects stamped before that, and bumps
+// the epoch at the start of each round. Its decisions and moves happen without suspending;
+// write-backs suspend, so it re-checks each object after them (a write during the write-back sets
+// kDirty again and keeps the object).
 //
 // Fetches read the far copy with one one-sided read straight into the object's slot. A fetch
 // or a scope that finds no local space waits (the evacuator frees some) up to space_wait_ms,
@@ -32,7 +32,7 @@
 
 #include "farmem/client/thread_client.h"
 #include "farmem/far/entry.h"
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 #include "farmem/runtime/task.h"
 
 namespace farmem::far {
@@ -56,7 +56,7 @@ struct CacheStats {
 
 class ThreadCache {
  public:
-  ThreadCache(Manager* manager, client::ThreadClient* client);
+  ThreadCache(ObjectManager* manager, client::ThreadClient* client);
   ~ThreadCache();
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
@@ -130,7 +130,7 @@ class ThreadCache {
 
   // ---- plumbing ----
   client::ThreadClient* client() const { return client_; }
-  Manager& manager() const { return *manager_; }
+  ObjectManager& manager() const { return *manager_; }
   uint64_t max_object_bytes() const { return max_object_; }
   const CacheStats& stats() const { return stats_; }
   CacheStats& mutable_stats() { return stats_; }
@@ -178,7 +178,7 @@ class ThreadCache {
   runtime::Task<Status> write_back(std::vector<Entry*>* entries);
   runtime::Task<void> prefetch_task(Entry* e);
 
-  Manager* manager_;
+  ObjectManager* manager_;
   SegmentPool& pool_;
   client::ThreadClient* client_;
   uint32_t low_, high_, admit_;

@@ -52,12 +52,12 @@ class Vector {
   runtime::Task<Status> push_back(T v) {
     if (size_ == store_.capacity()) {
       Status s = co_await store_.grow_to(size_ + 1);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
     }
     auto scope = co_await DerefScope::enter(*store_.cache());
-    if (!scope.ok()) co_return scope.status();
+    FARMEM_CO_TRY(scope);
     auto p = co_await store_.template element<T>(*scope, size_);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     **p = v;
     ++size_;
     co_return OkStatus();
@@ -65,7 +65,7 @@ class Vector {
   // Sets the size (new elements are zero; the capacity grows as needed).
   runtime::Task<Status> resize(uint64_t n) {
     Status s = co_await store_.grow_to(n);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     size_ = n;
     co_return OkStatus();
   }
@@ -108,20 +108,20 @@ class Vector {
       Vector<uint64_t>* group_by = nullptr) {
     static_assert(kRemoteCompute);
     auto vs = co_await spans();
-    if (!vs.ok()) co_return vs.status();
+    FARMEM_CO_TRY(vs);
     Spans ps, gs;
     if (pred.op != wire::Pred::kNone) {
       Vector<P>* col = where_column;
       if (col == nullptr) co_return InvalidArgument("aggregate: a predicate needs its column");
       if (col->size() != size_) co_return InvalidArgument("aggregate: columns differ in size");
       auto p = co_await col->spans();
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       ps = std::move(*p);
     }
     if (group_by != nullptr) {
       if (group_by->size() != size_) co_return InvalidArgument("aggregate: columns differ in size");
       auto g = co_await group_by->spans();
-      if (!g.ok()) co_return g.status();
+      FARMEM_CO_TRY(g);
       gs = std::move(*g);
     }
     if (size_ == 0) co_return std::vector<wire::AggregateCell>(group_by ? wire::kMaxGroups : 1);
@@ -134,7 +134,7 @@ class Vector {
     static_assert(kRemoteCompute);
     if (size_ == 0) co_return std::vector<uint64_t>{};
     auto vs = co_await spans();
-    if (!vs.ok()) co_return vs.status();
+    FARMEM_CO_TRY(vs);
     auto r = co_await remote_filter(store_.cache(), &*vs, pred);
     co_return r;
   }
@@ -144,23 +144,23 @@ class Vector {
     std::vector<std::pair<T, uint64_t>> out;
     if (size_ == 0) co_return out;
     auto vs = co_await spans();
-    if (!vs.ok()) co_return vs.status();
+    FARMEM_CO_TRY(vs);
     auto r = co_await remote_top_k(store_.cache(), elem_type<T>(), &*vs, k);
-    if (!r.ok()) co_return r.status();
+    FARMEM_CO_TRY(r);
     for (const auto& it : *r) out.emplace_back(wire::from_bits<T>(it.value), it.position);
     co_return out;
   }
   // *dst becomes this[indices[0]], this[indices[1]], ... (copied on the memory nodes).
   runtime::Task<Status> copy_by_index(const std::vector<uint64_t>* indices, Vector<T>* dst) {
     auto vs = co_await spans();
-    if (!vs.ok()) co_return vs.status();
+    FARMEM_CO_TRY(vs);
     Status s = co_await dst->resize(indices->size());
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     if (indices->empty()) co_return OkStatus();
     auto ds = co_await dst->spans();
-    if (!ds.ok()) co_return ds.status();
+    FARMEM_CO_TRY(ds);
     s = co_await remote_gather(store_.cache(), sizeof(T), &*vs, indices, &*ds);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     s = co_await dst->store().invalidate(indices->size());
     co_return s;
   }

@@ -1,4 +1,4 @@
-// The graph algorithms (Ligra's BFS, PageRank, Components, Radii, BC) over a Context.
+// The graph algorithms (Ligra's BFS, PageRank, Components, Radii, BC) over a AlgorithmContext.
 //
 // Every result array comes from the context's GraphMemory (it lives where the backend puts
 // vertex data). Results are deterministic for any thread count except where noted.
@@ -29,25 +29,25 @@
 
 namespace farmem::graph {
 
-Result<Array<int32_t>> bfs(Context& ctx, uint32_t source);
+Result<Array<int32_t>> bfs(AlgorithmContext& ctx, uint32_t source);
 
 struct PageRankOptions {
   double damping = 0.85;
   uint32_t iterations = 20;  // the most iterations
   double epsilon = 0;        // > 0: stop when an iteration's L1 change is below it
 };
-Result<Array<double>> pagerank(Context& ctx, const PageRankOptions& options,
+Result<Array<double>> pagerank(AlgorithmContext& ctx, const PageRankOptions& options,
                                uint32_t* iterations_run = nullptr);
 
-Result<Array<uint32_t>> connected_components(Context& ctx);
+Result<Array<uint32_t>> connected_components(AlgorithmContext& ctx);
 
-Result<Array<int32_t>> radii(Context& ctx, uint64_t seed, uint32_t samples = 64);
+Result<Array<int32_t>> radii(AlgorithmContext& ctx, uint64_t seed, uint32_t samples = 64);
 // The sources radii() samples (exposed for tests).
 std::vector<uint32_t> radii_sources(uint64_t vertices, uint64_t seed, uint32_t samples);
 
-Result<Array<double>> betweenness(Context& ctx, const std::vector<uint32_t>& sources);
+Result<Array<double>> betweenness(AlgorithmContext& ctx, const std::vector<uint32_t>& sources);
 
 // The smallest-id vertex of the greatest out-degree (the default source), 0 if no vertex.
-uint32_t max_degree_vertex(Context& ctx);
+uint32_t max_degree_vertex(AlgorithmContext& ctx);
 
 }  // namespace farmem::graph

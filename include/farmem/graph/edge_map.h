@@ -38,7 +38,7 @@ inline constexpr uint64_t kSparseGrain = 64;  // frontier vertices per chunk of 
 
 namespace detail {
 
-inline uint64_t out_degree_sum(Context& ctx, const Frontier& in) {
+inline uint64_t out_degree_sum(AlgorithmContext& ctx, const Frontier& in) {
   const Graph& g = ctx.graph();
   std::atomic<uint64_t> sum{0};
   if (in.dense()) {
@@ -59,7 +59,7 @@ inline uint64_t out_degree_sum(Context& ctx, const Frontier& in) {
   return sum.load();
 }
 
-inline uint64_t count_flags(Context& ctx, const uint8_t* flags) {
+inline uint64_t count_flags(AlgorithmContext& ctx, const uint8_t* flags) {
   return reduce_vertices<uint64_t>(ctx, [&](uint32_t v) -> uint64_t { return flags[v] != 0; });
 }
 
@@ -68,10 +68,10 @@ inline uint64_t count_flags(Context& ctx, const uint8_t* flags) {
 inline constexpr uint64_t kSortedSparseMax = uint64_t{1} << 16;
 
 template <typename F>
-Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicate) {
+Result<Frontier> sparse_push(AlgorithmContext& ctx, Frontier& in, F& f, bool may_duplicate) {
   if (Status s = in.to_sparse(); !s.ok()) return s;
   auto out = ctx.empty_frontier();
-  if (!out.ok()) return out;
+  FARMEM_TRY(out);
   if (Status s = ctx.ensure_ids(*out); !s.ok()) return s;
   if (may_duplicate) {
     if (Status s = ctx.ensure_flags(*out); !s.ok()) return s;
@@ -108,14 +108,14 @@ Result<Frontier> sparse_push(Context& ctx, Frontier& in, F& f, bool may_duplicat
     }
   });
   if (start.back() <= kSortedSparseMax) std::sort(out_ids, out_ids + start.back());
-  Context::set(*out, start.back(), false);
+  AlgorithmContext::set(*out, start.back(), false);
   return out;
 }
 
 template <typename F>
-Result<Frontier> dense_pull(Context& ctx, Frontier& in, F& f) {
+Result<Frontier> dense_pull(AlgorithmContext& ctx, Frontier& in, F& f) {
   auto out = ctx.empty_frontier();
-  if (!out.ok()) return out;
+  FARMEM_TRY(out);
   if (Status s = ctx.ensure_flags(*out); !s.ok()) return s;
   const Graph& g = ctx.graph();
   const uint8_t* in_flags = in.flags();
@@ -138,14 +138,14 @@ Result<Frontier> dense_pull(Context& ctx, Frontier& in, F& f) {
   });
   uint64_t total = 0;
   for (uint64_t n : count) total += n;
-  Context::set(*out, total, true);
+  AlgorithmContext::set(*out, total, true);
   return out;
 }
 
 template <typename F>
-Result<Frontier> dense_push(Context& ctx, Frontier& in, F& f) {
+Result<Frontier> dense_push(AlgorithmContext& ctx, Frontier& in, F& f) {
   auto out = ctx.empty_frontier();
-  if (!out.ok()) return out;
+  FARMEM_TRY(out);
   if (Status s = ctx.ensure_flags(*out); !s.ok()) return s;
   const Graph& g = ctx.graph();
   const uint8_t* in_flags = in.flags();
@@ -161,14 +161,14 @@ Result<Frontier> dense_push(Context& ctx, Frontier& in, F& f) {
       }
     }
   });
-  Context::set(*out, count_flags(ctx, out_flags), true);
+  AlgorithmContext::set(*out, count_flags(ctx, out_flags), true);
   return out;
 }
 
 }  // namespace detail
 
 template <typename F>
-Result<Frontier> edge_map(Context& ctx, Frontier& in, F& f, const EdgeMapOptions& o = {}) {
+Result<Frontier> edge_map(AlgorithmContext& ctx, Frontier& in, F& f, const EdgeMapOptions& o = {}) {
   if (in.empty()) return ctx.empty_frontier();
   const uint64_t work = in.size() + detail::out_degree_sum(ctx, in);
   if (o.allow_dense && work > ctx.graph().edges / o.threshold_divisor) {

@@ -16,7 +16,7 @@
 #include "farmem/graph/far_memory.h"
 #include "farmem/graph/format.h"
 #include "farmem/graph/memory.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::graph {
 
@@ -34,7 +34,7 @@ struct FarGraphOptions {
   // The graph's sections: kRandom or kSequential (read ahead of faults).
   paged::Advice graph_advice = paged::Advice::kRandom;
   FarPin pin = FarPin::kOn;
-  uint32_t install_threads = 2;  // paged::ManagerOptions::install_threads
+  uint32_t install_threads = 2;  // paged::PageManagerOptions::install_threads
   // Where pages come from (null = the memory nodes directly): the graph's region, the vertex
   // arrays' regions (agent mode).
   std::shared_ptr<paged::PageSource> graph_source;
@@ -48,7 +48,7 @@ uint64_t far_graph_node_bytes(const FmgHeader& header, const FarGraphOptions& o)
 
 // A graph in far memory and the Manager its regions live in (memory goes first).
 struct FarGraph {
-  std::unique_ptr<paged::Manager> manager;
+  std::unique_ptr<paged::PageManager> manager;
   std::unique_ptr<GraphMemory> memory;
   FarLoad load;              // how the graph got there
   std::string preload_name;  // the file's name in the nodes' preload directory

@@ -1,14 +1,14 @@
 // The far backend of GraphMemory: the graph and every vertex array in paged far-memory regions
-// (farmem::paged), so the algorithms run unchanged on ordinary pointers while the Manager's
+// (farmem::paged), so the algorithms run unchanged on ordinary pointers while the PageManager's
 // local budget bounds what is resident.
 //
 // The .fmg file becomes one region: allocate_from_file(preload_name) when the memory nodes can
 // preload it (the file never passes through this process), else (kUnavailable from the nodes)
 // a region of the file's size filled by reading the file here ("copied"). Sections start on
 // 1 MiB boundaries, so each is whole pages of any page size up to 1 MiB. Vertex arrays are
-// Manager::allocate regions. counters() are the Manager's (faults, bytes fetched, bytes
+// PageManager::allocate regions. counters() are the PageManager's (faults, bytes fetched, bytes
 // written back).
-// Thread safety: as GraphMemory; the Manager must outlive the backend.
+// Thread safety: as GraphMemory; the PageManager must outlive the backend.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "farmem/graph/memory.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::graph {
 
@@ -66,7 +66,7 @@ struct FarLoad {
   std::string sparse_view;
 };
 
-Result<std::unique_ptr<GraphMemory>> open_far(paged::Manager& manager, const std::string& path,
+Result<std::unique_ptr<GraphMemory>> open_far(paged::PageManager& manager, const std::string& path,
                                               const FarOptions& options, FarLoad* load = nullptr);
 
 }  // namespace farmem::graph

@@ -5,8 +5,8 @@
 // is recycled: a context keeps released stores for the next frontier, so an algorithm
 // allocates O(V) frontier memory a few times, not once per round.
 //
-// Thread safety: a Context and its frontiers are driven by one thread (the algorithm's), which
-// runs parallel loops on the context's pool; inside such a loop, threads read a frontier.
+// Thread safety: a AlgorithmContext and its frontiers are driven by one thread (the algorithm's),
+// which runs parallel loops on the context's pool; inside such a loop, threads read a frontier.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 namespace farmem::graph {
 
-class Context;
+class AlgorithmContext;
 
 // The storage of one frontier: V ids and V flags (both allocated lazily, zero-filled).
 struct FrontierStore {
@@ -47,16 +47,16 @@ class Frontier {
   Status to_sparse();
 
  private:
-  friend class Context;
-  Context* ctx_ = nullptr;
+  friend class AlgorithmContext;
+  AlgorithmContext* ctx_ = nullptr;
   std::unique_ptr<FrontierStore> store_;
   uint64_t size_ = 0;
   bool dense_ = false;
 };
 
-class Context {
+class AlgorithmContext {
  public:
-  Context(GraphMemory& memory, ThreadPool& pool);
+  AlgorithmContext(GraphMemory& memory, ThreadPool& pool);
   GraphMemory& memory() { return memory_; }
   ThreadPool& pool() { return pool_; }
   const Graph& graph() const { return graph_; }
@@ -95,7 +95,7 @@ inline constexpr uint64_t kVertexGrain = 2048;  // vertices per chunk of a verte
 
 // Applies fn(v) to every vertex of f, in parallel.
 template <typename Fn>
-void vertex_map(Context& ctx, const Frontier& f, Fn&& fn) {
+void vertex_map(AlgorithmContext& ctx, const Frontier& f, Fn&& fn) {
   if (f.dense()) {
     const uint8_t* flags = f.flags();
     ctx.pool().parallel_for(ctx.vertices(), kVertexGrain, [&](uint64_t, uint64_t b, uint64_t e) {
@@ -113,7 +113,7 @@ void vertex_map(Context& ctx, const Frontier& f, Fn&& fn) {
 
 // Applies fn(v) to every vertex 0..V-1, in parallel.
 template <typename Fn>
-void for_each_vertex(Context& ctx, Fn&& fn) {
+void for_each_vertex(AlgorithmContext& ctx, Fn&& fn) {
   ctx.pool().parallel_for(ctx.vertices(), kVertexGrain, [&](uint64_t, uint64_t b, uint64_t e) {
     for (uint64_t v = b; v < e; ++v) fn(static_cast<uint32_t>(v));
   });
@@ -122,7 +122,7 @@ void for_each_vertex(Context& ctx, Fn&& fn) {
 // Sum of fn(v) over all vertices, deterministic for any thread count (per-chunk partials
 // added in chunk order).
 template <typename T, typename Fn>
-T reduce_vertices(Context& ctx, Fn&& fn) {
+T reduce_vertices(AlgorithmContext& ctx, Fn&& fn) {
   std::vector<T> partial(ThreadPool::chunks(ctx.vertices(), kVertexGrain), T{});
   ctx.pool().parallel_for(ctx.vertices(), kVertexGrain, [&](uint64_t c, uint64_t b, uint64_t e) {
     T sum{};

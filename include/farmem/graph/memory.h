@@ -110,7 +110,7 @@ template <typename T>
 Result<Array<T>> allocate_array(GraphMemory& memory, uint64_t count, std::string_view what,
                                 Access access = Access::kRandom) {
   auto b = memory.allocate(count * sizeof(T) > 0 ? count * sizeof(T) : sizeof(T), what, access);
-  if (!b.ok()) return b.status();
+  FARMEM_TRY(b);
   return Array<T>(std::move(*b));
 }
 

@@ -1,4 +1,4 @@
-// Coalescer: request coalescing for one thread's key-value operations (issue 11, item 5).
+// Coalescer: request coalescing for one thread's key-value operations.
 //
 // Operations that the coroutines of a thread submit for the same pool handle (a Lane; a kOps
 // message is for one pool, and a pool lives on one shard of one node) during one scheduler

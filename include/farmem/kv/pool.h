@@ -2,7 +2,7 @@
 // runs on. Obtained from Store::create_pool / open_pool on the Store's thread; used on that
 // thread only; destroyed before its Store and when none of its operations is running.
 //
-// Operations (coroutines; each has a blocking *_sync twin; Status/Result, never throw):
+// Operations (coroutines, run from plain code with runtime::sync_wait; Status/Result, never throw):
 //   put(key, value, flags, &existed)  insert or replace. kPutCreateOnly: kAlreadyExists if the
 //       key exists. kPutDontOverwrite: an existing value is kept, OK with *existed = true.
 //   get(key, &value) -> true (found) / false (absent)
@@ -85,29 +85,6 @@ class Pool {
                                               uint32_t flags = 0, uint64_t value_size = 0);
   runtime::Task<Result<AdoResult>> invoke_put_ado(std::string_view key, std::string_view value,
                                                   std::string_view request, uint32_t flags = 0);
-
-  // ---- blocking twins ----
-  Status put_sync(std::string_view key, std::string_view value, uint8_t flags = 0,
-                  bool* existed = nullptr);
-  Result<bool> get_sync(std::string_view key, std::string* value);
-  Status erase_sync(std::string_view key);
-  Result<uint64_t> get_direct_sync(std::string_view key, void* buffer, uint64_t capacity);
-  Status put_direct_sync(std::string_view key, const void* value, uint64_t bytes, uint8_t flags = 0,
-                         bool* existed = nullptr);
-  Result<uint64_t> read_range_sync(std::string_view key, uint64_t offset, void* buffer,
-                                   uint64_t length);
-  Status write_range_sync(std::string_view key, uint64_t offset, const void* data, uint64_t length);
-  Result<KeyLock> lock_sync(std::string_view key, LockMode mode);
-  Status unlock_sync(const KeyLock& lock);
-  Result<FindMatch> find_sync(std::string_view expression, uint64_t start = 0);
-  Result<uint64_t> attribute_sync(wire::Attribute attribute, std::string_view key = {});
-  Result<wire::KvPoolInfo> info_sync();
-  Result<uint64_t> count_sync();
-  Status configure_sync(std::string_view command);
-  Result<AdoResult> invoke_ado_sync(std::string_view key, std::string_view request,
-                                    uint32_t flags = 0, uint64_t value_size = 0);
-  Result<AdoResult> invoke_put_ado_sync(std::string_view key, std::string_view value,
-                                        std::string_view request, uint32_t flags = 0);
 
   // ---- what it is ----
   const std::string& name() const { return name_; }

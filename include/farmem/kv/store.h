@@ -1,4 +1,4 @@
-// Store: one thread's handle on the cluster's key-value store (farmem::kv, issue 11).
+// Store: one thread's handle on the cluster's key-value store (farmem::kv).
 //
 // The store is a memory-node service (docs/formats/kv.md): named pools of key-value pairs, each
 // on one shard (worker) of one node, with MCAS-style direct transfers, locks and a secondary
@@ -19,9 +19,9 @@
 //   shard_stats(node)       the kv service's per-shard counters of one node
 // Configuring a pool, its count and its info are calls on its Pool (configure, count, info).
 //
-// Every call is a coroutine with a blocking *_sync twin, returns Status / Result and never
-// throws; every remote step has the client's op_timeout_ms as its deadline (a timed-out step
-// gives kTimedOut and may or may not have been applied), and a dead node gives kPeerFailed.
+// Every call is a coroutine (plain code runs one with runtime::sync_wait), returns Status / Result
+// and never throws; every remote step has the client's op_timeout_ms as its deadline (a timed-out
+// step gives kTimedOut and may or may not have been applied), and a dead node gives kPeerFailed.
 //
 // Thread safety: the ThreadClient's thread only. Destroy the pools before their Store.
 #pragma once
@@ -82,14 +82,6 @@ class Store {
   runtime::Task<Status> delete_pool(std::string name);
   runtime::Task<Result<std::vector<PoolListing>>> list_pools();
   runtime::Task<Result<std::vector<wire::KvShardStats>>> shard_stats(uint16_t node);
-
-  Result<std::unique_ptr<Pool>> create_pool_sync(std::string name, uint64_t capacity_bytes,
-                                                 uint64_t expected_count = 0, uint32_t flags = 0);
-  Result<std::unique_ptr<Pool>> open_pool_sync(std::string name, uint32_t flags = 0);
-  Status close_pool_sync(Pool& pool);
-  Status delete_pool_sync(std::string name);
-  Result<std::vector<PoolListing>> list_pools_sync();
-  Result<std::vector<wire::KvShardStats>> shard_stats_sync(uint16_t node);
 
   // The node that holds (or would hold) the pool `name`.
   uint16_t node_of(std::string_view name) const;

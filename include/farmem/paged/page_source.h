@@ -1,7 +1,7 @@
 // PageSource: how a paged region gets its pages from far memory and puts them back.
 //
 // A region's pages live on memory nodes at the addresses its RemoteLayout gives (page i on
-// stripe i % N, at stripes[i % N] + (i / N) * page_bytes). The Manager's pager thread calls a
+// stripe i % N, at stripes[i % N] + (i / N) * page_bytes). The PageManager's pager thread calls a
 // PageSource to fetch pages into local buffers (staging buffers it then installs in the
 // region) and to write pages back (from the region's own, write-protected, frames).
 //
@@ -10,7 +10,7 @@
 // requests to farmem-agent instead. Both report their traffic per path.
 //
 // Contract for implementations:
-//  - Every method runs on the Manager's pager thread, whose Scheduler is installed there
+//  - Every method runs on the PageManager's pager thread, whose Scheduler is installed there
 //    (runtime::Scheduler::current()); Cluster::thread_client() on that thread gives the
 //    pager's ThreadClient. Several fetch/write_back coroutines may be in flight at once.
 //  - fetch fills every PageIo::buf (page_bytes each) or returns an error; write_back returns
@@ -104,14 +104,14 @@ class PageSource {
   // traffic by the source.
   virtual const void* page_in_place(const RemoteLayout& layout, uint64_t page) { return nullptr; }
   // Called on the pager thread when it ends (after every region is freed), once per source
-  // the Manager used: a source that made ThreadClients on the pager thread (for example of
+  // the PageManager used: a source that made ThreadClients on the pager thread (for example of
   // its own cluster) releases them here, while the pager's scheduler still exists.
   virtual void pager_exiting() {}
   // Appends this source's counters (one entry per path it uses).
   virtual void traffic(std::vector<PathTraffic>* out) const = 0;
 };
 
-// The pager thread's ThreadClient when called on a Manager's pager thread, else null (for
+// The pager thread's ThreadClient when called on a PageManager's pager thread, else null (for
 // sources: the direct source uses it; others may use their own clusters).
 client::ThreadClient* pager_client();
 

@@ -1,9 +1,9 @@
 // Region: a range of this process's address space whose contents live on memory nodes.
 //
-// Made by Manager::allocate / allocate_from_file. The program reads and writes data()
-// like any memory: a missing page is fetched by the Manager's pager thread (userfaultfd) and
+// Made by PageManager::allocate / allocate_from_file. The program reads and writes data()
+// like any memory: a missing page is fetched by the PageManager's pager thread (userfaultfd) and
 // installed write-protected; the first write to it marks it dirty. Pages leave the local
-// buffer (the Manager's budget) by CLOCK eviction, dirty ones written back first.
+// buffer (the PageManager's budget) by CLOCK eviction, dirty ones written back first.
 // A fault that cannot be served (memory node dead, deadline passed) ends the process with
 // kFaultExitStatus after one line on stderr (manager.h); explicit calls return Status.
 // Thread safety: data() may be used from any thread except the pager thread; the methods are
@@ -43,7 +43,7 @@ struct RegionOptions {
   uint32_t readahead_pages = 8;
 };
 
-class Manager;
+class PageManager;
 struct RegionState;
 
 class Region {
@@ -75,17 +75,17 @@ class Region {
   Region& operator=(const Region&) = delete;
 
  private:
-  friend class Manager;
+  friend class PageManager;
   friend struct RegionState;
   Region() = default;
-  Manager* manager_ = nullptr;
+  PageManager* manager_ = nullptr;
   uint8_t* base_ = nullptr;
   uint64_t bytes_ = 0;
   uint64_t page_bytes_ = 0;
   uint64_t id_ = 0;
   std::string name_;
   RemoteLayout layout_;
-  RegionState* state_ = nullptr;  // owned by the Manager (pager thread's view)
+  RegionState* state_ = nullptr;  // owned by the PageManager (pager thread's view)
 };
 
 }  // namespace farmem::paged

@@ -1,5 +1,5 @@
-// Statistics of paged regions: per region and for the whole Manager.
-// Plain values (snapshots); read them with Region::stats() / Manager::stats().
+// Statistics of paged regions: per region and for the whole PageManager.
+// Plain values (snapshots); read them with Region::stats() / PageManager::stats().
 #pragma once
 
 #include <cstdint>

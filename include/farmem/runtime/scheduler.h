@@ -24,6 +24,10 @@
 #include "farmem/fabric/worker.h"
 #include "farmem/runtime/task.h"
 
+namespace farmem {
+class VirtualClock;
+}  // namespace farmem
+
 namespace farmem::runtime {
 
 struct SchedulerOptions {
@@ -32,7 +36,8 @@ struct SchedulerOptions {
   // After this long without anything happening, an idle round sleeps until an attached worker
   // has an event, the next timer or deadline is due, or max_sleep_ns passed, instead of
   // spinning (a thread waiting for replies then leaves its core to others, e.g. to a memory
-  // node on the same machine). 0: always spin. Never with a virtual clock installed.
+  // node on the same machine). 0: always spin. With a virtual clock installed, only in its
+  // kSleepAdvance mode, where the sleep advances that clock instead of blocking.
   uint64_t idle_sleep_after_ns = 50'000;
   uint64_t max_sleep_ns = 1'000'000;
 };
@@ -123,7 +128,9 @@ class Scheduler {
   void check_time(bool idle);
   void auto_advance_virtual_clock();
   // On an idle round at `now`: sleeps (see SchedulerOptions) once idle long enough.
+  // Under a kSleepAdvance virtual clock the sleep moves that clock instead (sleep_virtually).
   void maybe_sleep(uint64_t now);
+  void sleep_virtually(VirtualClock* clock, uint64_t now, uint64_t until);
   // Runs the at_round_end calls (and those they register); true if there were any.
   bool run_round_end();
   bool in_poll_ = false;
@@ -169,7 +176,10 @@ class Scheduler {
   bool installed_ = false;
 };
 
-// Runs `task` on the calling thread's installed scheduler (or a temporary one).
+// sync_wait(task): runs `task` to completion on the calling thread's installed scheduler (or a
+// temporary one) and returns its value: the one way to call a coroutine from plain code (a
+// ThreadClient's thread has its scheduler installed, so ThreadClient::run is the same thing).
+// Precondition: not called from a coroutine the same scheduler runs (docs/runtime.md rule 5).
 template <typename T>
 T sync_wait(Task<T> task) {
   Scheduler* s = Scheduler::current();
@@ -177,6 +187,28 @@ T sync_wait(Task<T> task) {
   Scheduler temp;
   temp.install();
   return temp.block_on(std::move(task));
+}
+
+namespace detail {
+template <typename A>
+auto await_in_task(A* awaitable) -> Task<decltype(awaitable->await_resume())> {
+  auto result = co_await *awaitable;
+  co_return result;
+}
+}  // namespace detail
+
+// sync_wait(awaitable): the same for a single awaitable that is not a Task, e.g. a one-sided
+// operation: `Status s = sync_wait(client->read(addr, buf, n));`. The awaitable is awaited in
+// place (never moved), within the caller's full expression.
+template <typename A>
+concept PlainAwaitable = requires(A& a) {
+  a.await_ready();
+  a.await_resume();
+};
+
+template <PlainAwaitable A>
+auto sync_wait(A&& awaitable) {
+  return sync_wait(detail::await_in_task(&awaitable));
 }
 
 }  // namespace farmem::runtime

@@ -29,6 +29,7 @@
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "filter/filter_query.h"
 
@@ -119,9 +120,9 @@ struct AdoRun {
   std::unique_ptr<kv::Pool> pool;
   // Closes and deletes the pool; returns rc.
   int cleanup(int rc) {
-    (void)store->close_pool_sync(*pool);
+    (void)runtime::sync_wait(store->close_pool(*pool));
     pool.reset();
-    (void)store->delete_pool_sync(name);
+    (void)runtime::sync_wait(store->delete_pool(name));
     return rc;
   }
 };
@@ -140,7 +141,8 @@ int setup(Bench& bench, const AdoFilterOptions& f, AdoRun* r) {
   r->name = fmt::format("bench-ado-filter-{}", getpid());
   const uint64_t record = kv::record_alloc_bytes(12, f.value_bytes);
   const uint64_t capacity = std::max<uint64_t>(f.records * record * 3 + (64ull << 20), 1ull << 26);
-  auto created = r->store->create_pool_sync(r->name, capacity, f.records, kw::kPoolCreateOnly);
+  auto created =
+      runtime::sync_wait(r->store->create_pool(r->name, capacity, f.records, kw::kPoolCreateOnly));
   if (!created.ok()) return bench.fail(1, "create_pool: " + created.status().to_string());
   r->pool = std::move(*created);
   return 0;
@@ -148,7 +150,7 @@ int setup(Bench& bench, const AdoFilterOptions& f, AdoRun* r) {
 
 // Configures the filter plugin and loads the records; 0, or the error printed.
 int load(const Bench& bench, const AdoFilterOptions& f, AdoRun* r) {
-  Status s = r->pool->configure_sync("AdoPlugins::libfarmem_ado_filter.so");
+  Status s = runtime::sync_wait(r->pool->configure("AdoPlugins::libfarmem_ado_filter.so"));
   if (!s.ok()) return bench.fail(1, "configure: " + s.to_string());
   uint64_t t0 = now_ns();
   std::vector<Task<Status>> loads;
@@ -187,7 +189,7 @@ Status client_way(const AdoFilterOptions& f, const af::Query& q, AdoRun* r, uint
 // ADO: one invocation; the error's message is the line printed.
 Status ado_way(const AdoFilterOptions& f, AdoRun* r, uint32_t round, Way* way) {
   uint64_t a = now_ns();
-  auto res = r->pool->invoke_ado_sync("", f.query, kw::kAdoReadOnly);
+  auto res = runtime::sync_wait(r->pool->invoke_ado("", f.query, kw::kAdoReadOnly));
   double ms = (now_ns() - a) / 1e6;
   if (!res.ok()) return Internal("invoke_ado: " + res.status().to_string());
   if (res->plugin_status != 0) {

@@ -14,6 +14,7 @@
 #include "farmem/bench/harness/cluster.h"
 #include "farmem/bench/harness/report.h"
 #include "farmem/client/cluster.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 
 namespace farmem::bench {
@@ -129,7 +130,7 @@ int fill_range(const AgentBenchOptions& f, AgentRun* r) {
   for (uint64_t off = 0; off < f.range_bytes; off += chunk.size()) {
     for (auto& b : chunk) b = static_cast<uint8_t>(rng());
     const uint64_t n = std::min<uint64_t>(chunk.size(), f.range_bytes - off);
-    Status s = r->tc->write_sync(r->base + off, chunk.data(), n);
+    Status s = runtime::sync_wait(r->tc->write(r->base + off, chunk.data(), n));
     if (!s.ok()) return fail("fill", s);
   }
   // Whatever the agent cached of this memory before (an earlier run) is stale now.

@@ -156,9 +156,9 @@ int run_analytics(const FarAppOptions& f) {
   if (int rc = bench.connect(working_set * 2 + (256ull << 20)); rc != 0) return rc;
   auto tc = bench.cluster()->thread_client();
   if (!tc.ok()) return bench.fail(1, tc.status().to_string());
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = std::max<uint64_t>(*budget, 4 << 20);
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   if (!m.ok()) return bench.fail(2, m.status().to_string());
   int rc = 0;
   {

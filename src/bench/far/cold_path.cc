@@ -15,7 +15,7 @@
 #include "farmem/bench/workload/rng.h"
 #include "farmem/common/clock.h"
 #include "farmem/far/far_ptr.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::bench {
 namespace {
@@ -101,9 +101,9 @@ double perftest_ns(bool tcp, uint64_t bytes) {
 // is read once in a shuffled order (the first read of a page faults and fetches it).
 Result<double> page_fault_ns(client::Cluster& cluster, uint64_t page_bytes, uint64_t pages,
                              workload::Rng* rng) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 4 * page_bytes;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return m.status();
   paged::RegionOptions ro;
   ro.page_bytes = page_bytes;
@@ -184,9 +184,9 @@ int run_cold_path(const FarAppOptions& f) {
   auto tc = bench.cluster()->thread_client();
   if (!tc.ok()) return bench.fail(1, tc.status().to_string());
   const uint64_t n = f.objects != 0 ? f.objects : 100000;
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = std::max<uint64_t>(n * (4096 + 64) * 3, 64 << 20);  // all of it fits
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   if (!m.ok()) return bench.fail(2, m.status().to_string());
   int rc = 0;
   {

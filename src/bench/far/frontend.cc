@@ -16,7 +16,7 @@
 #include "far_apps.h"
 #include "farmem/bench/harness/latency.h"
 #include "farmem/common/clock.h"
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 
 namespace farmem::bench {
 
@@ -102,7 +102,7 @@ struct Frontend {
   // path a process using both takes); its tenants' usage is printed at the end. It outlives both
   // managers.
   std::unique_ptr<LocalBudget> shared;
-  std::unique_ptr<far::Manager> manager;
+  std::unique_ptr<far::ObjectManager> manager;
   LocalFront local{};
   MmapRun mm;
   PagedRun pg;
@@ -148,10 +148,10 @@ int prepare(Bench& bench, const FarAppOptions& f, Frontend* fe) {
     case FrontendBackend::kFar:
       break;
   }
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = fe->budget;
   mo.shared_budget = fe->shared.get();
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   if (!m.ok()) return bench.fail(2, m.status().to_string());
   fe->manager = std::move(*m);
   return 0;

@@ -19,8 +19,8 @@
 #include "farmem/bench/workload/key_format.h"
 #include "farmem/bench/workload/scrambled_zipfian_chooser.h"
 #include "farmem/common/local_budget.h"
-#include "farmem/far/manager.h"
-#include "farmem/paged/manager.h"
+#include "farmem/far/object_manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::bench {
 
@@ -73,7 +73,7 @@ using RequestChooser = workload::ScrambledZipfianChooser;
 // A thread of the far backend: its far table and array (created and loaded by each thread in
 // its own cache of `manager`), then --coroutines clients.
 void far_frontend_thread(const FarAppOptions& f, const FrontShape& shape,
-                         const std::vector<uint64_t>* order, far::Manager* manager,
+                         const std::vector<uint64_t>* order, far::ObjectManager* manager,
                          const RequestChooser* requests, BenchThread& t, client::ThreadClient* c);
 
 // ---- mmap and paged backends (frontend_mapped.cc)
@@ -100,7 +100,7 @@ struct MmapRun {
 // The paged version: the same layout in a paged region whose local buffer is the budget,
 // written through the region (pages beyond the budget are written back as it fills).
 struct PagedRun {
-  std::unique_ptr<paged::Manager> manager;
+  std::unique_ptr<paged::PageManager> manager;
   MmapFront front;
 };
 

@@ -5,7 +5,7 @@
 
 #include "farmem/common/clock.h"
 #include "farmem/far/array.h"
-#include "farmem/far/hash_table.h"
+#include "farmem/far/cached_hash_table.h"
 #include "frontend.h"
 
 namespace farmem::bench {
@@ -16,7 +16,7 @@ using runtime::Task;
 struct FarFront {
   FrontShape shape;
   const std::vector<uint64_t>* order;  // load order of the key indices
-  far::HashTable<uint64_t, uint64_t>* table;
+  far::CachedHashTable<uint64_t, uint64_t>* table;
   far::Array<Item>* items;
   far::ThreadCache* cache;
 };
@@ -79,12 +79,12 @@ Task<Status> far_load(FarFront fe) {
 }  // namespace
 
 void far_frontend_thread(const FarAppOptions& f, const FrontShape& shape,
-                         const std::vector<uint64_t>* order, far::Manager* manager,
+                         const std::vector<uint64_t>* order, far::ObjectManager* manager,
                          const RequestChooser* requests, BenchThread& t, client::ThreadClient* c) {
   far::ThreadCache cache(manager, c);
   uint32_t log2 = 1;
   while ((uint64_t{1} << log2) * 6 < shape.keys()) ++log2;  // <= 3/4 full buckets of 8
-  auto table = c->run(far::HashTable<uint64_t, uint64_t>::create(&cache, log2));
+  auto table = c->run(far::CachedHashTable<uint64_t, uint64_t>::create(&cache, log2));
   auto items = c->run(far::Array<Item>::create(&cache, shape.objects, kItemBytes));
   if (!table.ok() || !items.ok()) {
     t.fail(table.ok() ? items.status() : table.status());

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "farmem/common/clock.h"
-#include "farmem/far/hash_table.h"
+#include "farmem/far/cached_hash_table.h"
 #include "frontend.h"
 
 namespace farmem::bench {
@@ -92,10 +92,10 @@ uint64_t mapped_find(const MmapFront& m, uint64_t key) {
 Status prepare_paged(const FarAppOptions& f, client::Cluster& cluster, const FrontShape& shape,
                      const std::vector<uint64_t>& order, uint64_t budget, LocalBudget* shared,
                      PagedRun* r) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = budget;
   mo.shared_budget = shared;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return m.status();
   r->manager = std::move(*m);
   const uint64_t bytes = front_layout(shape).file_bytes;

@@ -21,7 +21,7 @@
 #include "farmem/bench/harness/local_node.h"
 #include "farmem/client/cluster.h"
 #include "farmem/graph/memory.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::bench {
 
@@ -46,7 +46,7 @@ struct FarSession {
   std::unique_ptr<agent::AgentClient> agent_client;
   agent::wire::StatsResponse agent_before{};
   std::shared_ptr<paged::PageSource> graph_source, buffer_source;
-  std::unique_ptr<paged::Manager> manager;
+  std::unique_ptr<paged::PageManager> manager;
 };
 
 // Opens o.graph on paged far memory with a local budget of budget_bytes (0: unlimited); *out

@@ -46,7 +46,7 @@ Status scores(Result<Array<double>> r, uint64_t n, Outcome* out) {
 
 }  // namespace
 
-Result<Outcome> run_algorithm(graph::Context& ctx, const GraphRunOptions& o,
+Result<Outcome> run_algorithm(graph::AlgorithmContext& ctx, const GraphRunOptions& o,
                               const std::vector<uint32_t>& sources) {
   const uint64_t n = ctx.vertices();
   Outcome out;

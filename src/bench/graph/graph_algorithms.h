@@ -1,5 +1,5 @@
 // The algorithms `farmem graph run` runs (farmem/bench/graph.h): one trial of one algorithm on a
-// graph::Context, its result array and a one-line summary of it.
+// graph::AlgorithmContext, its result array and a one-line summary of it.
 // Thread safety: the calling thread (the algorithm uses the context's thread pool).
 #pragma once
 
@@ -29,7 +29,7 @@ struct Outcome {
   }
 };
 
-Result<Outcome> run_algorithm(graph::Context& ctx, const GraphRunOptions& o,
+Result<Outcome> run_algorithm(graph::AlgorithmContext& ctx, const GraphRunOptions& o,
                               const std::vector<uint32_t>& sources);
 
 // Vertex-array bytes per vertex each algorithm allocates (results, state, ~2 frontiers), for

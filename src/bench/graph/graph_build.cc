@@ -26,7 +26,8 @@ Status apply_order(graph::Csr& csr, const GraphOutputOptions& f, graph::ThreadPo
   return f.order_map.empty() ? OkStatus() : write_order_map(old_ids, f.order_map);
 }
 
-int write_graph(graph::Csr& csr, const GraphOutputOptions& f, graph::ThreadPool& pool, double start) {
+int write_graph(graph::Csr& csr, const GraphOutputOptions& f, graph::ThreadPool& pool,
+                double start) {
   const std::string& out = f.out;
   fmt::print(stderr, "graph: built {} vertices, {} edges ({}) in {:.2f} s\n", csr.vertices,
              csr.neighbours.size(), csr.symmetric ? "symmetric" : "directed", now_s() - start);

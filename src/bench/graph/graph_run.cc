@@ -110,7 +110,7 @@ int open(GraphRun* r) {
   if (!memory.ok()) return graph_fail(memory.status().to_string());
   r->memory = std::move(*memory);
   r->pool = std::make_unique<graph::ThreadPool>(o.threads);
-  graph::Context probe(*r->memory, *r->pool);
+  graph::AlgorithmContext probe(*r->memory, *r->pool);
   r->sources = o.sources;
   if (r->sources.empty()) r->sources.push_back(graph::max_degree_vertex(probe));
   fmt::print(stderr, "graph: loaded in {:.2f} s; source {}{}\n", now_s() - t0, r->sources[0],
@@ -151,7 +151,7 @@ int run_trials(GraphRun* r) {
     // The previous trial's result goes first: its arrays would otherwise hold local memory
     // (and, with --far-pin on, pins) through this trial.
     r->last = Outcome{};
-    graph::Context ctx(*r->memory, *r->pool);
+    graph::AlgorithmContext ctx(*r->memory, *r->pool);
     const double start = now_s();
     auto outcome = run_algorithm(ctx, o, r->sources);
     const double took = now_s() - start;

@@ -11,7 +11,8 @@
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/units.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
+#include "farmem/runtime/scheduler.h"
 
 namespace farmem::bench {
 
@@ -40,11 +41,11 @@ Status raw_reads(client::ThreadClient* c, paged::Region& region, uint64_t pb, ui
                  std::vector<double>* read_us) {
   std::vector<uint8_t> buf(pb);
   for (uint64_t p = 0; p < pages; ++p) {
-    FARMEM_TRY(c->read_sync(region.layout().page_address(p), buf.data(), pb));
+    FARMEM_TRY(runtime::sync_wait(c->read(region.layout().page_address(p), buf.data(), pb)));
   }
   for (uint64_t p = 0; p < pages; ++p) {
     const uint64_t t0 = steady_now_ns();
-    Status st = c->read_sync(region.layout().page_address(p), buf.data(), pb);
+    Status st = runtime::sync_wait(c->read(region.layout().page_address(p), buf.data(), pb));
     read_us->push_back(static_cast<double>(steady_now_ns() - t0) / 1e3);
     FARMEM_TRY(st);
   }
@@ -57,9 +58,9 @@ Status raw_reads(client::ThreadClient* c, paged::Region& region, uint64_t pb, ui
 int run_fault(const PagedBenchOptions& f, client::Cluster& cluster) {
   const uint64_t pb = f.page_bytes;
   const uint64_t pages = f.samples;
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 2 * pages * pb + 8 * pb;
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return fail(m.status().to_string());
   paged::RegionOptions ro;
   ro.page_bytes = pb;
@@ -109,7 +110,7 @@ int run_fault(const PagedBenchOptions& f, client::Cluster& cluster) {
 }
 
 int run_scan(const PagedBenchOptions& f, client::Cluster& cluster) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   if (!f.local_memory.empty() && f.local_memory.back() == '%') {
     mo.local_percent = std::stod(f.local_memory.substr(0, f.local_memory.size() - 1));
   } else {
@@ -117,7 +118,7 @@ int run_scan(const PagedBenchOptions& f, client::Cluster& cluster) {
     if (!b.ok()) return fail("--local-memory: " + b.status().to_string());
     mo.local_bytes = *b;
   }
-  auto m = paged::Manager::create(cluster, mo);
+  auto m = paged::PageManager::create(cluster, mo);
   if (!m.ok()) return fail(m.status().to_string());
   paged::RegionOptions ro;
   ro.page_bytes = f.page_bytes;

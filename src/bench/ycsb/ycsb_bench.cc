@@ -20,6 +20,7 @@
 #include "farmem/common/clock.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
+#include "farmem/runtime/scheduler.h"
 #include "ycsb_run.h"
 
 namespace farmem::bench {
@@ -80,9 +81,9 @@ Status create_pool(ThreadClient* c, const YcsbOptions& f, const YcsbShared& sh) 
   // A scratch pool is temporary: the node deletes it if this process dies (its session ends).
   const uint32_t flags =
       kv::wire::kPoolCreateOnly | (f.keep_table.empty() ? kv::wire::kPoolTemporary : 0u);
-  FARMEM_ASSIGN_OR_RETURN(auto pool,
-                          store->create_pool_sync(sh.table, pool_capacity(f), f.records, flags));
-  return store->close_pool_sync(*pool);
+  FARMEM_ASSIGN_OR_RETURN(auto pool, runtime::sync_wait(store->create_pool(
+                                         sh.table, pool_capacity(f), f.records, flags)));
+  return runtime::sync_wait(store->close_pool(*pool));
 }
 
 // The options of the three structures' handles.
@@ -201,7 +202,7 @@ Status destroy_structure(ThreadClient* c, const YcsbOptions& f, const YcsbShared
   switch (f.structure) {
     case YcsbStructure::kKv: {
       FARMEM_ASSIGN_OR_RETURN(auto store, kv::Store::open(c, admin_store(sh)));
-      return store->delete_pool_sync(sh.table);
+      return runtime::sync_wait(store->delete_pool(sh.table));
     }
     case YcsbStructure::kBtree:
       return c->run(BTree::destroy(c, sh.table));

@@ -8,6 +8,7 @@
 #include "farmem/bench/workload/value_format.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/pool.h"
+#include "farmem/runtime/scheduler.h"
 #include "ycsb_run.h"
 
 namespace farmem::bench {
@@ -210,13 +211,13 @@ Result<std::unique_ptr<BTree>> open_handle(ThreadClient* c, YcsbShared* sh, BTre
 Result<std::unique_ptr<KvHandle>> open_handle(ThreadClient* c, YcsbShared* sh, KvHandle*) {
   auto h = std::make_unique<KvHandle>();
   FARMEM_ASSIGN_OR_RETURN(h->store, kv::Store::open(c, sh->store_options));
-  FARMEM_ASSIGN_OR_RETURN(h->pool, h->store->open_pool_sync(sh->table));
+  FARMEM_ASSIGN_OR_RETURN(h->pool, runtime::sync_wait(h->store->open_pool(sh->table)));
   return h;
 }
 // Closes what the handle holds open on the nodes (the kv pool; the others hold nothing).
 void close_handle(HashTable&) {}
 void close_handle(BTree&) {}
-void close_handle(KvHandle& h) { (void)h.store->close_pool_sync(*h.pool); }
+void close_handle(KvHandle& h) { (void)runtime::sync_wait(h.store->close_pool(*h.pool)); }
 void note_shape(const HashTable& t, YcsbThread* pt) {
   for (uint32_t i = 0; i < t.shard_count(); ++i) pt->subtables += t.subtable_count(i);
 }

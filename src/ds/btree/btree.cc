@@ -155,7 +155,7 @@ Task<Result<std::unique_ptr<BTree>>> BTree::open(client::ThreadClient* c, std::s
   }
   TreeMeta m{};
   Status rs = co_await c->read(*root, &m, sizeof(m));
-  if (!rs.ok()) co_return rs;
+  FARMEM_CO_TRY(rs);
   if (m.magic != kMetaMagic) {
     co_return InvalidArgument(fmt::format("root '{}' does not point to a B+tree", root_name(name)));
   }
@@ -168,13 +168,13 @@ Task<Result<std::unique_ptr<BTree>>> BTree::open(client::ThreadClient* c, std::s
         m.version, m.page_bytes, kLayoutVersion));
   }
   auto object = co_await FarObject::open(c, root_name(name));
-  if (!object.ok()) co_return object.status();
+  FARMEM_CO_TRY(object);
   std::unique_ptr<BTree> t(
       new BTree(c, o, std::move(*object), m.page_bytes, m.inline_value_bytes, m.tree_id));
   t->meta_ = *root;
   uint32_t reads = 0;
   Status st = co_await t->refresh_root(&reads);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   co_return t;
 }
 
@@ -205,12 +205,12 @@ Task<Status> BTree::read_page(GlobalAddress a, char* buf, uint32_t* reads) {
 Task<Status> BTree::refresh_root(uint32_t* reads) {
   uint64_t root = 0;
   Status st = co_await client_->read(meta_, &root, 8);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   BufRef buf(this);
   PageView v;
   bool foreign = false;
   st = co_await fetch(GlobalAddress::unpack(root), buf.get(), &v, &foreign, reads);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (foreign) co_return Internal("the B+tree's root page is not a live page of the tree");
   // Another coroutine may have seen a newer root meanwhile: keep the higher one.
   if (root_.is_null() || v.level() >= root_level_) {
@@ -227,7 +227,7 @@ Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign
   uint64_t torn_since = 0;
   for (uint32_t attempt = 0;; ++attempt) {
     Status st = co_await read_page(a, buf, reads);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     const PageView::Check c = v->parse(buf, page_bytes_, tree_id_);
     if (c == PageView::Check::kWhole) {
       *foreign = v->dead();
@@ -251,9 +251,9 @@ Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign
       // Torn for long: its writer may have died mid-write. Taking the lock repairs the page
       // from the redo copy if so; a live holder makes this wait (kTimedOut past lock_wait_ms).
       Status ls = co_await lock_page(a);
-      if (!ls.ok()) co_return ls;
+      FARMEM_CO_TRY(ls);
       Status us = co_await unlock_page(a);
-      if (!us.ok()) co_return us;
+      FARMEM_CO_TRY(us);
       torn_since = now_ns();
       continue;
     }
@@ -277,7 +277,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
   for (uint32_t steps = 0; steps < options_.max_attempts; ++steps) {
     bool foreign = false;
     Status st = co_await fetch(a, buf, v, &foreign, reads);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     if (foreign || v->below(key)) {
       // A stale pointer (the cache, or a page unlinked since its parent was read): start over
       // from the root, which is never unlinked.
@@ -328,7 +328,7 @@ Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value
   ++stats_.block_reads;
   ++*reads;
   Status st = co_await client_->read(GlobalAddress::unpack(v.block(i)), buf.data(), buf.size());
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   KvBlockView b;
   size_t need = 0;
   if (check_kv_block(buf.data(), buf.size(), kMaxKeyBytes, kMaxValueBytes, &b, &need) !=
@@ -411,7 +411,7 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
   GlobalAddress a;
   PageView v;
   Status st = co_await locate(next, 0, buf.get(), &a, &v, &reads);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   for (;;) {
     // v covers next: take its keys >= next, then move on to its high fence.
     for (uint32_t i = next.empty() ? 0 : v.lower_bound(next); i < v.count(); ++i) {
@@ -421,7 +421,7 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
       std::string value;
       st = co_await read_value(v, i, &value, &reads);
       if (st.code() == StatusCode::kUnavailable) break;  // re-read this page (below)
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       out->emplace_back(std::string(k), std::move(value));
       ++stats_.scan_records;
     }
@@ -438,12 +438,12 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
       a = GlobalAddress::unpack(v.sibling());
       bool foreign = false;
       st = co_await fetch(a, buf.get(), &v, &foreign, &reads);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       if (!foreign && !v.below(next) && !v.beyond(next) && v.leaf()) continue;
       ++stats_.restarts;
     }
     st = co_await locate(next, 0, buf.get(), &a, &v, &reads);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
   }
 }
 
@@ -506,23 +506,5 @@ Task<Status> BTree::check(std::vector<uint64_t>* pages) {
 
 // ------------------------------------------------------------------------------------------
 // Blocking wrappers
-
-Result<bool> BTree::get_sync(std::string_view key, std::string* value) {
-  return client_->run(get(key, value));
-}
-Status BTree::insert_sync(std::string_view key, std::string_view value) {
-  return client_->run(insert(key, value));
-}
-Status BTree::update_sync(std::string_view key, std::string_view value) {
-  return client_->run(update(key, value));
-}
-Status BTree::put_sync(std::string_view key, std::string_view value) {
-  return client_->run(put(key, value));
-}
-Status BTree::erase_sync(std::string_view key) { return client_->run(erase(key)); }
-Status BTree::scan_sync(std::string_view from, std::string_view to, size_t limit,
-                        std::vector<std::pair<std::string, std::string>>* out) {
-  return client_->run(scan(from, to, limit, out));
-}
 
 }  // namespace farmem::ds::btree

@@ -90,11 +90,11 @@ Task<Status> BTree::lock_covering(std::string_view key, uint32_t level, char* bu
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     if (!located) {
       Status st = co_await locate(key, level, buf, &a, v, &reads);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
     }
     located = false;
     Status st = co_await lock_page(a);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     bool foreign = false;
     st = co_await fetch(a, buf, v, &foreign, &reads, /*locked=*/true);
     if (!st.ok()) {
@@ -107,7 +107,7 @@ Task<Status> BTree::lock_covering(std::string_view key, uint32_t level, char* bu
       co_return OkStatus();
     }
     Status us = co_await unlock_page(a);
-    if (!us.ok()) co_return us;
+    FARMEM_CO_TRY(us);
     if (!foreign && v->beyond(key) && v->level() == level && v->sibling() != 0) {
       ++stats_.sibling_hops;  // split since we located it: the right neighbour covers key
       a = GlobalAddress::unpack(v->sibling());
@@ -179,7 +179,7 @@ Task<Status> BTree::repair(GlobalAddress page) {
   BufRef buf(this);
   std::memset(buf.get(), 0, 16);
   st = co_await client_->read(GlobalAddress::unpack(redo), buf.get() + 16, page_bytes_ - 16);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   PageView v;
   if (v.parse(buf.get(), page_bytes_, tree_id_) != PageView::Check::kWhole) {
     co_return Internal(
@@ -211,9 +211,9 @@ Task<Result<GlobalAddress>> BTree::write_block(GlobalAddress near, std::string_v
   encode_kv_block(key, value, client_->session_id(node), &image);
   *bytes = image.size();
   auto a = co_await heap_.allocate(node, image.size());
-  if (!a.ok()) co_return a;
+  FARMEM_CO_TRY(a);
   Status st = co_await client_->write(*a, image.data(), image.size());
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   co_return a;
 }
 
@@ -379,13 +379,13 @@ Task<Status> BTree::store(GlobalAddress page, const PageDraft& d) {
   }
   drafts[0].encode(img.get(), page_bytes_);
   st = co_await write_back(page, img.get(), /*unlock=*/true);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   ++stats_.splits;
   // The tree is correct from here (the new pages are reachable through sibling pointers);
   // the parent learns of them for speed.
   for (size_t p = 1; p < pieces; ++p) {
     Status ps = co_await insert_separator(d.level + 1u, std::string(drafts[p].low), addrs[p], page);
-    if (!ps.ok()) co_return ps;
+    FARMEM_CO_TRY(ps);
   }
   co_return OkStatus();
 }
@@ -393,7 +393,7 @@ Task<Status> BTree::store(GlobalAddress page, const PageDraft& d) {
 Task<Result<bool>> BTree::grow_root(GlobalAddress old_root, uint32_t level, const std::string& sep,
                                     GlobalAddress child) {
   auto a = co_await new_page();
-  if (!a.ok()) co_return a.status();
+  FARMEM_CO_TRY(a);
   PageDraft d;
   d.level = static_cast<uint8_t>(level);
   d.tree_id = tree_id_;
@@ -415,7 +415,7 @@ Task<Result<bool>> BTree::grow_root(GlobalAddress old_root, uint32_t level, cons
   }
   Status fs = co_await heap_.free(*a, page_bytes_);  // never published
   (void)fs;
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   co_return false;  // another client grew the tree first
 }
 
@@ -434,11 +434,11 @@ Task<Status> BTree::insert_separator(uint32_t level, std::string sep, GlobalAddr
       if (root_level_ >= level) continue;
       if (root_level_ + 1 != level) co_return Internal("B+tree levels are not contiguous");
       auto grown = co_await grow_root(root_, level, sep, child);
-      if (!grown.ok()) co_return grown.status();
+      FARMEM_CO_TRY(grown);
       if (!*grown) continue;
       co_return OkStatus();
     }
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     const uint32_t i = v.lower_bound(sep);
     if (i < v.count() && v.key(i) == sep) {  // already there (cannot happen twice for a page)
       Status us = co_await unlock_page(a);
@@ -469,7 +469,7 @@ Task<Status> BTree::write_leaf(std::string_view key, std::string_view value, Mod
   std::string entry;
   if (oop) {
     auto b = co_await write_block(GlobalAddress(), key, value, &block_bytes);
-    if (!b.ok()) co_return b.status();
+    FARMEM_CO_TRY(b);
     block = *b;
     entry = out_of_place_entry(key, block.pack(), static_cast<uint32_t>(value.size()));
   } else {
@@ -488,7 +488,7 @@ Task<Status> BTree::write_leaf(std::string_view key, std::string_view value, Mod
   if ((exists && mode == Mode::kInsert) || (!exists && mode == Mode::kUpdate)) {
     Status us = co_await unlock_page(a);
     if (oop) (void)co_await heap_.free(block, block_bytes);
-    if (!us.ok()) co_return us;
+    FARMEM_CO_TRY(us);
     if (exists) co_return AlreadyExists("key present");
     co_return NotFound("key not present");
   }
@@ -543,11 +543,11 @@ Task<Status> BTree::erase(std::string_view key) {
   GlobalAddress a;
   PageView v;
   Status st = co_await lock_covering(key, 0, buf.get(), &a, &v);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   const uint32_t i = v.lower_bound(key);
   if (i == v.count() || v.key(i) != key) {
     Status us = co_await unlock_page(a);
-    if (!us.ok()) co_return us;
+    FARMEM_CO_TRY(us);
     co_return NotFound("key not present");
   }
   GlobalAddress old_block;
@@ -561,7 +561,7 @@ Task<Status> BTree::erase(std::string_view key) {
   const bool emptied = d.entries.empty() && !d.low_infinite;
   std::string low(d.low);
   st = co_await store(a, d);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (!old_block.is_null()) {
     Status rs = co_await reclaimer_.retire(old_block, old_bytes);
     (void)rs;
@@ -674,7 +674,7 @@ Task<Status> BTree::unlink_leaf(GlobalAddress page, std::string low) {
   } else {
     (void)co_await unlock_page(page);
   }
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   ++stats_.unlinked;
   Status rs = co_await reclaimer_.retire(page, page_bytes_);
   co_return rs;

@@ -33,7 +33,7 @@ Task<Result<FarObject>> FarObject::open(client::ThreadClient* c, std::string nam
   for (const client::NodeInfo& n : c->cluster().nodes()) {
     if (n.down) continue;  // named down: its part is unreachable (and never used)
     auto id = co_await c->object_open(n.node_id, o.name_);
-    if (!id.ok()) co_return id.status();
+    FARMEM_CO_TRY(id);
     o.ids_.emplace_back(n.node_id, *id);
   }
   co_return o;
@@ -42,11 +42,11 @@ Task<Result<FarObject>> FarObject::open(client::ThreadClient* c, std::string nam
 Task<Status> FarObject::commit(client::ThreadClient* c, GlobalAddress root) {
   const uint16_t home = c->cluster().root_node(name_);
   Status s = co_await c->publish_root(name_, root, /*replace=*/false, owner(home));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (temporary_) co_return OkStatus();
   for (const auto& [node, id] : ids_) {
     Status p = co_await c->object_persist(node, id);
-    if (!p.ok()) co_return p;
+    FARMEM_CO_TRY(p);
   }
   co_return OkStatus();
 }

@@ -20,7 +20,7 @@ Task<Result<bool>> LeaseLock::holder_gone(uint64_t holder) {
   last_check_ns_ = now;
   std::vector<uint64_t> ids(1, holder);
   auto alive = co_await client_->sessions_alive(word_.node(), std::move(ids));
-  if (!alive.ok()) co_return alive.status();
+  FARMEM_CO_TRY(alive);
   co_return !(*alive)[0];
 }
 
@@ -28,14 +28,14 @@ Task<Result<LeaseLock::Attempt>> LeaseLock::try_acquire() {
   if (me_ == 0) co_return Unavailable("no session with the lock word's node");
   uint64_t found = 0;
   Status s = co_await client_->cas(word_, 0, me_, &found);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (found == 0) co_return Attempt{true, false, 0};
   auto gone = co_await holder_gone(found);
-  if (!gone.ok()) co_return gone.status();
+  FARMEM_CO_TRY(gone);
   if (!*gone) co_return Attempt{false, false, found};
   uint64_t seen = 0;
   s = co_await client_->cas(word_, found, me_, &seen);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (seen == found) co_return Attempt{true, true, found};
   co_return Attempt{false, false, seen};  // someone else took it first
 }
@@ -56,7 +56,7 @@ Task<Result<LeaseLock::Attempt>> LeaseLock::acquire(uint64_t deadline_ns) {
 Task<Status> LeaseLock::release() {
   uint64_t found = 0;
   Status s = co_await client_->cas(word_, me_, 0, &found);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   if (found != me_) {
     co_return Internal(fmt::format("lock at node {} offset {:#x} was taken over (holder {})",
                                    word_.node(), word_.offset(), found));

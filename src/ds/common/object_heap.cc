@@ -32,7 +32,7 @@ Task<Result<GlobalAddress>> ObjectHeap::allocate(uint16_t node, uint64_t bytes,
   GlobalAddress a = per_node_[node].take(cls);
   if (!a.is_null()) co_return a;
   auto chunk = co_await client_->allocate_on(node, chunk_bytes_, 4096, owner);
-  if (!chunk.ok()) co_return chunk.status();
+  FARMEM_CO_TRY(chunk);
   // Another coroutine may have refilled meanwhile.
   co_return per_node_[node].take_after_refill(cls, *chunk, chunk_bytes_);
 }

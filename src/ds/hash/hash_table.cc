@@ -130,11 +130,11 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
   const uint64_t owner = object.owner(node);
   for (uint64_t i = 0; i < (1ull << o.initial_depth); ++i) {
     auto sub = co_await c->allocate_on(node, subtable_bytes(o.main_buckets_log2), 4096, owner);
-    if (!sub.ok()) co_return sub.status();
+    FARMEM_CO_TRY(sub);
     std::string image =
         subtable_image(o.main_buckets_log2, o.initial_depth, static_cast<uint32_t>(i));
     Status ws = co_await c->write(*sub, image.data(), image.size());
-    if (!ws.ok()) co_return ws;
+    FARMEM_CO_TRY(ws);
     s->entries.push_back(dir_entry(sub->offset(), o.initial_depth));
   }
   std::string dir(sizeof(DirectoryHeader) + (8ull << kMaxDepth), '\0');
@@ -143,9 +143,9 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
   std::memcpy(dir.data(), &dh, sizeof(dh));
   std::memcpy(dir.data() + sizeof(dh), s->entries.data(), 8 * s->entries.size());
   auto d = co_await c->allocate_on(node, dir.size(), 4096, owner);
-  if (!d.ok()) co_return d.status();
+  FARMEM_CO_TRY(d);
   Status ds = co_await c->write(*d, dir.data(), dir.size());
-  if (!ds.ok()) co_return ds;
+  FARMEM_CO_TRY(ds);
   s->directory = *d;
   s->checked_cycles = cycles();
   co_return OkStatus();
@@ -207,7 +207,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
   }
   TableMeta m{};
   Status rs = co_await c->read(*root, &m, sizeof(m));
-  if (!rs.ok()) co_return rs;
+  FARMEM_CO_TRY(rs);
   if (m.magic != kTableMagic) {
     co_return InvalidArgument(
         fmt::format("root '{}' does not point to a hash table", root_name(name)));
@@ -219,19 +219,19 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::open(client::ThreadClient* c
         m.version, m.shards, kLayoutVersion));
   }
   auto object = co_await FarObject::open(c, root_name(name));
-  if (!object.ok()) co_return object.status();
+  FARMEM_CO_TRY(object);
   std::unique_ptr<HashTable> t(new HashTable(c, o, std::move(*object)));
   t->main_buckets_log2_ = m.main_buckets_log2;
   t->max_depth_ = m.max_depth;
   std::vector<uint64_t> dirs(m.shards);
   rs = co_await c->read(*root + sizeof(m), dirs.data(), 8 * dirs.size());
-  if (!rs.ok()) co_return rs;
+  FARMEM_CO_TRY(rs);
   for (uint64_t d : dirs) {
     Shard s;
     s.directory = GlobalAddress::unpack(d);
     s.node = s.directory.node();
     Status fs = co_await t->refresh_directory(s);
-    if (!fs.ok()) co_return fs;
+    FARMEM_CO_TRY(fs);
     t->shards_.push_back(std::move(s));
   }
   co_return t;
@@ -258,13 +258,13 @@ Task<Status> HashTable::refresh_directory(Shard& s, uint32_t* rtt) {
   Status st = co_await client_->read(s.directory, &h, sizeof(h));
   if (rtt != nullptr) ++*rtt;
   ++stats_.directory_reads;
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   uint32_t depth = directory_depth(h.global_depth);
   if (depth > kMaxDepth) co_return ProtocolError("hash table directory is corrupt (depth)");
   std::vector<uint64_t> entries(size_t{1} << depth);
   st = co_await client_->read(s.directory + sizeof(h), entries.data(), 8 * entries.size());
   if (rtt != nullptr) ++*rtt;
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   for (uint64_t e : entries) {
     if (dir_entry_offset(e) == 0)
       co_return ProtocolError("hash table directory is corrupt (entry)");
@@ -289,7 +289,7 @@ Task<Status> HashTable::check_directory(Shard& s, uint32_t* rtt) {
   uint64_t words[2] = {0, 0};  // global_depth, epoch
   Status st = co_await client_->read(s.directory, words, sizeof(words));
   if (rtt != nullptr) ++*rtt;
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (words[1] == s.epoch && directory_depth(words[0]) == s.global_depth) {
     if (started > s.checked_cycles) s.checked_cycles = started;
     co_return OkStatus();
@@ -333,7 +333,7 @@ Task<Status> HashTable::wait_for_split(Shard& s, const KeyHash& kh, runtime::Bac
   if (now - wait->since_ns >= lease_check_ns() && now - wait->checked_ns >= lease_check_ns()) {
     wait->checked_ns = now;
     Status rs = co_await repair_stuck_split(s, kh);
-    if (!rs.ok()) co_return rs;
+    FARMEM_CO_TRY(rs);
   }
   co_await backoff.retry();
   Status st = co_await refresh_directory(s, rtt);
@@ -344,7 +344,7 @@ Task<Status> HashTable::resync(Shard& s, const KeyHash& kh, runtime::Backoff& ba
                                uint32_t* rtt) {
   const uint64_t epoch = s.epoch;
   Status st = co_await refresh_directory(s, rtt);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (s.epoch != epoch) co_return OkStatus();  // the cache was stale: now it is not
   // The directory has not moved on, yet the buckets belong elsewhere: a split is publishing
   // (entries before the header), or its publisher died doing so. Wait like for a split.
@@ -426,7 +426,7 @@ Task<Status> HashTable::read_blocks(const Shard& s, const std::vector<Match>& ca
   bufs->assign(cands.size(), std::string());
   for (int round = 0; round < 2; ++round) {
     Status st = co_await read_block_round(s, cands, round, bufs, rtt);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
   }
   co_return OkStatus();
 }
@@ -459,12 +459,12 @@ Task<Result<HashTable::Scan>> HashTable::find(const Shard& s, std::string_view k
     add_block_reads(s, cands, 0, &bufs, &batch);
     Status st = co_await batch.wait();
     if (rtt != nullptr) ++*rtt;
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
   }
   for (const Match& c : cands) {
     if (slot_len_units(c.word) == 0) {  // a large block: its header may announce more
       Status st = co_await read_block_round(s, cands, 1, &bufs, rtt);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       break;
     }
   }
@@ -511,17 +511,17 @@ Task<Result<HashTable::Match>> HashTable::locate(Shard& s, std::string_view key,
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     Status st =
         co_await read_buckets(s, kh, b, attempt == 0 ? block : GlobalAddress(), block_bytes, rtt);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     if (!buckets_fresh(kh, *b)) {
       Status rs = co_await resync(s, kh, backoff, &wait, rtt);
-      if (!rs.ok()) co_return rs;
+      FARMEM_CO_TRY(rs);
       continue;
     }
     auto scan = co_await find(s, key, kh, *b, /*pending_too=*/false, &matches, value, rtt);
-    if (!scan.ok()) co_return scan.status();
+    FARMEM_CO_TRY(scan);
     if (*scan == Scan::kFrozen) {
       Status ws = co_await wait_for_split(s, kh, backoff, &wait, rtt);
-      if (!ws.ok()) co_return ws;
+      FARMEM_CO_TRY(ws);
       continue;
     }
     if (*scan == Scan::kTorn) {
@@ -558,7 +558,7 @@ Task<Result<bool>> HashTable::speculative_get(const Shard& s, std::string_view k
   (void)batch.read(GlobalAddress(s.node, slot_offset(e.slot_word)), buf, bytes);
   Status st = co_await batch.wait();
   if (rtt != nullptr) ++*rtt;
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   KvBlockView v;
   size_t need = 0;
   if (word != e.slot_word ||
@@ -601,7 +601,7 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
     spec_.prefetch(kh.h1);
     if (client_->scheduler().others_ready()) co_await client_->scheduler().yield();
     auto hit = co_await speculative_get(s, key, kh, value, &rtt);
-    if (!hit.ok()) co_return hit.status();
+    FARMEM_CO_TRY(hit);
     if (*hit) {
       stats_.get_round_trips += rtt;
       co_return true;
@@ -610,7 +610,7 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   Buckets b;
   auto m = co_await locate(s, key, kh, &b, value, GlobalAddress(), nullptr, &rtt);
   stats_.get_round_trips += rtt;
-  if (!m.ok()) co_return m.status();
+  FARMEM_CO_TRY(m);
   if (m->bucket < 0) co_return false;
   remember(kh, slot_addr(b, *m), m->word);
   co_return true;
@@ -644,7 +644,7 @@ Task<Status> HashTable::insert(std::string_view key, std::string_view value) {
   ++stats_.inserts;
   std::string bytes;
   auto block = co_await write_block(s, key, value, &bytes);
-  if (!block.ok()) co_return block.status();
+  FARMEM_CO_TRY(block);
   bool published = false;
   Status st = co_await insert_block(s, key, kh, *block, bytes, false, &published);
   if (!st.ok()) {
@@ -658,7 +658,7 @@ Task<Status> HashTable::replace(Shard& s, std::string_view key, const KeyHash& k
                                 std::string_view value, bool insert_if_absent) {
   std::string bytes;
   auto block = co_await write_block(s, key, value, &bytes);
-  if (!block.ok()) co_return block.status();
+  FARMEM_CO_TRY(block);
   const uint64_t new_word = make_slot(kh.fp(), len_units(bytes.size()), block->offset(), false);
   RetryLoop loop(client_, insert_if_absent ? "put" : "update", options_.max_attempts);
   bool written = false, published = false;
@@ -741,11 +741,11 @@ Task<Status> HashTable::erase(std::string_view key) {
   for (;;) {
     Buckets b;
     auto m = co_await locate(s, key, kh, &b, nullptr, GlobalAddress(), nullptr);
-    if (!m.ok()) co_return m.status();
+    FARMEM_CO_TRY(m);
     if (m->bucket < 0) co_return NotFound("key not present");
     uint64_t found = 0;
     Status st = co_await client_->cas(slot_addr(b, *m), m->word, 0, &found);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     if (found == m->word) {
       loop.succeeded();
       forget(kh);
@@ -766,7 +766,7 @@ Task<Result<int>> HashTable::committed_copies(std::string_view key) {
   std::vector<Match> all;
   auto m =
       co_await locate(shard_of(kh), key, kh, &b, nullptr, GlobalAddress(), nullptr, nullptr, &all);
-  if (!m.ok()) co_return m.status();
+  FARMEM_CO_TRY(m);
   co_return static_cast<int>(all.size());
 }
 
@@ -774,19 +774,5 @@ Task<void> HashTable::reclaim(bool wait_for_all) { co_await reclaimer_.reclaim(w
 
 // ------------------------------------------------------------------------------------------
 // Blocking wrappers
-
-Result<bool> HashTable::get_sync(std::string_view key, std::string* value) {
-  return client_->run(get(key, value));
-}
-Status HashTable::insert_sync(std::string_view key, std::string_view value) {
-  return client_->run(insert(key, value));
-}
-Status HashTable::update_sync(std::string_view key, std::string_view value) {
-  return client_->run(update(key, value));
-}
-Status HashTable::put_sync(std::string_view key, std::string_view value) {
-  return client_->run(put(key, value));
-}
-Status HashTable::erase_sync(std::string_view key) { return client_->run(erase(key)); }
 
 }  // namespace farmem::ds::hash

@@ -1,5 +1,5 @@
 // HashTable inserts: claim a slot as pending, then commit it only when it is the only slot
-// holding the key (hash_table.h, docs/formats/hash_table.md "Insert").
+// holding the key (hash_table.h, docs/formats/hash_table/protocols.md "insert").
 #include <fmt/format.h>
 
 #include "farmem/common/clock.h"
@@ -21,7 +21,7 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     auto claim = co_await claim_slot(s, key, kh, block, bytes, !block_written, rivals_seen, backoff,
                                      &wait, &my_slot, &pending);
     block_written = true;
-    if (!claim.ok()) co_return claim.status();
+    FARMEM_CO_TRY(claim);
     if (*claim == Claim::kExists) co_return AlreadyExists("key already present");
     if (*claim == Claim::kRetry) continue;
     if (*claim == Claim::kLostRace) {
@@ -31,10 +31,10 @@ Task<Status> HashTable::insert_block(Shard& s, std::string_view key, const KeyHa
     if (*claim == Claim::kFull) {
       // Both buckets are full: split the subtable, then try again.
       auto split_done = co_await split(s, kh);
-      if (!split_done.ok()) co_return split_done.status();
+      FARMEM_CO_TRY(split_done);
       if (!*split_done) {
         Status ws = co_await wait_for_split(s, kh, backoff, &wait);
-        if (!ws.ok()) co_return ws;
+        FARMEM_CO_TRY(ws);
       }
       continue;
     }
@@ -55,20 +55,20 @@ Task<Result<HashTable::Claim>> HashTable::claim_slot(Shard& s, std::string_view 
                                                      uint64_t* pending) {
   Buckets b;
   Status st = co_await read_buckets(s, kh, &b, write_block_too ? block : GlobalAddress(), &bytes);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (!buckets_fresh(kh, b)) {
     Status rs = co_await resync(s, kh, backoff, wait, nullptr);
-    if (!rs.ok()) co_return rs;
+    FARMEM_CO_TRY(rs);
     co_return Claim::kRetry;
   }
   // After withdrawing or losing a race, pending rivals count too: one scan finds both the
   // committed copy and any rival insert still in flight.
   std::vector<Match> matches;
   auto scan = co_await find(s, key, kh, b, /*pending_too=*/rivals_seen, &matches, nullptr);
-  if (!scan.ok()) co_return scan.status();
+  FARMEM_CO_TRY(scan);
   if (*scan == Scan::kFrozen) {
     Status ws = co_await wait_for_split(s, kh, backoff, wait);
-    if (!ws.ok()) co_return ws;
+    FARMEM_CO_TRY(ws);
     co_return Claim::kRetry;
   }
   if (*scan == Scan::kTorn) {
@@ -81,7 +81,7 @@ Task<Result<HashTable::Claim>> HashTable::claim_slot(Shard& s, std::string_view 
   }
   if (!matches.empty()) {  // only pending rivals: wait for them to commit or withdraw
     auto cleared = co_await clear_dead_pending(s, b, matches, wait);
-    if (!cleared.ok()) co_return cleared.status();
+    FARMEM_CO_TRY(cleared);
     if (!*cleared) co_await backoff.retry();
     co_return Claim::kRetry;
   }
@@ -105,7 +105,7 @@ Task<Result<HashTable::Claim>> HashTable::claim_slot(Shard& s, std::string_view 
   uint64_t found = 0;
   *my_slot = slot_addr(b, mine);
   st = co_await client_->cas(*my_slot, 0, word, &found);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   if (found != 0) {
     ++stats_.cas_failures;
     co_await backoff.retry();
@@ -144,7 +144,7 @@ Task<Status> HashTable::settle_claim(Shard& s, std::string_view key, const KeyHa
     if (*all == Scan::kFrozen || !buckets_fresh(kh, again)) {
       // A split is under way: withdraw (or find the slot frozen, hence dropped) and retry.
       st = co_await client_->cas(my_slot, pending, 0, &old);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       *restart = true;
       Status ws = co_await wait_for_split(s, kh, backoff, wait);
       co_return ws;
@@ -166,13 +166,13 @@ Task<Status> HashTable::settle_claim(Shard& s, std::string_view key, const KeyHa
     }
     if (committed_other) {
       st = co_await client_->cas(my_slot, pending, 0, &old);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       co_return AlreadyExists("key already present");
     }
     if (!others) {
       const uint64_t committed = pending & ~kSlotPendingBit;
       st = co_await client_->cas(my_slot, pending, committed, &old);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       if (old == pending) {
         remember(kh, my_slot, committed);
         co_return OkStatus();
@@ -188,14 +188,14 @@ Task<Status> HashTable::settle_claim(Shard& s, std::string_view key, const KeyHa
       // A rival holds a lower slot: withdraw and start over (it will commit or withdraw, or
       // be cleared if its writer's session ended). If a split froze our slot, it is dropped.
       st = co_await client_->cas(my_slot, pending, 0, &old);
-      if (!st.ok()) co_return st;
+      FARMEM_CO_TRY(st);
       *restart = true;
       co_await backoff.retry();
       co_return OkStatus();
     }
     // Ours is the lowest: wait for the higher rivals to withdraw (or clear dead ones).
     auto cleared = co_await clear_dead_pending(s, again, rivals, wait);
-    if (!cleared.ok()) co_return cleared.status();
+    FARMEM_CO_TRY(cleared);
     ++stats_.cas_failures;
     if (!*cleared) co_await backoff.retry();
   }
@@ -222,7 +222,7 @@ Task<Result<bool>> HashTable::clear_dead_pending(const Shard& s, const Buckets& 
   }
   if (owners.empty()) co_return false;
   auto alive = co_await client_->sessions_alive(s.node, owners);
-  if (!alive.ok()) co_return alive.status();
+  FARMEM_CO_TRY(alive);
   bool cleared = false;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if ((*alive)[i]) continue;
@@ -230,7 +230,7 @@ Task<Result<bool>> HashTable::clear_dead_pending(const Shard& s, const Buckets& 
     // table's object (it may have been read); it is not reused.
     uint64_t old = 0;
     Status st = co_await client_->cas(slot_addr(b, *candidates[i]), candidates[i]->word, 0, &old);
-    if (!st.ok()) co_return st;
+    FARMEM_CO_TRY(st);
     if (old == candidates[i]->word) {
       ++stats_.pending_cleared;
       cleared = true;

@@ -1,5 +1,5 @@
 // HashTable growth: splitting a full subtable, and finishing or undoing a split whose client
-// died (hash_table.h, docs/formats/hash_table.md "Growth").
+// died (hash_table.h, docs/formats/hash_table/split.md "Growth").
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -53,18 +53,18 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   }
   LeaseLock lock(client_, sub, lease_check_ns());
   auto a = co_await lock.try_acquire();
-  if (!a.ok()) co_return a.status();
+  FARMEM_CO_TRY(a);
   if (!a->acquired) co_return false;  // being split by a live client, or retired
   if (a->taken_over) {
     ++stats_.takeovers;
     Status rs = co_await recover_split(s, sub);
-    if (!rs.ok()) co_return rs;
+    FARMEM_CO_TRY(rs);
     co_return true;
   }
   if (split_stop_after_ == 1) co_return stopped_for_test(1);
   ++stats_.splits;
   Status st = co_await run_split(s, sub, h);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   co_return true;
 }
 
@@ -114,7 +114,7 @@ Task<Status> HashTable::run_split(Shard& s, GlobalAddress sub, const SubtableHea
   }
   const uint64_t one = 1;
   st = co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8);
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                          Reclaimer::Kind::kNodeBlock);
   co_return rs;
@@ -229,7 +229,7 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
       }
     }
     auto a = co_await client_->allocate_on(s.node, sub_bytes, 4096, object_.owner(s.node));
-    if (!a.ok()) co_return a.status();
+    FARMEM_CO_TRY(a);
     halves[side] = *a;
     FARMEM_CO_TRY(co_await client_->write(*a, image.data(), image.size()));
   }
@@ -277,7 +277,7 @@ Task<Result<std::unique_ptr<LeaseLock>>> HashTable::lock_directory(Shard& s) {
   auto lock =
       std::make_unique<LeaseLock>(client_, lock_word_of_directory(s.directory), lease_check_ns());
   auto a = co_await lock->acquire(now_ns() + split_wait_ns());
-  if (!a.ok()) co_return a.status();
+  FARMEM_CO_TRY(a);
   if (a->taken_over) ++stats_.takeovers;
   // An intent still recorded is a change its publisher announced but may not have finished
   // (it died holding the lock, or failed part-way): redo it (idempotent).
@@ -299,7 +299,7 @@ Task<Status> HashTable::retire_orphan(Shard& s, uint64_t sub_offset) {
   if (h.retired != 0 || h.lock == 0) co_return OkStatus();
   LeaseLock lock(client_, sub, 0);
   auto a = co_await lock.try_acquire();
-  if (!a.ok()) co_return a.status();
+  FARMEM_CO_TRY(a);
   if (!a->taken_over) co_return OkStatus();  // its splitter lives on and retires it itself
   const uint64_t one = 1;
   FARMEM_CO_TRY(co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
@@ -349,7 +349,7 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
     }
     if (st.ok() || st.code() != StatusCode::kTimedOut) break;
   }
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   s.global_depth = new_g;
   s.epoch = header[1];
   s.entries = std::move(entries);
@@ -362,7 +362,7 @@ Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, u
                                       GlobalAddress half0, GlobalAddress half1,
                                       bool* maybe_published) {
   auto lock = co_await lock_directory(s);
-  if (!lock.ok()) co_return lock.status();
+  FARMEM_CO_TRY(lock);
   // Changes happen only under the lock: these reads are current.
   DirectoryHeader cur{};
   Status st = co_await client_->read(s.directory, &cur, sizeof(cur));
@@ -393,7 +393,7 @@ Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, u
     if (st.code() == StatusCode::kCancelled) co_return st;  // test hook: "died" holding it
   }
   Status rs = co_await (*lock)->release();
-  if (!st.ok()) co_return st;
+  FARMEM_CO_TRY(st);
   co_return rs;
 }
 
@@ -408,9 +408,9 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
   // Is it published? (Taking the directory lock first finishes an announced change.)
   {
     auto dl = co_await lock_directory(s);
-    if (!dl.ok()) co_return dl.status();
+    FARMEM_CO_TRY(dl);
     Status rel = co_await (*dl)->release();
-    if (!rel.ok()) co_return rel;
+    FARMEM_CO_TRY(rel);
   }
   FARMEM_CO_TRY(co_await refresh_directory(s));
   bool pointed = false;
@@ -441,7 +441,7 @@ Task<Status> HashTable::repair_stuck_split(Shard& s, const KeyHash& kh) {
   if (h.lock != 0 && h.retired == 0) {
     LeaseLock lock(client_, sub, 0);
     auto a = co_await lock.try_acquire();
-    if (!a.ok()) co_return a.status();
+    FARMEM_CO_TRY(a);
     if (a->taken_over) {
       ++stats_.takeovers;
       Status rs = co_await recover_split(s, sub);
@@ -457,10 +457,10 @@ Task<Status> HashTable::repair_stuck_split(Shard& s, const KeyHash& kh) {
   if (holder == 0) co_return OkStatus();
   LeaseLock dir_lock(client_, lock_word_of_directory(s.directory), 0);
   auto gone = co_await dir_lock.holder_gone(holder);
-  if (!gone.ok()) co_return gone.status();
+  FARMEM_CO_TRY(gone);
   if (!*gone) co_return OkStatus();
   auto dl = co_await lock_directory(s);  // takes over and finishes the dead holder's change
-  if (!dl.ok()) co_return dl.status();
+  FARMEM_CO_TRY(dl);
   Status rs = co_await (*dl)->release();
   co_return rs;
 }

@@ -41,11 +41,11 @@ FarOptions far_options(const std::string& path, const FarGraphOptions& o) {
 Result<FarGraph> open_far_graph(client::Cluster& cluster, const std::string& path,
                                 const FarGraphOptions& o) {
   FarGraph g;
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = o.budget_bytes;
   if (o.budget_bytes == 0) mo.local_percent = 100;
   mo.install_threads = o.install_threads;
-  FARMEM_ASSIGN_OR_RETURN(g.manager, paged::Manager::create(cluster, mo));
+  FARMEM_ASSIGN_OR_RETURN(g.manager, paged::PageManager::create(cluster, mo));
   const FarOptions fo = far_options(path, o);
   g.preload_name = fo.preload_name;
   FARMEM_ASSIGN_OR_RETURN(g.memory, open_far(*g.manager, path, fo, &g.load));

@@ -14,7 +14,8 @@ namespace {
 
 class RegionBuffer : public Buffer {
  public:
-  RegionBuffer(GraphMemory* owner, paged::Manager* manager, paged::Region* region, uint64_t bytes)
+  RegionBuffer(GraphMemory* owner, paged::PageManager* manager, paged::Region* region,
+               uint64_t bytes)
       : owner_(owner), manager_(manager), region_(region), bytes_(bytes) {
     owner_->note_allocated(bytes_);
   }
@@ -27,7 +28,7 @@ class RegionBuffer : public Buffer {
 
  private:
   GraphMemory* owner_;
-  paged::Manager* manager_;
+  paged::PageManager* manager_;
   paged::Region* region_;
   uint64_t bytes_;
 };
@@ -53,7 +54,7 @@ Status copy_file(const std::string& path, uint8_t* dst, uint64_t bytes) {
 
 class FarMemory : public GraphMemory {
  public:
-  FarMemory(paged::Manager& manager, FarOptions o) : manager_(manager), o_(std::move(o)) {}
+  FarMemory(paged::PageManager& manager, FarOptions o) : manager_(manager), o_(std::move(o)) {}
   ~FarMemory() override {
     if (sparse_file_ != nullptr) (void)manager_.free(sparse_file_);
     if (file_ != nullptr) (void)manager_.free(file_);
@@ -98,7 +99,7 @@ class FarMemory : public GraphMemory {
     }
     ro.source = o_.buffer_source;
     auto r = manager_.allocate(std::max<uint64_t>(bytes, 1), ro);
-    if (!r.ok()) return r.status();
+    FARMEM_TRY(r);
     return std::unique_ptr<Buffer>(new RegionBuffer(this, &manager_, *r, bytes));
   }
 
@@ -109,7 +110,7 @@ class FarMemory : public GraphMemory {
 
   Status open(const std::string& path, FarLoad* load) {
     auto h = read_fmg_header(path);
-    if (!h.ok()) return h.status();
+    FARMEM_TRY(h);
     paged::RegionOptions ro;
     ro.page_bytes = o_.graph_page_bytes != 0 ? o_.graph_page_bytes : o_.page_bytes;
     ro.huge_pages = o_.graph_huge_pages;
@@ -118,10 +119,10 @@ class FarMemory : public GraphMemory {
     ro.name = "graph " + path;
     ro.source = o_.graph_source;
     auto file = load_region(path, h->file_bytes, ro, load);
-    if (!file.ok()) return file.status();
+    FARMEM_TRY(file);
     file_ = *file;
     auto g = view(path, file_);
-    if (!g.ok()) return g.status();
+    FARMEM_TRY(g);
     graph_ = *g;
     for (FmgSection sec : {FmgSection::kOffsets, FmgSection::kNeighbours}) {
       const FmgSectionEntry& e = section(sec);
@@ -142,10 +143,10 @@ class FarMemory : public GraphMemory {
       load->sparse_view = "none (" + second.status().to_string() + ")";  // an optimisation only
       return OkStatus();
     }
-    if (!second.ok()) return second.status();
+    FARMEM_TRY(second);
     sparse_file_ = *second;
     auto sg = view(path, sparse_file_);
-    if (!sg.ok()) return sg.status();
+    FARMEM_TRY(sg);
     sparse_graph_ = *sg;
     // A round over n lists touches at most n pages of either view; the small view wins while n
     // small pages cost less than the large pages the same lists touch (copying small pages
@@ -176,7 +177,7 @@ class FarMemory : public GraphMemory {
       }
     }
     auto r = manager_.allocate(file_bytes, ro);
-    if (!r.ok()) return r.status();
+    FARMEM_TRY(r);
     if (Status s = copy_file(path, static_cast<uint8_t*>((*r)->data()), file_bytes); !s.ok()) {
       (void)manager_.free(*r);
       return s;
@@ -198,7 +199,7 @@ class FarMemory : public GraphMemory {
     return header_.sections[static_cast<uint32_t>(s)];
   }
 
-  paged::Manager& manager_;
+  paged::PageManager& manager_;
   FarOptions o_;
   paged::Region* file_ = nullptr;
   paged::Region* sparse_file_ = nullptr;  // the sparse view's region (null: none)
@@ -210,7 +211,7 @@ class FarMemory : public GraphMemory {
 
 }  // namespace
 
-Result<std::unique_ptr<GraphMemory>> open_far(paged::Manager& manager, const std::string& path,
+Result<std::unique_ptr<GraphMemory>> open_far(paged::PageManager& manager, const std::string& path,
                                               const FarOptions& options, FarLoad* load) {
   FarLoad ignored;
   auto m = std::make_unique<FarMemory>(manager, options);

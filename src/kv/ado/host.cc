@@ -108,7 +108,7 @@ Status AdoHost::launch(const Launch& l) {
   timeout_ns_ = static_cast<uint64_t>(l.timeout_ms) * kNsPerMs;
   for (const auto& path : l.plugin_paths) {
     Result<LoadedPlugin> p = LoadedPlugin::load(path);
-    if (!p.ok()) return p.status();
+    FARMEM_TRY(p);
     plugins_.push_back(std::move(*p));
   }
   std::vector<farmem_ado_param> params;
@@ -130,12 +130,12 @@ Status AdoHost::serve(const Message& m) {
   switch (m.type()) {
     case MsgType::kWork: {
       Result<Work> w = decode_work(m);
-      if (!w.ok()) return w.status();
+      FARMEM_TRY(w);
       return run_work(*w);
     }
     case MsgType::kEvent: {
       auto e = decode_event(m);
-      if (!e.ok()) return e.status();
+      FARMEM_TRY(e);
       run_event(e->first, e->second);
       return OkStatus();
     }
@@ -206,7 +206,7 @@ Result<std::string> AdoHost::next_message(uint64_t deadline_ns, bool use_inbox) 
   }
   for (;;) {
     Result<std::string_view> got = receive_message(options_.fd, &buffer_);
-    if (!got.ok()) return got.status();
+    FARMEM_TRY(got);
     if (!got->empty()) return std::string(*got);
     uint64_t now = now_ns();
     if (deadline_ns != 0 && now >= deadline_ns) return std::string();
@@ -239,10 +239,10 @@ Status AdoHost::call(const Callback& c, std::string* payload) {
   uint64_t deadline = now_ns() + (timeout_ns_ != 0 ? timeout_ns_ : 10'000 * kNsPerMs);
   for (;;) {
     Result<std::string> raw = next_message(deadline, false);
-    if (!raw.ok()) return raw.status();
+    FARMEM_TRY(raw);
     if (raw->empty()) return TimedOut("the memory node did not answer an ADO callback in time");
     Result<Message> m = parse_message(*raw);
-    if (!m.ok()) return m.status();
+    FARMEM_TRY(m);
     if (m->type() != MsgType::kCallbackReply) {
       if (m->type() == MsgType::kWork || inbox_.size() >= kMaxInbox) {
         return ProtocolError("the memory node sent work while a callback was pending");

@@ -132,7 +132,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     slot.value = value;
     ++st.get_round_trips;
     co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {}, hint);
-    if (!slot.status.ok()) co_return slot.status;
+    FARMEM_CO_TRY(slot.status);
     const w::KvOpReply& r = slot.reply;
     if (r.status == static_cast<int32_t>(StatusCode::kNotFound)) {
       if (one_sided_) store_->cache_.forget(id_, hash);
@@ -178,8 +178,8 @@ Task<Result<bool>> Pool::get_located(std::string_view key, std::string* value) {
     s = co_await store_->client_->read(GlobalAddress(node_, loc->address), value->data(), bytes);
   }
   Status r = co_await release(loc->token, 0);
-  if (!s.ok()) co_return s;
-  if (!r.ok()) co_return r;
+  FARMEM_CO_TRY(s);
+  FARMEM_CO_TRY(r);
   co_return true;
 }
 
@@ -200,7 +200,7 @@ Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t fla
   OpSlot slot;
   slot.op = w::KvOp::kPut;
   co_await store_->coalescer_.submit(&lane_, &slot, flags, key, value);
-  if (!slot.status.ok()) co_return slot.status;
+  FARMEM_CO_TRY(slot.status);
   const uint64_t hash = one_sided_ ? LocationCache::key_hash(id_, key) : 0;
   if (slot.reply.status != 0) {
     if (one_sided_) store_->cache_.forget(id_, hash);
@@ -217,7 +217,7 @@ Task<Status> Pool::erase(std::string_view key) {
   OpSlot slot;
   slot.op = w::KvOp::kErase;
   co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {});
-  if (!slot.status.ok()) co_return slot.status;
+  FARMEM_CO_TRY(slot.status);
   if (one_sided_) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
   co_return op_status(slot.reply.status, w::KvOp::kErase, name_, key.size());
 }
@@ -230,7 +230,7 @@ Task<Result<w::KvLocateReply>> Pool::locate(std::string_view key, w::LocateMode 
   Status s =
       co_await call(w::KvOpcode::kLocate, encode_locate(handle_, mode, flags, offset, length, key),
                     &reply, sizeof(w::KvLocateReply));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   w::KvLocateReply r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   ++store_->stats_.locates;
@@ -249,7 +249,7 @@ Task<Status> Pool::release(uint64_t token, uint32_t flags) {
 Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint64_t capacity) {
   FARMEM_CO_TRY(check_key(key));
   auto loc = co_await locate(key, w::LocateMode::kRead, 0, 0, 0);
-  if (!loc.ok()) co_return loc.status();
+  FARMEM_CO_TRY(loc);
   const uint64_t bytes = std::min(loc->length, loc->value_bytes);
   Status s;
   if (bytes > capacity) {
@@ -259,8 +259,8 @@ Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint
     s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
   }
   Status r = co_await release(loc->token, 0);
-  if (!s.ok()) co_return s;
-  if (!r.ok()) co_return r;
+  FARMEM_CO_TRY(s);
+  FARMEM_CO_TRY(r);
   co_return bytes;
 }
 
@@ -290,7 +290,7 @@ Task<Status> Pool::put_direct(std::string_view key, const void* value, uint64_t 
     s = co_await store_->client_->write(GlobalAddress(node_, loc->address), value, bytes);
   }
   Status r = co_await release(loc->token, s.ok() ? 0 : w::kReleaseAbort);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   co_return r;
 }
 
@@ -300,15 +300,15 @@ Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, v
   if (length == 0) co_return uint64_t{0};
   // [offset, end of value): a range that runs past the end reads what there is.
   auto loc = co_await locate(key, w::LocateMode::kRead, 0, offset, 0);
-  if (!loc.ok()) co_return loc.status();
+  FARMEM_CO_TRY(loc);
   const uint64_t bytes = std::min(loc->length, length);
   Status s;
   if (bytes > 0) {
     s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
   }
   Status r = co_await release(loc->token, 0);
-  if (!s.ok()) co_return s;
-  if (!r.ok()) co_return r;
+  FARMEM_CO_TRY(s);
+  FARMEM_CO_TRY(r);
   co_return bytes;
 }
 
@@ -317,7 +317,7 @@ Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void
   FARMEM_CO_TRY(check_key(key));
   if (length == 0) co_return OkStatus();
   auto loc = co_await locate(key, w::LocateMode::kWrite, 0, offset, length);
-  if (!loc.ok()) co_return loc.status();
+  FARMEM_CO_TRY(loc);
   Status s;
   if (loc->length < length) {
     s = OutOfRange(fmt::format("bytes [{}, {}) pass the end of the {}-byte value", offset,
@@ -326,7 +326,7 @@ Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void
     s = co_await store_->client_->write(GlobalAddress(node_, loc->address), data, length);
   }
   Status r = co_await release(loc->token, 0);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   co_return r;
 }
 
@@ -334,7 +334,7 @@ Task<Result<KeyLock>> Pool::lock(std::string_view key, LockMode mode) {
   FARMEM_CO_TRY(check_key(key));
   const auto m = mode == LockMode::kWrite ? w::LocateMode::kWrite : w::LocateMode::kRead;
   auto loc = co_await locate(key, m, 0, 0, 0);
-  if (!loc.ok()) co_return loc.status();
+  FARMEM_CO_TRY(loc);
   co_return KeyLock{loc->token, GlobalAddress(node_, loc->address), loc->length, loc->value_bytes};
 }
 
@@ -359,7 +359,7 @@ Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) 
     std::vector<uint8_t> reply;
     Status s = co_await call(w::KvOpcode::kFind, encode_find(handle_, start, expression), &reply,
                              w::kMaxRpcPayloadBytes);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     w::KvFindReply r;
     FindMatch m;
     FARMEM_CO_TRY(decode_find(reply.data(), reply.size(), &r, &m.key));
@@ -384,7 +384,7 @@ Task<Result<uint64_t>> Pool::attribute(w::Attribute attribute, std::string_view 
   std::vector<uint8_t> reply;
   Status s = co_await call(w::KvOpcode::kAttribute, encode_attribute(handle_, attribute, key),
                            &reply, sizeof(w::KvAttributeReply));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   w::KvAttributeReply r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return r.value;
@@ -395,7 +395,7 @@ Task<Result<w::KvPoolInfo>> Pool::info() {
   std::vector<uint8_t> reply;
   Status s = co_await call(w::KvOpcode::kPoolInfo, encode_pool_ref(handle_), &reply,
                            sizeof(w::KvPoolInfo));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   w::KvPoolInfo r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return r;
@@ -437,7 +437,7 @@ Task<Result<AdoResult>> Pool::invoke(w::KvOpcode opcode, std::string_view key,
   std::vector<uint8_t> reply;
   Status s = co_await call(opcode, encode_ado(handle_, flags, value_size, key, value, request),
                            &reply, w::kMaxRpcPayloadBytes);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   AdoResult r;
   FARMEM_CO_TRY(decode_ado(reply.data(), reply.size(), &r));
   if (one_sided_ && !key.empty()) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
@@ -457,51 +457,5 @@ Task<Result<AdoResult>> Pool::invoke_put_ado(std::string_view key, std::string_v
 }
 
 // ---- blocking twins --------------------------------------------------------------------------
-
-Status Pool::put_sync(std::string_view key, std::string_view value, uint8_t flags, bool* existed) {
-  return store_->client_->run(put(key, value, flags, existed));
-}
-Result<bool> Pool::get_sync(std::string_view key, std::string* value) {
-  return store_->client_->run(get(key, value));
-}
-Status Pool::erase_sync(std::string_view key) { return store_->client_->run(erase(key)); }
-Result<uint64_t> Pool::get_direct_sync(std::string_view key, void* buffer, uint64_t capacity) {
-  return store_->client_->run(get_direct(key, buffer, capacity));
-}
-Status Pool::put_direct_sync(std::string_view key, const void* value, uint64_t bytes, uint8_t flags,
-                             bool* existed) {
-  return store_->client_->run(put_direct(key, value, bytes, flags, existed));
-}
-Result<uint64_t> Pool::read_range_sync(std::string_view key, uint64_t offset, void* buffer,
-                                       uint64_t length) {
-  return store_->client_->run(read_range(key, offset, buffer, length));
-}
-Status Pool::write_range_sync(std::string_view key, uint64_t offset, const void* data,
-                              uint64_t length) {
-  return store_->client_->run(write_range(key, offset, data, length));
-}
-Result<KeyLock> Pool::lock_sync(std::string_view key, LockMode mode) {
-  return store_->client_->run(lock(key, mode));
-}
-Status Pool::unlock_sync(const KeyLock& lock) { return store_->client_->run(unlock(lock)); }
-Result<FindMatch> Pool::find_sync(std::string_view expression, uint64_t start) {
-  return store_->client_->run(find(expression, start));
-}
-Result<uint64_t> Pool::attribute_sync(w::Attribute attribute, std::string_view key) {
-  return store_->client_->run(this->attribute(attribute, key));
-}
-Result<w::KvPoolInfo> Pool::info_sync() { return store_->client_->run(info()); }
-Result<uint64_t> Pool::count_sync() { return store_->client_->run(count()); }
-Status Pool::configure_sync(std::string_view command) {
-  return store_->client_->run(configure(command));
-}
-Result<AdoResult> Pool::invoke_ado_sync(std::string_view key, std::string_view request,
-                                        uint32_t flags, uint64_t value_size) {
-  return store_->client_->run(invoke_ado(key, request, flags, value_size));
-}
-Result<AdoResult> Pool::invoke_put_ado_sync(std::string_view key, std::string_view value,
-                                            std::string_view request, uint32_t flags) {
-  return store_->client_->run(invoke_put_ado(key, value, request, flags));
-}
 
 }  // namespace farmem::kv

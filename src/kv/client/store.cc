@@ -129,7 +129,7 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, st
   Status s =
       co_await call(node, opcode, encode_pool_request(name, capacity_bytes, expected_count, flags),
                     &reply, sizeof(w::KvPoolReply));
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   w::KvPoolReply r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
   co_return std::unique_ptr<Pool>(new Pool(this, std::move(name), node, r, next_pool_id_++));
@@ -180,7 +180,7 @@ Task<Result<std::vector<PoolListing>>> Store::list_pools() {
       std::vector<uint8_t> reply;
       Status s = co_await call(n.node_id, w::KvOpcode::kPoolList, encode_list(start), &reply,
                                w::kMaxRpcPayloadBytes);
-      if (!s.ok()) co_return s;
+      FARMEM_CO_TRY(s);
       uint32_t entries = 0, total = 0;
       FARMEM_CO_TRY(decode_list(reply.data(), reply.size(), n.node_id, &all, &entries, &total));
       start += entries;
@@ -194,26 +194,10 @@ Task<Result<std::vector<w::KvShardStats>>> Store::shard_stats(uint16_t node) {
   std::vector<uint8_t> reply;
   Status s =
       co_await call(node, w::KvOpcode::kShardStats, std::string(), &reply, w::kMaxRpcPayloadBytes);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   std::vector<w::KvShardStats> out;
   FARMEM_CO_TRY(decode_shard_stats(reply.data(), reply.size(), &out));
   co_return out;
-}
-
-Result<std::unique_ptr<Pool>> Store::create_pool_sync(std::string name, uint64_t capacity_bytes,
-                                                      uint64_t expected_count, uint32_t flags) {
-  return client_->run(create_pool(std::move(name), capacity_bytes, expected_count, flags));
-}
-Result<std::unique_ptr<Pool>> Store::open_pool_sync(std::string name, uint32_t flags) {
-  return client_->run(open_pool(std::move(name), flags));
-}
-Status Store::close_pool_sync(Pool& pool) { return client_->run(close_pool(pool)); }
-Status Store::delete_pool_sync(std::string name) {
-  return client_->run(delete_pool(std::move(name)));
-}
-Result<std::vector<PoolListing>> Store::list_pools_sync() { return client_->run(list_pools()); }
-Result<std::vector<w::KvShardStats>> Store::shard_stats_sync(uint16_t node) {
-  return client_->run(shard_stats(node));
 }
 
 }  // namespace farmem::kv

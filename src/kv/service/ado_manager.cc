@@ -73,11 +73,11 @@ AdoManager::~AdoManager() {
   dying_.clear();
 }
 
-std::string AdoManager::describe(const Pool& pool) const {
+std::string AdoManager::describe(const ServerPool& pool) const {
   return fmt::format("pool '{}' (plugins {})", pool.name(), fmt::join(pool.ado().plugins, ", "));
 }
 
-AdoManager::PoolAdo& AdoManager::ado_of(Pool& pool) {
+AdoManager::PoolAdo& AdoManager::ado_of(ServerPool& pool) {
   auto [it, inserted] = pools_.try_emplace(pool.handle());
   if (inserted) {
     it->second.handle = pool.handle();
@@ -100,7 +100,7 @@ pid_t AdoManager::pid_of(uint64_t pool) const {
 // ---------------------------------------------------------------------------------------------
 // Invocations
 
-void AdoManager::invoke(Pool& pool, memnode::Request& r, memnode::Responder responder) {
+void AdoManager::invoke(ServerPool& pool, memnode::Request& r, memnode::Responder responder) {
   w::KvAdoRequest req{};
   std::memcpy(&req, r.payload.data(), sizeof(req));
   const bool put = r.header.opcode == static_cast<uint16_t>(w::KvOpcode::kInvokePutAdo);
@@ -157,7 +157,7 @@ void AdoManager::invoke(Pool& pool, memnode::Request& r, memnode::Responder resp
   pump(a);
 }
 
-void AdoManager::on_key_signal(Pool& pool, KeySignal signal, std::string_view key) {
+void AdoManager::on_key_signal(ServerPool& pool, KeySignal signal, std::string_view key) {
   if (!pool.ado().configured()) return;
   PoolAdo& a = ado_of(pool);
   if (a.queue.size() >= kMaxQueued) {
@@ -176,7 +176,7 @@ void AdoManager::on_key_signal(Pool& pool, KeySignal signal, std::string_view ke
   pump(a);
 }
 
-Status AdoManager::ensure_process(PoolAdo& a, Pool& pool) {
+Status AdoManager::ensure_process(PoolAdo& a, ServerPool& pool) {
   if (a.proc.process && !a.proc.process->dead()) return OkStatus();
   retire(a);
   if (!pool.ado().configured()) {
@@ -239,7 +239,7 @@ Status AdoManager::launch_failed(PoolAdo& a, const Status& why) {
 
 void AdoManager::pump(PoolAdo& a) {
   while (!a.running && !a.stopping && !a.queue.empty()) {
-    Pool* pool = shard_.pool(a.handle);
+    ServerPool* pool = shard_.pool(a.handle);
     if (pool == nullptr) {
       fail_all(a, NotFound(fmt::format("pool '{}' was deleted", a.name)));
       return;
@@ -256,7 +256,7 @@ void AdoManager::pump(PoolAdo& a) {
   }
 }
 
-bool AdoManager::dispatch(PoolAdo& a, Pool& pool, Job& job) {
+bool AdoManager::dispatch(PoolAdo& a, ServerPool& pool, Job& job) {
   ado::Work work;
   Status s = prepare(a, pool, job, &work);
   if (!s.ok()) {
@@ -278,7 +278,7 @@ bool AdoManager::dispatch(PoolAdo& a, Pool& pool, Job& job) {
   return true;
 }
 
-Status AdoManager::prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work) {
+Status AdoManager::prepare(PoolAdo& a, ServerPool& pool, Job& job, ado::Work* work) {
   const uint64_t now = shard_.context().now_ns();
   const uint64_t owner = owner_of(job.work_id);
   work->work_id = job.work_id;
@@ -299,7 +299,7 @@ Status AdoManager::prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work) {
   const bool put = job.opcode == static_cast<uint16_t>(w::KvOpcode::kInvokePutAdo);
   if (job.flags & w::kAdoDetached) {
     auto off = pool.allocate(job.value.size(), now);
-    if (!off.ok()) return off.status();
+    FARMEM_TRY(off);
     std::memcpy(shard_.region().at(*off), job.value.data(), job.value.size());
     a.allocations[*off] = job.value.size();
     work->flags |= FARMEM_ADO_WORK_DETACHED;
@@ -332,14 +332,14 @@ Status AdoManager::prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work) {
     }
     work->flags |= FARMEM_ADO_WORK_NEW_VALUE;
   }
-  if (!g.ok()) return g.status();
+  FARMEM_TRY(g);
   job.grants.push_back({g->token, job.key, g->mode, g->address, g->value_bytes});
   work->value_count = std::max<uint32_t>(work->value_count, 1);
   work->values[0] = {g->address, g->value_bytes};
   return OkStatus();
 }
 
-void AdoManager::release(Pool* pool, Job& job, bool ok) {
+void AdoManager::release(ServerPool* pool, Job& job, bool ok) {
   if (pool == nullptr) return;  // deleted: its locks went with it
   const uint64_t now = shard_.context().now_ns();
   for (auto it = job.grants.rbegin(); it != job.grants.rend(); ++it) {
@@ -362,7 +362,7 @@ void AdoManager::on_done(uint64_t handle, Result<ado::Done> r) {
   if (a == nullptr || !a->running) return;
   Job job = std::move(*a->running);
   a->running.reset();
-  Pool* pool = shard_.pool(handle);
+  ServerPool* pool = shard_.pool(handle);
   release(pool, job, r.ok());
   if (r.ok() && (r->flags & ado::kDoneEraseTarget) && pool != nullptr && !job.key.empty()) {
     (void)pool->erase(job.key, shard_.context().now_ns());
@@ -401,9 +401,9 @@ void AdoManager::retire(PoolAdo& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pool events, time
+// ServerPool events, time
 
-void AdoManager::on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {
+void AdoManager::on_pool_event(ServerPool& pool, PoolEvent event, uint64_t session) {
   PoolAdo* a = find(pool.handle());
   switch (event) {
     case PoolEvent::kOpen: {
@@ -511,7 +511,7 @@ uint64_t AdoManager::wake_at_ns() const {
 
 Result<std::string> AdoManager::callback(uint64_t handle, const ado::Callback& c) {
   PoolAdo* a = find(handle);
-  Pool* pool = shard_.pool(handle);
+  ServerPool* pool = shard_.pool(handle);
   if (a == nullptr || pool == nullptr) return Unavailable("the pool is gone");
   Job* job = nullptr;
   if (c.work_id != 0) {
@@ -523,7 +523,7 @@ Result<std::string> AdoManager::callback(uint64_t handle, const ado::Callback& c
   return callback_on(*pool, *a, job, c);
 }
 
-Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
+Result<std::string> AdoManager::callback_on(ServerPool& pool, PoolAdo& a, Job* job,
                                             const ado::Callback& c) {
   using Op = ado::CallbackOp;
   const uint64_t now = shard_.context().now_ns();
@@ -550,7 +550,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       if (c.arg0 > UINT32_MAX) return InvalidArgument("value above 4 GiB - 1");
       auto g =
           pool.lock(owner, c.key, w::LocateMode::kPutNew, 0, c.arg0, w::kLocateCreateOnly, now);
-      if (!g.ok()) return g.status();
+      FARMEM_TRY(g);
       std::memset(shard_.region().at(g->address), 0, g->length);
       keep_or_release(*g);
       return range_bytes(g->address, g->value_bytes);
@@ -562,7 +562,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       }
       auto mode = c.arg0 == FARMEM_ADO_LOCK_WRITE ? w::LocateMode::kWrite : w::LocateMode::kRead;
       auto g = pool.lock(owner, c.key, mode, 0, 0, 0, now);
-      if (!g.ok()) return g.status();
+      FARMEM_TRY(g);
       keep_or_release(*g);
       return range_bytes(g->address, g->value_bytes);
     }
@@ -601,7 +601,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
           std::memset(v + keep, 0, c.arg0 - keep);
         }
       }
-      if (!ng.ok()) return ng.status();
+      FARMEM_TRY(ng);
       *g = {ng->token, c.key, ng->mode, ng->address, ng->value_bytes};
       if (a.proc.process) a.proc.process->send_event(FARMEM_ADO_EVENT_RESIZE, c.key);
       return range_bytes(ng->address, ng->value_bytes);
@@ -613,7 +613,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       }
       if (a.allocations.size() >= (1u << 20)) return ResourceExhausted("too many ADO allocations");
       auto off = pool.allocate(c.arg0, now);
-      if (!off.ok()) return off.status();
+      FARMEM_TRY(off);
       a.allocations[*off] = c.arg0;
       return range_bytes(*off, c.arg0);
     }
@@ -630,7 +630,7 @@ Result<std::string> AdoManager::callback_on(Pool& pool, PoolAdo& a, Job* job,
       const SecondaryIndex* index = pool.secondary();
       if (index == nullptr) return InvalidArgument("pool has no secondary index");
       auto f = index->find(c.key, c.arg0);
-      if (!f.ok()) return f.status();
+      FARMEM_TRY(f);
       ado::FindReply r{f->position, static_cast<uint32_t>(f->key.size()),
                        f->more ? ado::kFindReplyMore : 0};
       return std::string(reinterpret_cast<const char*>(&r), sizeof(r)) + f->key;

@@ -39,7 +39,7 @@
 
 #include "ado_process.h"
 #include "hooks.h"
-#include "pool.h"
+#include "server_pool.h"
 
 namespace farmem::kv::service {
 
@@ -53,9 +53,9 @@ class AdoManager : public PoolHooks {
   AdoManager(Shard& shard, AdoProcessOptions options, uint64_t launch_retry_ns);
   ~AdoManager() override;
 
-  void invoke(Pool& pool, memnode::Request& request, memnode::Responder responder) override;
-  void on_pool_event(Pool& pool, PoolEvent event, uint64_t session) override;
-  void on_key_signal(Pool& pool, KeySignal signal, std::string_view key) override;
+  void invoke(ServerPool& pool, memnode::Request& request, memnode::Responder responder) override;
+  void on_pool_event(ServerPool& pool, PoolEvent event, uint64_t session) override;
+  void on_key_signal(ServerPool& pool, KeySignal signal, std::string_view key) override;
   void poll(uint64_t now_ns) override;
   uint64_t wake_at_ns() const override;
 
@@ -111,18 +111,18 @@ class AdoManager : public PoolHooks {
     uint64_t retry_at_ns = 0;  // 0: no failed launch to wait out
   };
 
-  PoolAdo& ado_of(Pool& pool);
+  PoolAdo& ado_of(ServerPool& pool);
   PoolAdo* find(uint64_t handle);
   // Starts the pool's ADO if it has none that lives.
-  Status ensure_process(PoolAdo& a, Pool& pool);
+  Status ensure_process(PoolAdo& a, ServerPool& pool);
   // Dispatches queued jobs while the ADO is ready.
   void pump(PoolAdo& a);
   // Prepares and sends one job; false if it was answered at once (error, create-only).
-  bool dispatch(PoolAdo& a, Pool& pool, Job& job);
-  Status prepare(PoolAdo& a, Pool& pool, Job& job, ado::Work* work);
+  bool dispatch(PoolAdo& a, ServerPool& pool, Job& job);
+  Status prepare(PoolAdo& a, ServerPool& pool, Job& job, ado::Work* work);
   void on_done(uint64_t handle, Result<ado::Done> r);
   // Releases the job's locks (publishing, or dropping new values when !ok).
-  void release(Pool* pool, Job& job, bool ok);
+  void release(ServerPool* pool, Job& job, bool ok);
   void answer(Job& job, const Status& s, std::string_view reply = {});
   void fail_all(PoolAdo& a, const Status& why);
   // Stops the pool's ADO (graceful; killed after the grace) and fails what waits.
@@ -131,8 +131,8 @@ class AdoManager : public PoolHooks {
   // Records a failed launch; returns the error invocations get until the retry time.
   Status launch_failed(PoolAdo& a, const Status& why);
   Result<std::string> callback(uint64_t handle, const ado::Callback& c);
-  Result<std::string> callback_on(Pool& pool, PoolAdo& a, Job* job, const ado::Callback& c);
-  std::string describe(const Pool& pool) const;
+  Result<std::string> callback_on(ServerPool& pool, PoolAdo& a, Job* job, const ado::Callback& c);
+  std::string describe(const ServerPool& pool) const;
 
   Shard& shard_;
   AdoProcessOptions options_;

@@ -49,7 +49,7 @@ Result<std::unique_ptr<AdoProcess>> AdoProcess::spawn(const AdoProcessOptions& s
                                                       AdoCallbacks* callbacks, uint64_t now_ns) {
   std::unique_ptr<AdoProcess> p(new AdoProcess(settings, callbacks));
   Status s = p->start(launch, now_ns);
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   return p;
 }
 
@@ -78,7 +78,7 @@ Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
                                        describe_, ado::kMaxMessageBytes));
   }
   auto pair = ado::make_channel();
-  if (!pair.ok()) return pair.status();
+  FARMEM_TRY(pair);
   fd_ = pair->first;
   int child = pair->second;
   if (child == ado::kChannelFd) {  // dup2 onto itself would keep close-on-exec

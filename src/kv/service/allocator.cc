@@ -76,7 +76,7 @@ Result<uint64_t> PoolAllocator::allocate_large(uint64_t bytes) {
                     want, capacity_, used_));
   }
   auto b = source_.take(want);
-  if (!b.ok()) return b.status();
+  FARMEM_TRY(b);
   used_ += b->bytes;
   large_[b->offset] = b->bytes;
   return b->offset;
@@ -88,7 +88,7 @@ Status PoolAllocator::refill() {
         "pool full: its capacity of {} bytes is in use ({} bytes held)", capacity_, used_));
   }
   auto b = source_.take(chunk_);
-  if (!b.ok()) return b.status();
+  FARMEM_TRY(b);
   used_ += b->bytes;
   bump_ = b->offset;
   bump_end_ = b->offset + b->bytes;

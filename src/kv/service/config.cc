@@ -20,13 +20,13 @@ Result<KvServiceOptions> parse(const toml::table& root) {
                                               "ado_timeout_ms", "ado_launch_retry_ms"};
   FARMEM_TRY(toml_config::check_keys(*t, "kv", known));
   auto grace = toml_config::get_int(*t, "kv", "record_grace_ms", 1000, 0, 3'600'000);
-  if (!grace.ok()) return grace.status();
+  FARMEM_TRY(grace);
   o.record_grace_ms = static_cast<uint32_t>(*grace);
   auto timeout = toml_config::get_int(*t, "kv", "ado_timeout_ms", 5000, 1, 3'600'000);
-  if (!timeout.ok()) return timeout.status();
+  FARMEM_TRY(timeout);
   o.ado_timeout_ms = static_cast<uint32_t>(*timeout);
   auto retry = toml_config::get_int(*t, "kv", "ado_launch_retry_ms", 1000, 0, 3'600'000);
-  if (!retry.ok()) return retry.status();
+  FARMEM_TRY(retry);
   o.ado_launch_retry_ms = static_cast<uint32_t>(*retry);
   FARMEM_TRY(toml_config::get_string(*t, "kv", "ado_plugin_dir", &o.ado_plugin_dir));
   FARMEM_TRY(toml_config::get_string(*t, "kv", "ado_binary", &o.ado_binary));
@@ -49,13 +49,13 @@ Status KvServiceOptions::validate() const {
 
 Result<KvServiceOptions> KvServiceOptions::from_toml_string(const std::string& text) {
   auto root = toml_config::parse_string(text);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root);
 }
 
 Result<KvServiceOptions> KvServiceOptions::from_toml_file(const std::string& path) {
   auto root = toml_config::parse_file(path);
-  if (!root.ok()) return root.status();
+  FARMEM_TRY(root);
   return parse(*root);
 }
 

@@ -16,7 +16,7 @@
 
 namespace farmem::kv::service {
 
-class Pool;
+class ServerPool;
 class Shard;
 
 enum class PoolEvent : uint8_t {
@@ -35,11 +35,12 @@ class PoolHooks {
   // holds at least a KvAdoRequest, its pool handle is open in request.session (its writability
   // is pool.writable(session)), and pool.ado().configured(). Everything else of the payload is
   // the hooks' to validate. Answer exactly once, now or later on this thread.
-  virtual void invoke(Pool& pool, memnode::Request& request, memnode::Responder responder) = 0;
-  virtual void on_pool_event(Pool& pool, PoolEvent event, uint64_t session) {}
+  virtual void invoke(ServerPool& pool, memnode::Request& request,
+                      memnode::Responder responder) = 0;
+  virtual void on_pool_event(ServerPool& pool, PoolEvent event, uint64_t session) {}
   // After a successful put / get / erase (kOps) of `key`, when the pool's AdoSettings ask for
   // that signal. Notification only: the client's reply does not wait for it.
-  virtual void on_key_signal(Pool& pool, KeySignal signal, std::string_view key) {}
+  virtual void on_key_signal(ServerPool& pool, KeySignal signal, std::string_view key) {}
   // A session ended (after its handles were closed and its locks released).
   virtual void on_session_end(uint64_t session) {}
   virtual void poll(uint64_t now_ns) {}

@@ -25,7 +25,7 @@ Status HopscotchIndex::init(uint64_t expected_count, uint64_t now_ns) {
     want = std::bit_ceil(std::min(std::max(slots, kMinSlots), kMaxSlots));
   }
   auto off = allocator_.allocate(want * sizeof(IndexBucket), now_ns);
-  if (!off.ok()) return off.status();
+  FARMEM_TRY(off);
   table_ = *off;
   slots_ = want;
   std::memset(region_.at(table_), 0, want * sizeof(IndexBucket));
@@ -123,7 +123,7 @@ Status HopscotchIndex::grow(uint64_t now_ns) {
   uint64_t n = slots_ * 2;
   while (n <= kMaxSlots) {
     auto off = allocator_.allocate(n * sizeof(IndexBucket), now_ns);
-    if (!off.ok()) return off.status();
+    FARMEM_TRY(off);
     auto* tb = reinterpret_cast<IndexBucket*>(region_.at(*off));
     std::memset(tb, 0, n * sizeof(IndexBucket));
     bool ok = true;

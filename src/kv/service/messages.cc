@@ -43,7 +43,7 @@ Status fixed_and_text(const Payload& p, const char* what, Fixed* fixed, uint32_t
                       uint64_t max, std::string_view* text) {
   FARMEM_TRY(read_fixed(p, fixed, what));
   auto t = exact_tail(p, sizeof(Fixed), fixed->*length, what);
-  if (!t.ok()) return t.status();
+  FARMEM_TRY(t);
   *text = *t;
   if (fixed->reserved != 0) {
     return InvalidArgument(fmt::format("{}: reserved field is not zero", what));
@@ -82,7 +82,7 @@ Result<PoolNameRequest> parse_pool_request(const Payload& p, w::KvOpcode op) {
   PoolNameRequest r;
   FARMEM_TRY(read_fixed(p, &r.fixed, "pool"));
   auto name = exact_tail(p, sizeof(r.fixed), r.fixed.name_bytes, "pool");
-  if (!name.ok()) return name.status();
+  FARMEM_TRY(name);
   r.name = *name;
   FARMEM_TRY(check_pool_name(r.name));
   const w::KvPoolRequest& f = r.fixed;
@@ -172,7 +172,7 @@ Result<LocateView> parse_locate(const Payload& p) {
   LocateView v;
   FARMEM_TRY(read_fixed(p, &v.fixed, "locate"));
   auto key = exact_tail(p, sizeof(v.fixed), v.fixed.key_bytes, "locate");
-  if (!key.ok()) return key.status();
+  FARMEM_TRY(key);
   v.key = *key;
   const w::KvLocateRequest& f = v.fixed;
   if (f.reserved != 0) return InvalidArgument("locate: reserved field is not zero");
@@ -217,7 +217,7 @@ Result<AttributeView> parse_attribute(const Payload& p) {
   AttributeView v;
   FARMEM_TRY(read_fixed(p, &v.fixed, "attribute"));
   auto key = exact_tail(p, sizeof(v.fixed), v.fixed.key_bytes, "attribute");
-  if (!key.ok()) return key.status();
+  FARMEM_TRY(key);
   v.key = *key;
   switch (static_cast<w::Attribute>(v.fixed.attribute)) {
     case w::Attribute::kValueLength:

@@ -1,6 +1,6 @@
 // RegionView: the exported region as the kv service sees it, with bounds-checked access.
 //
-// Pool memory (index, records) lives in the region, which clients can also write one-sidedly,
+// ServerPool memory (index, records) lives in the region, which clients can also write one-sidedly,
 // so nothing read from it is trusted: every offset and length taken from region memory is
 // checked with ptr() before it is dereferenced.
 // Thread safety: a plain view; the memory behind it is shared with other processes.

@@ -46,7 +46,7 @@ class KvWorker final : public memnode::ServiceWorker {
       case w::KvOpcode::kPoolDelete: {
         auto req =
             service::parse_pool_request(r.payload, static_cast<w::KvOpcode>(r.header.opcode));
-        if (!req.ok()) return req.status();
+        FARMEM_TRY(req);
         return service::shard_of(req->name, context_.worker_count);
       }
       case w::KvOpcode::kPoolList:
@@ -63,7 +63,7 @@ class KvWorker final : public memnode::ServiceWorker {
       case w::KvOpcode::kInvokeAdo:
       case w::KvOpcode::kInvokePutAdo: {
         auto handle = service::leading_pool_handle(r.payload);
-        if (!handle.ok()) return handle.status();
+        FARMEM_TRY(handle);
         const uint32_t worker = w::pool_worker(*handle);
         if (worker >= context_.worker_count) {
           return NotFound(fmt::format("pool handle {:#x} names no worker of this node", *handle));

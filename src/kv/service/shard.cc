@@ -27,7 +27,7 @@ class NodeHeapSource final : public MemorySource {
   Result<Block> take(uint64_t bytes) override {
     std::lock_guard<std::mutex> lock(node_.mu);
     auto b = node_.heap.allocate(bytes, 64, owner_);
-    if (!b.ok()) return b.status();
+    FARMEM_TRY(b);
     return Block{b->offset, b->bytes};
   }
   void give_back(uint64_t offset) override {
@@ -117,7 +117,7 @@ Status Shard::dispatch(Request& r, Out* out) {
   }
 }
 
-Pool* Shard::pool(uint64_t handle) {
+ServerPool* Shard::pool(uint64_t handle) {
   if (w::pool_worker(handle) != context_.worker_index) return nullptr;
   const uint64_t slot = (handle >> 32) & 0xFFFFFF;
   const uint32_t generation = static_cast<uint32_t>(handle);
@@ -128,20 +128,20 @@ Pool* Shard::pool(uint64_t handle) {
   return slots_[slot].pool.get();
 }
 
-Pool* Shard::pool_by_name(std::string_view name) {
+ServerPool* Shard::pool_by_name(std::string_view name) {
   auto it = by_name_.find(std::string(name));
   return it == by_name_.end() ? nullptr : slots_[it->second].pool.get();
 }
 
-Result<Pool*> Shard::open_pool(uint64_t handle, uint64_t session) {
-  Pool* p = pool(handle);
+Result<ServerPool*> Shard::open_pool(uint64_t handle, uint64_t session) {
+  ServerPool* p = pool(handle);
   if (p == nullptr || !p->is_open(session)) {
     return NotFound(fmt::format("pool handle {:#x} is not open in this session", handle));
   }
   return p;
 }
 
-Result<Pool*> Shard::writable_pool(uint64_t handle, uint64_t session) {
+Result<ServerPool*> Shard::writable_pool(uint64_t handle, uint64_t session) {
   auto p = open_pool(handle, session);
   if (p.ok() && !(*p)->writable(session)) {
     return PermissionDenied(fmt::format("pool '{}' is open read-only", (*p)->name()));
@@ -157,7 +157,7 @@ void Shard::refresh_gauges() {
 // ---------------------------------------------------------------------------------------------
 // Pools
 
-Result<Pool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns) {
+Result<ServerPool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns) {
   memnode::NodeState& node = *context_.node;
   if (req.fixed.capacity_bytes > node.region_bytes) {
     return InvalidArgument(fmt::format("pool capacity {} is above the node's region of {} bytes",
@@ -203,9 +203,9 @@ Result<Pool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns) {
   if (++s.generation == 0) s.generation = 1;
   const uint64_t handle =
       (uint64_t{context_.worker_index} << 56) | (uint64_t{slot} << 32) | s.generation;
-  s.pool = std::make_unique<Pool>(name, handle, object_id, req.fixed.capacity_bytes, region_,
-                                  std::make_unique<NodeHeapSource>(node, object_id), versions_,
-                                  grace_ns_, summary);
+  s.pool = std::make_unique<ServerPool>(name, handle, object_id, req.fixed.capacity_bytes, region_,
+                                        std::make_unique<NodeHeapSource>(node, object_id),
+                                        versions_, grace_ns_, summary);
   Status st = s.pool->init(req.fixed.expected_count, now_ns);
   if (!st.ok()) {
     s.pool.reset();
@@ -222,7 +222,7 @@ Result<Pool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns) {
   return s.pool.get();
 }
 
-void Shard::open_handle(Pool* pool, uint64_t session, bool writable) {
+void Shard::open_handle(ServerPool* pool, uint64_t session, bool writable) {
   pool->open(session, writable);
   session_pools_[session].insert(static_cast<uint32_t>((pool->handle() >> 32) & 0xFFFFFF));
   refresh_gauges();
@@ -231,11 +231,11 @@ void Shard::open_handle(Pool* pool, uint64_t session, bool writable) {
 
 Status Shard::create(const Request& r, Out* out) {
   auto req = parse_pool_request(r.payload, w::KvOpcode::kPoolCreate);
-  if (!req.ok()) return req.status();
+  FARMEM_TRY(req);
   if (slots_.size() >= kMaxSlots && free_slots_.empty()) {
     return ResourceExhausted("this shard has no pool slot left");
   }
-  Pool* p = pool_by_name(req->name);
+  ServerPool* p = pool_by_name(req->name);
   bool created = false;
   if (p != nullptr) {
     if (req->fixed.flags & w::kPoolCreateOnly) {
@@ -243,7 +243,7 @@ Status Shard::create(const Request& r, Out* out) {
     }
   } else {
     auto made = make_pool(*req, context_.now_ns());
-    if (!made.ok()) return made.status();
+    FARMEM_TRY(made);
     p = *made;
     created = true;
     if (req->fixed.flags & w::kPoolTemporary) temporary_[p->handle()] = r.session;
@@ -256,15 +256,15 @@ Status Shard::create(const Request& r, Out* out) {
 
 Status Shard::open(const Request& r, Out* out) {
   auto req = parse_pool_request(r.payload, w::KvOpcode::kPoolOpen);
-  if (!req.ok()) return req.status();
-  Pool* p = pool_by_name(req->name);
+  FARMEM_TRY(req);
+  ServerPool* p = pool_by_name(req->name);
   if (p == nullptr) return NotFound(fmt::format("no pool named '{}'", req->name));
   open_handle(p, r.session, (req->fixed.flags & w::kPoolReadOnly) == 0);
   append(out, w::KvPoolReply{p->handle(), p->capacity_bytes(), 0, 0});
   return OkStatus();
 }
 
-void Shard::forget_session_pool(uint64_t session, Pool* pool) {
+void Shard::forget_session_pool(uint64_t session, ServerPool* pool) {
   auto it = session_pools_.find(session);
   if (it == session_pools_.end()) return;
   it->second.erase(static_cast<uint32_t>((pool->handle() >> 32) & 0xFFFFFF));
@@ -274,9 +274,9 @@ void Shard::forget_session_pool(uint64_t session, Pool* pool) {
 
 Status Shard::close(const Request& r) {
   auto handle = parse_pool_ref(r.payload, "close");
-  if (!handle.ok()) return handle.status();
+  FARMEM_TRY(handle);
   auto p = open_pool(*handle, r.session);
-  if (!p.ok()) return p.status();
+  FARMEM_TRY(p);
   (*p)->close(r.session);
   if (!(*p)->is_open(r.session)) {
     (*p)->release_all(r.session, context_.now_ns());
@@ -286,7 +286,7 @@ Status Shard::close(const Request& r) {
   return OkStatus();
 }
 
-void Shard::remove_pool(Pool* pool) {
+void Shard::remove_pool(ServerPool* pool) {
   const std::string name = pool->name();
   const uint32_t slot = static_cast<uint32_t>((pool->handle() >> 32) & 0xFFFFFF);
   const uint64_t object_id = pool->object_id();
@@ -311,8 +311,8 @@ void Shard::remove_pool(Pool* pool) {
 
 Status Shard::destroy(const Request& r) {
   auto req = parse_pool_request(r.payload, w::KvOpcode::kPoolDelete);
-  if (!req.ok()) return req.status();
-  Pool* p = pool_by_name(req->name);
+  FARMEM_TRY(req);
+  ServerPool* p = pool_by_name(req->name);
   if (p == nullptr) return NotFound(fmt::format("no pool named '{}'", req->name));
   if (p->open_by_others(r.session)) {
     return Busy(fmt::format("pool '{}' is open in {} handle(s) of other sessions", req->name,
@@ -325,12 +325,12 @@ Status Shard::destroy(const Request& r) {
 
 Status Shard::configure(const Request& r) {
   auto v = parse_configure(r.payload);
-  if (!v.ok()) return v.status();
+  FARMEM_TRY(v);
   auto p = writable_pool(v->fixed.pool, r.session);
-  if (!p.ok()) return p.status();
+  FARMEM_TRY(p);
   auto c = parse_configure_command(v->command);
-  if (!c.ok()) return c.status();
-  Pool& pool = **p;
+  FARMEM_TRY(c);
+  ServerPool& pool = **p;
   using Kind = ConfigureCommand::Kind;
   switch (c->kind) {
     case Kind::kAddIndex:
@@ -360,10 +360,10 @@ Status Shard::configure(const Request& r) {
 
 Status Shard::info(const Request& r, Out* out) {
   auto handle = parse_pool_ref(r.payload, "info");
-  if (!handle.ok()) return handle.status();
+  FARMEM_TRY(handle);
   auto p = open_pool(*handle, r.session);
-  if (!p.ok()) return p.status();
-  const Pool& pool = **p;
+  FARMEM_TRY(p);
+  const ServerPool& pool = **p;
   w::KvPoolInfo i{};
   i.pool = pool.handle();
   i.count = pool.count();
@@ -380,7 +380,7 @@ Status Shard::info(const Request& r, Out* out) {
 
 Status Shard::list(const Request& r, Out* out) {
   auto req = parse_list(r.payload);
-  if (!req.ok()) return req.status();
+  FARMEM_TRY(req);
   w::KvListReply head{0, 0};
   out->append(sizeof(head), '\0');
   std::lock_guard<std::mutex> lock(shared_.mu);
@@ -412,8 +412,8 @@ Status Shard::ops(const Request& r, Out* out) {
   std::vector<OpView> list;
   FARMEM_TRY(parse_ops(r.payload, &h, &list));
   auto p = open_pool(h.pool, r.session);
-  if (!p.ok()) return p.status();
-  Pool& pool = **p;
+  FARMEM_TRY(p);
+  ServerPool& pool = **p;
   const bool writable = pool.writable(r.session);
   counters_.ops_messages.fetch_add(1, std::memory_order_relaxed);
   counters_.coalesced_ops.fetch_add(list.size(), std::memory_order_relaxed);
@@ -490,42 +490,42 @@ Status Shard::ops(const Request& r, Out* out) {
   return OkStatus();
 }
 
-void Shard::signal(Pool& pool, KeySignal s, std::string_view key) {
+void Shard::signal(ServerPool& pool, KeySignal s, std::string_view key) {
   hooks_->on_key_signal(pool, s, key);
 }
 
 Status Shard::locate(const Request& r, Out* out) {
   auto v = parse_locate(r.payload);
-  if (!v.ok()) return v.status();
+  FARMEM_TRY(v);
   const auto mode = static_cast<w::LocateMode>(v->fixed.mode);
   auto p = mode == w::LocateMode::kRead ? open_pool(v->fixed.pool, r.session)
                                         : writable_pool(v->fixed.pool, r.session);
-  if (!p.ok()) return p.status();
+  FARMEM_TRY(p);
   counters_.locates.fetch_add(1, std::memory_order_relaxed);
   auto g = (*p)->lock(r.session, v->key, mode, v->fixed.offset, v->fixed.length, v->fixed.flags,
                       context_.now_ns());
-  if (!g.ok()) return g.status();
+  FARMEM_TRY(g);
   append(out, w::KvLocateReply{g->token, g->address, g->length, g->value_bytes});
   return OkStatus();
 }
 
 Status Shard::release(const Request& r) {
   auto v = parse_release(r.payload);
-  if (!v.ok()) return v.status();
+  FARMEM_TRY(v);
   auto p = open_pool(v->pool, r.session);
-  if (!p.ok()) return p.status();
+  FARMEM_TRY(p);
   return (*p)->release(r.session, v->token, v->flags, context_.now_ns());
 }
 
 Status Shard::find(const Request& r, Out* out) {
   auto v = parse_find(r.payload);
-  if (!v.ok()) return v.status();
+  FARMEM_TRY(v);
   auto p = open_pool(v->fixed.pool, r.session);
-  if (!p.ok()) return p.status();
+  FARMEM_TRY(p);
   const SecondaryIndex* index = (*p)->secondary();
   if (index == nullptr) return InvalidArgument("pool has no secondary index");
   auto f = index->find(v->expression, v->fixed.start);
-  if (!f.ok()) return f.status();
+  FARMEM_TRY(f);
   append(out, w::KvFindReply{f->position, static_cast<uint32_t>(f->key.size()),
                              f->more ? w::kFindMore : 0u});
   out->append(f->key);
@@ -534,15 +534,15 @@ Status Shard::find(const Request& r, Out* out) {
 
 Status Shard::attribute(const Request& r, Out* out) {
   auto v = parse_attribute(r.payload);
-  if (!v.ok()) return v.status();
+  FARMEM_TRY(v);
   auto p = open_pool(v->fixed.pool, r.session);
-  if (!p.ok()) return p.status();
-  Pool& pool = **p;
+  FARMEM_TRY(p);
+  ServerPool& pool = **p;
   uint64_t value = 0;
   if (v->per_key) {
     FARMEM_TRY(pool.check_readable(v->key, r.session));
     auto k = pool.lookup(v->key);
-    if (!k.ok()) return k.status();
+    FARMEM_TRY(k);
     switch (static_cast<w::Attribute>(v->fixed.attribute)) {
       case w::Attribute::kValueLength:
         value = k->value_bytes;
@@ -596,7 +596,7 @@ Status Shard::shard_stats(const Request& r, Out* out) {
 void Shard::invoke(Request& r, Responder responder) {
   w::KvAdoRequest req;
   Status s = read_fixed(r.payload, &req, "ADO");
-  Pool* pool = nullptr;
+  ServerPool* pool = nullptr;
   if (s.ok()) {
     auto p = open_pool(req.pool, r.session);
     s = p.status();
@@ -624,7 +624,7 @@ void Shard::on_session_end(uint64_t session) {
     const auto slots = it->second;
     session_pools_.erase(it);
     for (uint32_t slot : slots) {
-      Pool* p = slots_[slot].pool.get();
+      ServerPool* p = slots_[slot].pool.get();
       if (p == nullptr) continue;
       p->release_all(session, context_.now_ns());
       p->close_all(session);
@@ -642,7 +642,7 @@ void Shard::drop_temporary_pools(uint64_t session) {
     if (owner == session) doomed.push_back(handle);
   }
   for (uint64_t handle : doomed) {
-    Pool* p = pool(handle);
+    ServerPool* p = pool(handle);
     if (p == nullptr) {
       temporary_.erase(handle);
       continue;

@@ -26,7 +26,7 @@
 #include "farmem/memnode/service.h"
 #include "hooks.h"
 #include "messages.h"
-#include "pool.h"
+#include "server_pool.h"
 
 namespace farmem::kv::service {
 
@@ -66,20 +66,20 @@ class Shard {
   const KvServiceOptions& options() const { return shared_.options; }
   RegionView region() const { return region_; }
   // The pool a handle names, if it is on this shard (whoever has it open), else null.
-  Pool* pool(uint64_t handle);
-  Pool* pool_by_name(std::string_view name);
+  ServerPool* pool(uint64_t handle);
+  ServerPool* pool_by_name(std::string_view name);
   ShardCounters& counters() { return counters_; }
 
  private:
   struct Slot {
-    std::unique_ptr<Pool> pool;
+    std::unique_ptr<ServerPool> pool;
     uint32_t generation = 0;
   };
   using Out = std::string;
   Status dispatch(memnode::Request& r, Out* out);
   // The pool `handle` names if `session` has it open.
-  Result<Pool*> open_pool(uint64_t handle, uint64_t session);
-  Result<Pool*> writable_pool(uint64_t handle, uint64_t session);
+  Result<ServerPool*> open_pool(uint64_t handle, uint64_t session);
+  Result<ServerPool*> writable_pool(uint64_t handle, uint64_t session);
 
   Status create(const memnode::Request& r, Out* out);
   Status open(const memnode::Request& r, Out* out);
@@ -96,13 +96,13 @@ class Shard {
   Status shard_stats(const memnode::Request& r, Out* out);
   void invoke(memnode::Request& r, memnode::Responder responder);
 
-  Result<Pool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
-  void open_handle(Pool* pool, uint64_t session, bool writable);
-  void forget_session_pool(uint64_t session, Pool* pool);
-  void remove_pool(Pool* pool);
+  Result<ServerPool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
+  void open_handle(ServerPool* pool, uint64_t session, bool writable);
+  void forget_session_pool(uint64_t session, ServerPool* pool);
+  void remove_pool(ServerPool* pool);
   // Deletes the temporary pools `session` created (their other handles die with them).
   void drop_temporary_pools(uint64_t session);
-  void signal(Pool& pool, KeySignal s, std::string_view key);
+  void signal(ServerPool& pool, KeySignal s, std::string_view key);
   void refresh_gauges();
 
   memnode::WorkerContext context_;

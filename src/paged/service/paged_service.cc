@@ -60,10 +60,10 @@ Result<struct stat> stat_fd(int fd) {
 
 Status stat_file(const std::string& dir, std::string_view name, std::string* out) {
   auto fd = open_preload_file(dir, name);
-  if (!fd.ok()) return fd.status();
+  FARMEM_TRY(fd);
   Fd guard{*fd};
   auto st = stat_fd(*fd);
-  if (!st.ok()) return st.status();
+  FARMEM_TRY(st);
   w::StatReply reply{static_cast<uint64_t>(st->st_size), mtime_ns(*st)};
   out->assign(reinterpret_cast<const char*>(&reply), sizeof reply);
   return OkStatus();
@@ -82,10 +82,10 @@ Status load(const std::string& dir, uint8_t* region, uint64_t region_bytes, cons
   }
   if (q.first_page > (uint64_t{1} << 40)) return OutOfRange("preload: first_page too large");
   auto fd = open_preload_file(dir, name);
-  if (!fd.ok()) return fd.status();
+  FARMEM_TRY(fd);
   Fd guard{*fd};
   auto st = stat_fd(*fd);
-  if (!st.ok()) return st.status();
+  FARMEM_TRY(st);
   const uint64_t file_bytes = static_cast<uint64_t>(st->st_size);
   if (file_bytes != q.expect_file_bytes || mtime_ns(*st) != q.expect_mtime_ns) {
     return Aborted("preload: the file changed since it was looked up");

@@ -11,6 +11,7 @@
 
 #include "farmem/agent/client.h"
 #include "farmem/client/cluster.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -85,7 +86,7 @@ class AgentTest : public ::testing::TestWithParam<Transport> {
     std::mt19937_64 rng(seed);
     for (auto& b : *model) b = static_cast<uint8_t>(rng());
     for (uint64_t o = 0; o < bytes; o += kPage) {
-      EXPECT_TRUE(tc_->write_sync(base + o, model->data() + o, kPage).ok());
+      EXPECT_TRUE(runtime::sync_wait(tc_->write(base + o, model->data() + o, kPage)).ok());
     }
     return base;
   }

@@ -8,8 +8,11 @@
 #include <random>
 
 #include "agent_fixture.h"
+#include "farmem/runtime/scheduler.h"
 #include "test_seed.h"
 #include "two_hosts.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -36,7 +39,7 @@ TEST_F(AgentNetnsTest, StaticCacheKeepsReadsOffTheMemoryNodeLink) {
   std::mt19937_64 rng(test_seed());
   for (auto& b : model) b = static_cast<uint8_t>(rng());
   for (uint64_t o = 0; o < kBytes; o += kPage) {
-    ASSERT_TRUE((*tc)->write_sync(base + o, model.data() + o, kPage).ok());
+    ASSERT_TRUE(sync_wait((*tc)->write(base + o, model.data() + o, kPage)).ok());
   }
 
   auto agent = ChildProcess::start({FARMEM_AGENT_BIN, "--servers", server_->address(), "--tls",

@@ -13,9 +13,12 @@
 
 #include "agent_fixture.h"
 #include "farmem/agent/page_source.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
+#include "farmem/runtime/scheduler.h"
 #include "paged/fault_exit.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -26,9 +29,9 @@ class AgentPagedTest : public AgentTest {};
 // bytes reach the memory node after a flush of the region and one of the agent.
 TEST_P(AgentPagedTest, RegionThroughTheAgentMatchesAModel) {
   start_agent({"--no-adaptive"});
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 16 * paged::kDefaultPageBytes;
-  auto manager = paged::Manager::create(*direct_, mo);
+  auto manager = paged::PageManager::create(*direct_, mo);
   ASSERT_TRUE(manager.ok()) << manager.status().to_string();
   paged::RegionOptions ro;
   ro.source = agent::make_agent_source(*agent_cluster_);
@@ -54,7 +57,8 @@ TEST_P(AgentPagedTest, RegionThroughTheAgentMatchesAModel) {
   const paged::RemoteLayout& layout = (*region)->layout();
   std::vector<uint64_t> page(paged::kDefaultPageBytes / 8);
   for (uint64_t p = 0; p < layout.page_count; ++p) {
-    ASSERT_TRUE(tc_->read_sync(layout.page_address(p), page.data(), paged::kDefaultPageBytes).ok());
+    ASSERT_TRUE(
+        sync_wait(tc_->read(layout.page_address(p), page.data(), paged::kDefaultPageBytes)).ok());
     ASSERT_EQ(0, std::memcmp(page.data(), model.data() + p * page.size(), paged::kDefaultPageBytes))
         << "page " << p;
   }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agent_fixture.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "paged/fault_exit.h"
 #include "test_seed.h"
 

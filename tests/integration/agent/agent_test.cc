@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "agent_fixture.h"
+#include "farmem/runtime/scheduler.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -39,7 +42,7 @@ TEST_P(AgentTest, ReadsAndWritesThroughTheAgent) {
   ASSERT_TRUE(run(host_->flush()).ok());
   std::vector<uint8_t> all(model.size());
   for (uint64_t o = 0; o < model.size(); o += kPage) {
-    ASSERT_TRUE(tc_->read_sync(base + o, all.data() + o, kPage).ok());
+    ASSERT_TRUE(sync_wait(tc_->read(base + o, all.data() + o, kPage)).ok());
   }
   EXPECT_EQ(all, model);
   read_pages(base, model, 0, 64);
@@ -122,7 +125,7 @@ TEST_P(AgentTest, AggregatesPerMemoryNode) {
       auto& w = want[addrs.size()];
       for (auto& b : w) b = static_cast<uint8_t>(rng());
       addrs.push_back(*a + i * 4096);
-      ASSERT_TRUE((*tc)->write_sync(addrs.back(), w.data(), w.size()).ok());
+      ASSERT_TRUE(sync_wait((*tc)->write(addrs.back(), w.data(), w.size())).ok());
     }
   }
   agent_ = AgentProcess::start({node_.get(), second.get()}, tls_, {"--no-dynamic"});
@@ -178,7 +181,7 @@ TEST_P(AgentTest, StaticCacheServesEveryRead) {
   read_pages(base, model, 5, 1);
   ASSERT_TRUE(run(host_->flush()).ok());
   std::vector<uint8_t> got(kPage);
-  ASSERT_TRUE(tc_->read_sync(base + 5 * kPage, got.data(), kPage).ok());
+  ASSERT_TRUE(sync_wait(tc_->read(base + 5 * kPage, got.data(), kPage)).ok());
   EXPECT_EQ(got, page);
   // A range inside pinned entries pins nothing more; an empty one is refused.
   ASSERT_TRUE(run(host_->pin_static(base + kPage, kPage)).ok());

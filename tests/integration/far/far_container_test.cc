@@ -1,4 +1,4 @@
-// Far containers (Array, Vector, HashTable) against std containers under a tiny local budget,
+// Far containers (Array, Vector, CachedHashTable) against std containers under a tiny local budget,
 // the prefetcher on and off, and remote compute against the same computation done locally.
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "far_fixture.h"
 #include "farmem/far/array.h"
-#include "farmem/far/hash_table.h"
+#include "farmem/far/cached_hash_table.h"
 #include "farmem/far/vector.h"
 #include "farmem/runtime/when_all.h"
 #include "test_seed.h"
@@ -18,7 +18,7 @@ namespace farmem::testing {
 namespace {
 
 using far::Array;
-using far::HashTable;
+using far::CachedHashTable;
 using far::ThreadCache;
 using far::Vector;
 using runtime::Task;
@@ -34,7 +34,7 @@ struct Model {
 struct Containers {
   Array<uint64_t>* array;
   Vector<uint64_t>* vec;
-  HashTable<uint64_t, uint64_t>* map;
+  CachedHashTable<uint64_t, uint64_t>* map;
 };
 
 // One coroutine's random operations; coroutine `me` of `of` touches array slots i % of == me
@@ -119,7 +119,7 @@ Task<Status> model_run(ThreadCache* cache, uint64_t seed, int coroutines, int op
                        far::RemoteLookup remote) {
   auto a = co_await Array<uint64_t>::create(cache, 40000);
   if (!a.ok()) co_return a.status();
-  auto h = co_await HashTable<uint64_t, uint64_t>::create(cache, 12, remote);
+  auto h = co_await CachedHashTable<uint64_t, uint64_t>::create(cache, 12, remote);
   if (!h.ok()) co_return h.status();
   Vector<uint64_t> v(cache);
   Model m;
@@ -169,7 +169,7 @@ TEST_P(FarContainerTest, RandomizedModelUnderATinyBudget) {
 // A lookup whose bucket is absent but being fetched (here by a prefetch) joins that fetch
 // instead of asking the node about no bucket at all (found by the model test under ASan).
 Task<Status> find_during_fetch(ThreadCache* cache, bool* saw_fetching) {
-  auto h = co_await HashTable<uint64_t, uint64_t>::create(cache, 4, far::RemoteLookup::kOn);
+  auto h = co_await CachedHashTable<uint64_t, uint64_t>::create(cache, 4, far::RemoteLookup::kOn);
   if (!h.ok()) co_return h.status();
   for (uint64_t k = 0; k < 40; ++k) {
     Status s = co_await h->put(k, k * 7);
@@ -202,7 +202,7 @@ TEST_P(FarContainerTest, ALookupJoinsABucketFetchInFlight) {
 // A lookup whose buckets are all local answers synchronously (try_find: no fetch, no frame);
 // once they are evicted try_find declines and find() fetches them (or asks the node).
 Task<Status> local_and_absent_lookups(ThreadCache* cache, far::RemoteLookup remote) {
-  auto h = co_await HashTable<uint64_t, uint64_t>::create(cache, 6, remote);
+  auto h = co_await CachedHashTable<uint64_t, uint64_t>::create(cache, 6, remote);
   if (!h.ok()) co_return h.status();
   for (uint64_t k = 0; k < 300; ++k) {
     Status s = co_await h->put(k, k * 3 + 1);

@@ -1,12 +1,12 @@
 // Shared set-up of the far-memory integration tests: one memory node per test (over the
-// transport of the parameter), a cluster, and a Manager + ThreadCache on the test thread.
+// transport of the parameter), a cluster, and a ObjectManager + ThreadCache on the test thread.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 #include "farmem/far/thread_cache.h"
 #include "harness.h"
 
@@ -24,11 +24,11 @@ class FarTest : public ::testing::TestWithParam<Transport> {
     ASSERT_TRUE(c.ok()) << c.status().to_string();
     cluster_ = std::move(*c);
     c_ = *cluster_->thread_client();
-    far::ManagerOptions mo;
+    far::ObjectManagerOptions mo;
     mo.local_bytes = local_bytes;
     mo.segment_bytes = segment_bytes;
     mo.space_wait_ms = space_wait_ms;
-    auto m = far::Manager::create(mo);
+    auto m = far::ObjectManager::create(mo);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     manager_ = std::move(*m);
     cache_ = std::make_unique<far::ThreadCache>(manager_.get(), c_);
@@ -44,7 +44,7 @@ class FarTest : public ::testing::TestWithParam<Transport> {
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<client::Cluster> cluster_;
   client::ThreadClient* c_ = nullptr;
-  std::unique_ptr<far::Manager> manager_;
+  std::unique_ptr<far::ObjectManager> manager_;
   std::unique_ptr<far::ThreadCache> cache_;
 };
 

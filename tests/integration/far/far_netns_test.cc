@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "farmem/far/cached_hash_table.h"
 #include "farmem/far/far_ptr.h"
-#include "farmem/far/hash_table.h"
 #include "farmem/far/vector.h"
 #include "two_hosts.h"
 
@@ -62,7 +62,7 @@ Task<Status> objects_and_containers(ThreadCache* cache, std::vector<far::UniqueP
   if (!idx.ok()) co_return idx.status();
   if (idx->size() != above) co_return Internal("remote filter differs");
   // A hash table whose absent buckets the node scans (served transport: remote lookups).
-  auto h = co_await far::HashTable<uint64_t, uint64_t>::create(cache, 6);
+  auto h = co_await far::CachedHashTable<uint64_t, uint64_t>::create(cache, 6);
   if (!h.ok()) co_return h.status();
   for (uint64_t k = 0; k < 200; ++k) {
     Status s = co_await h->put(k, k + 1000);
@@ -86,10 +86,10 @@ TEST_F(TwoHostTest, FarObjectsAndContainersAcrossTheNamespace) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_NE((*c)->transports().find("tcp/" + host_if_), std::string::npos) << (*c)->transports();
   client::ThreadClient* tc = *(*c)->thread_client();
-  far::ManagerOptions mo;
+  far::ObjectManagerOptions mo;
   mo.local_bytes = 128 << 10;
   mo.segment_bytes = 16 << 10;
-  auto m = far::Manager::create(mo);
+  auto m = far::ObjectManager::create(mo);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   {
     ThreadCache cache(m->get(), tc);

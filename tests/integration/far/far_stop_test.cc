@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "far_fixture.h"
+#include "farmem/far/cached_hash_table.h"
 #include "farmem/far/far_ptr.h"
-#include "farmem/far/hash_table.h"
 
 namespace farmem::testing {
 namespace {
 
-using far::HashTable;
+using far::CachedHashTable;
 using runtime::Task;
 
 class FarStopTest : public FarTest {};
@@ -26,9 +26,9 @@ uint64_t value_of(uint64_t k) { return k * 7 + 1; }
 
 // A table of kKeys keys whose buckets are then evicted (every find must reach the node: a
 // fetch, or with RemoteLookup::kOn the node's scan).
-Task<Result<HashTable<uint64_t, uint64_t>>> evicted_table(far::ThreadCache* cache,
-                                                          far::RemoteLookup remote) {
-  auto h = co_await HashTable<uint64_t, uint64_t>::create(cache, 7, remote);
+Task<Result<CachedHashTable<uint64_t, uint64_t>>> evicted_table(far::ThreadCache* cache,
+                                                                far::RemoteLookup remote) {
+  auto h = co_await CachedHashTable<uint64_t, uint64_t>::create(cache, 7, remote);
   if (!h.ok()) co_return h.status();
   for (uint64_t k = 0; k < kKeys; ++k) {
     Status s = co_await h->put(k, value_of(k));
@@ -41,7 +41,7 @@ Task<Result<HashTable<uint64_t, uint64_t>>> evicted_table(far::ThreadCache* cach
 
 // Looks every key up; the first failure's Status, or OK when every value was right. A wrong
 // value is an Internal error (never acceptable, whatever the node's state).
-Task<Status> look_up_all(HashTable<uint64_t, uint64_t>* h) {
+Task<Status> look_up_all(CachedHashTable<uint64_t, uint64_t>* h) {
   for (uint64_t k = 0; k < kKeys; ++k) {
     auto v = co_await h->find(k);
     if (!v.ok()) co_return v.status();

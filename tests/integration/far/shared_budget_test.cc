@@ -1,6 +1,6 @@
-// One process, one LocalBudget, two tenants: a far::Manager (objects, on a worker thread of its
-// own) and a paged::Manager (a region touched by the test thread), against a real memory node.
-// Far objects far beyond the budget, then a paged region beyond it, then far again, then both
+// One process, one LocalBudget, two tenants: a far::ObjectManager (objects, on a worker thread of
+// its own) and a paged::PageManager (a region touched by the test thread), against a real memory
+// node. Far objects far beyond the budget, then a paged region beyond it, then far again, then both
 // at once: every value matches a model, the charges never pass the limit, the resident memory
 // of the far pool and the paged region stays within the limit (plus the slack of a sampler that
 // is not one atomic snapshot), and each tenant gets memory back when the other stops using it.
@@ -17,7 +17,7 @@
 #include "far_fixture.h"
 #include "farmem/common/local_budget.h"
 #include "farmem/far/far_ptr.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -107,7 +107,7 @@ Task<Status> far_pass(ThreadCache* cache, FarModel* m, uint64_t seed, size_t upd
 // going and calls relieve_pressure(), so its cache gives memory back to the paged tenant.
 class FarWorker {
  public:
-  FarWorker(client::Cluster* cluster, far::Manager* manager, size_t objects, uint64_t seed)
+  FarWorker(client::Cluster* cluster, far::ObjectManager* manager, size_t objects, uint64_t seed)
       : cluster_(cluster), manager_(manager), objects_(objects), seed_(seed) {
     thread_ = std::thread([this] { run(); });
   }
@@ -178,7 +178,7 @@ class FarWorker {
   }
 
   client::Cluster* cluster_;
-  far::Manager* manager_;
+  far::ObjectManager* manager_;
   size_t objects_;
   uint64_t seed_;
   size_t updates_ = 0;
@@ -291,14 +291,14 @@ TEST_P(SharedBudgetTest, FarObjectsAndPagedRegionsShareOneBudget) {
   cluster_ = std::move(*c);
 
   LocalBudget budget(kLimit);
-  far::ManagerOptions fo;
+  far::ObjectManagerOptions fo;
   fo.shared_budget = &budget;
   fo.segment_bytes = kSegment;
-  auto fm = far::Manager::create(fo);
+  auto fm = far::ObjectManager::create(fo);
   ASSERT_TRUE(fm.ok()) << fm.status().to_string();
-  paged::ManagerOptions po;
+  paged::PageManagerOptions po;
   po.shared_budget = &budget;
-  auto pm = paged::Manager::create(*cluster_, po);
+  auto pm = paged::PageManager::create(*cluster_, po);
   ASSERT_TRUE(pm.ok()) << pm.status().to_string();
   EXPECT_EQ((*pm)->budget_bytes(), kLimit);
   // Each side's data is several times the budget (less over TCP, where every miss is a round

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "harness.h"
 
 namespace farmem::testing {

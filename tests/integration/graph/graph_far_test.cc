@@ -35,7 +35,7 @@ std::string write_temp_fmg(const Csr& csr, const std::string& name) {
 }
 
 // BFS from `source` on `ctx` against the reference's depths.
-void expect_bfs_matches(Context& ctx, const Csr& csr, uint32_t source) {
+void expect_bfs_matches(AlgorithmContext& ctx, const Csr& csr, uint32_t source) {
   auto depth = bfs(ctx, source);
   ASSERT_TRUE(depth.ok()) << depth.status().to_string();
   const auto want = reference::bfs(csr, source);
@@ -61,7 +61,7 @@ class GraphFarTest : public PagedTest {
       EXPECT_GT((*m)->sparse_limit(), 0u) << load.sparse_view;
       EXPECT_NE((*m)->sparse_graph().neighbours, (*m)->graph().neighbours);
     }
-    Context ctx(**m, pool);
+    AlgorithmContext ctx(**m, pool);
     const uint32_t source = max_degree_vertex(ctx);
     ASSERT_NO_FATAL_FAILURE(expect_bfs_matches(ctx, csr, source));
     auto rank = pagerank(ctx, {});
@@ -108,7 +108,7 @@ EdgeList generated(Generator kind, uint32_t scale, uint32_t degree, uint64_t see
 }
 
 TEST_P(GraphFarTest, KroneckerUnderAQuarterBudget) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   // A quarter of the scale-10 graph (~140 KiB of sections plus vertex arrays).
   mo.local_bytes = 64 * 1024;
   start(mo);
@@ -116,7 +116,7 @@ TEST_P(GraphFarTest, KroneckerUnderAQuarterBudget) {
 }
 
 TEST_P(GraphFarTest, DirectedUniformAndCornerCases) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 64 * 1024;
   start(mo);
   check_all(generated(Generator::kUniform, 8, 4, test_seed()), {}, "uniform");
@@ -130,7 +130,7 @@ TEST_P(GraphFarTest, DirectedUniformAndCornerCases) {
 // vertex arrays on 4 KiB pages, under a budget of four huge pages for a graph of nine: BFS
 // (whose last rounds read the sparse view), PageRank and Components against the references.
 TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 8 << 20;
   start(mo);
   // After the memory node started: over shared memory UCX may put its memory on huge pages too.
@@ -149,7 +149,7 @@ TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
 // A memory node with room for one copy of the graph only: the sparse view is an optimisation,
 // so the graph opens without it (and says why) and BFS still matches the reference.
 TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 8 << 20;
   server_capacity_bytes_ = 64ull << 20;  // one 32 MiB block for the ~18 MiB graph, less for arrays
   start(mo);
@@ -169,7 +169,7 @@ TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_EQ(load.sparse_view.rfind("none (", 0), 0u) << load.sparse_view;
   EXPECT_EQ((*m)->sparse_limit(), 0u);
-  Context ctx(**m, threads);
+  AlgorithmContext ctx(**m, threads);
   ASSERT_NO_FATAL_FAILURE(expect_bfs_matches(ctx, csr, max_degree_vertex(ctx)));
 }
 
@@ -182,7 +182,7 @@ TEST_P(GraphFarTest, PreloadedGraphGivesTheSameResults) {
   const Csr csr =
       build_csr(generated(Generator::kKronecker, 10, 8, test_seed()), {true, true, true}, pool);
   ASSERT_TRUE(write_fmg(csr, (dir / "g.fmg").string()).ok());
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 64 * 1024;
   start(mo, 1, {"--preload-dir", dir.string()});
   FarOptions fo;
@@ -193,7 +193,7 @@ TEST_P(GraphFarTest, PreloadedGraphGivesTheSameResults) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_EQ(load.how, "preloaded") << load.why_copied;
   {  // the result's buffer is freed before the memory it came from
-    Context ctx(**m, pool);
+    AlgorithmContext ctx(**m, pool);
     auto label = connected_components(ctx);
     ASSERT_TRUE(label.ok()) << label.status().to_string();
     const auto want = reference::components(csr);

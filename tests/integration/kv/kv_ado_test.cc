@@ -23,10 +23,13 @@
 #include "farmem/kv/ado_plugin.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "filter/filter_query.h"
 #include "harness.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -93,11 +96,11 @@ class KvAdoTest : public ::testing::TestWithParam<Transport> {
   }
 
   Pool* pool(const std::string& name, const std::string& plugins) {
-    auto p = store_->create_pool_sync(name, kPoolBytes, 1000, w::kPoolCreateOnly);
+    auto p = sync_wait(store_->create_pool(name, kPoolBytes, 1000, w::kPoolCreateOnly));
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     if (!p.ok()) return nullptr;
     if (!plugins.empty()) {
-      Status s = (*p)->configure_sync("AdoPlugins::" + plugins);
+      Status s = sync_wait((*p)->configure("AdoPlugins::" + plugins));
       EXPECT_TRUE(s.ok()) << s.to_string();
     }
     pools_.push_back(std::move(*p));
@@ -105,7 +108,7 @@ class KvAdoTest : public ::testing::TestWithParam<Transport> {
   }
 
   pid_t ado_pid(Pool* p) {
-    auto r = p->invoke_ado_sync("", "pid");
+    auto r = sync_wait(p->invoke_ado("", "pid"));
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? std::stoi(text_of(*r)) : -1;
   }
@@ -125,62 +128,63 @@ TEST_P(KvAdoTest, CounterInvocationsAndFlags) {
   Pool* p = pool("counters", kCounter);
   ASSERT_NE(p, nullptr);
   // Absent key: kNotFound, unless created on demand (zeroed, value_size bytes).
-  auto r = p->invoke_ado_sync("c", "add:5");
+  auto r = sync_wait(p->invoke_ado("c", "add:5"));
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().to_string();
-  r = p->invoke_ado_sync("c", "add:5", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8);
+  r = sync_wait(p->invoke_ado("c", "add:5", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(text_of(*r), "5");
-  r = p->invoke_ado_sync("c", "add:-2", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8);
+  r = sync_wait(p->invoke_ado("c", "add:-2", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(text_of(*r), "3");
   std::string v;
-  ASSERT_TRUE(p->get_sync("c", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("c", &v)).ok());
   int64_t n = 0;
   ASSERT_EQ(v.size(), 8u);
   std::memcpy(&n, v.data(), 8);
   EXPECT_EQ(n, 3) << "the plugin's in-place write is the stored value";
   // Read-only: the plugin refuses to write; the value is unchanged.
-  r = p->invoke_ado_sync("c", "add:1", w::kAdoReadOnly);
+  r = sync_wait(p->invoke_ado("c", "add:1", w::kAdoReadOnly));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->plugin_status, FARMEM_ADO_E_INVALID);
-  r = p->invoke_ado_sync("c", "read", w::kAdoReadOnly);
+  r = sync_wait(p->invoke_ado("c", "read", w::kAdoReadOnly));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(text_of(*r), v);
   // invoke_put_ado: put, then the plugin appends in place (resize through a callback).
-  r = p->invoke_put_ado_sync("log", "ab", "append:cd");
+  r = sync_wait(p->invoke_put_ado("log", "ab", "append:cd"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(text_of(*r), "4");
-  ASSERT_TRUE(p->get_sync("log", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("log", &v)).ok());
   EXPECT_EQ(v, "abcd");
-  r = p->invoke_ado_sync("fresh", "append:xy", w::kAdoCreateOnDemand, 0);  // resize a new value
+  r = sync_wait(
+      p->invoke_ado("fresh", "append:xy", w::kAdoCreateOnDemand, 0));  // resize a new value
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  ASSERT_TRUE(p->get_sync("fresh", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("fresh", &v)).ok());
   EXPECT_EQ(v, "xy");
-  r = p->invoke_put_ado_sync("log", "zz", "append:e", w::kAdoNoOverwrite);
+  r = sync_wait(p->invoke_put_ado("log", "zz", "append:e", w::kAdoNoOverwrite));
   ASSERT_TRUE(r.ok());
-  ASSERT_TRUE(p->get_sync("log", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("log", &v)).ok());
   EXPECT_EQ(v, "abcde") << "kAdoNoOverwrite keeps the existing value";
   // Create only: the value exists afterwards and the plugin was not called.
-  r = p->invoke_ado_sync("new", "add:7", w::kAdoCreateOnly | w::kAdoZeroNewValue, 8);
+  r = sync_wait(p->invoke_ado("new", "add:7", w::kAdoCreateOnly | w::kAdoZeroNewValue, 8));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r->responses.empty());
-  ASSERT_TRUE(p->get_sync("new", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("new", &v)).ok());
   EXPECT_EQ(v, std::string(8, '\0'));
-  EXPECT_EQ(p->invoke_ado_sync("new", "add:7", w::kAdoCreateOnly, 8).status().code(),
+  EXPECT_EQ(sync_wait(p->invoke_ado("new", "add:7", w::kAdoCreateOnly, 8)).status().code(),
             StatusCode::kAlreadyExists);
   // Key-less, through a callback.
-  r = p->invoke_ado_sync("", "keys");
+  r = sync_wait(p->invoke_ado("", "keys"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(text_of(*r), "4");
   // Asynchronous: answered at once, applied in order before the next invocation.
-  r = p->invoke_ado_sync("c", "add:100", w::kAdoAsync);
+  r = sync_wait(p->invoke_ado("c", "add:100", w::kAdoAsync));
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->responses.empty());
-  r = p->invoke_ado_sync("c", "add:0");
+  r = sync_wait(p->invoke_ado("c", "add:0"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(text_of(*r), "103");
   // Nobody takes the request.
-  EXPECT_EQ(p->invoke_ado_sync("c", "no such command").status().code(),
+  EXPECT_EQ(sync_wait(p->invoke_ado("c", "no such command")).status().code(),
             StatusCode::kInvalidArgument);
 }
 
@@ -188,17 +192,17 @@ TEST_P(KvAdoTest, LocksAreRespected) {
   Pool* p = pool("locks", kCounter);
   ASSERT_NE(p, nullptr);
   std::string zero(8, '\0');
-  ASSERT_TRUE(p->put_sync("k", zero).ok());
-  auto lock = p->lock_sync("k", kv::LockMode::kWrite);
+  ASSERT_TRUE(sync_wait(p->put("k", zero)).ok());
+  auto lock = sync_wait(p->lock("k", kv::LockMode::kWrite));
   ASSERT_TRUE(lock.ok()) << lock.status().to_string();
-  EXPECT_EQ(p->invoke_ado_sync("k", "add:1").status().code(), StatusCode::kBusy);
-  ASSERT_TRUE(p->unlock_sync(*lock).ok());
-  auto r = p->invoke_ado_sync("k", "add:1");
+  EXPECT_EQ(sync_wait(p->invoke_ado("k", "add:1")).status().code(), StatusCode::kBusy);
+  ASSERT_TRUE(sync_wait(p->unlock(*lock)).ok());
+  auto r = sync_wait(p->invoke_ado("k", "add:1"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(text_of(*r), "1");
   // After the invocation the key is unlocked and its record valid again (get checks it).
   std::string v;
-  ASSERT_TRUE(p->get_sync("k", &v).ok());
+  ASSERT_TRUE(sync_wait(p->get("k", &v)).ok());
   EXPECT_EQ(v[0], 1);
 }
 
@@ -227,7 +231,7 @@ TEST_P(KvAdoTest, FilterAgreesWithTheClient) {
   for (const Status& s : client_->run(runtime::when_all(std::move(puts)))) {
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
-  auto r = p->invoke_ado_sync("", query, w::kAdoReadOnly);
+  auto r = sync_wait(p->invoke_ado("", query, w::kAdoReadOnly));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_GE(r->responses.size(), 2u);
   EXPECT_EQ(text_of(*r), expect.summary());
@@ -246,13 +250,13 @@ TEST_P(KvAdoTest, FilterAgreesWithTheClient) {
 TEST_P(KvAdoTest, SignalsAndEventsReachThePlugin) {
   Pool* p = pool("signals", kTesting);
   ASSERT_NE(p, nullptr);
-  ASSERT_TRUE(p->configure_sync("AdoSignals::post-put,post-erase").ok());
-  auto second = store_->open_pool_sync("signals");  // an open event
+  ASSERT_TRUE(sync_wait(p->configure("AdoSignals::post-put,post-erase")).ok());
+  auto second = sync_wait(store_->open_pool("signals"));  // an open event
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   pools_.push_back(std::move(*second));
-  ASSERT_TRUE(p->put_sync("a", "1").ok());
-  ASSERT_TRUE(p->erase_sync("a").ok());
-  auto r = p->invoke_ado_sync("", "events");
+  ASSERT_TRUE(sync_wait(p->put("a", "1")).ok());
+  ASSERT_TRUE(sync_wait(p->erase("a")).ok());
+  auto r = sync_wait(p->invoke_ado("", "events"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   // Signals queue ahead of the later invocation, in order.
   EXPECT_EQ(text_of(*r), "launch new\nevent 1\nevent 2\nsignal 1 a\nsignal 3 a\n");
@@ -264,15 +268,15 @@ TEST_P(KvAdoTest, TheProcessLivesWhileThePoolIsOpen) {
   pid_t pid = ado_pid(p);
   ASSERT_GT(pid, 0);
   EXPECT_EQ(ado_pid(p), pid) << "one process serves the pool";
-  ASSERT_TRUE(store_->close_pool_sync(*p).ok());
+  ASSERT_TRUE(sync_wait(store_->close_pool(*p)).ok());
   EXPECT_TRUE(eventually([pid] { return !process_exists(pid); })) << "stopped and reaped";
-  auto reopened = store_->open_pool_sync("life");
+  auto reopened = sync_wait(store_->open_pool("life"));
   ASSERT_TRUE(reopened.ok()) << reopened.status().to_string();
   pid_t again = ado_pid(reopened->get());
   EXPECT_GT(again, 0);
   EXPECT_NE(again, pid);
   pools_.push_back(std::move(*reopened));
-  ASSERT_TRUE(store_->delete_pool_sync("life").ok());
+  ASSERT_TRUE(sync_wait(store_->delete_pool("life")).ok());
   EXPECT_TRUE(eventually([again] { return !process_exists(again); })) << "deleted: stopped";
   // Node shutdown takes the ADO processes with it.
   Pool* q = pool("last", kTesting);
@@ -291,16 +295,17 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
   Pool* other = pool("other", kCounter);
   Pool* plain = pool("plain", "");
   ASSERT_TRUE(p && other && plain);
-  ASSERT_TRUE(plain->put_sync("k", "v").ok());
+  ASSERT_TRUE(sync_wait(plain->put("k", "v")).ok());
   auto others_fine = [&] {
     std::string v;
-    EXPECT_TRUE(plain->get_sync("k", &v).ok());
-    auto r = other->invoke_ado_sync("n", "add:1", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8);
+    EXPECT_TRUE(sync_wait(plain->get("k", &v)).ok());
+    auto r =
+        sync_wait(other->invoke_ado("n", "add:1", w::kAdoCreateOnDemand | w::kAdoZeroNewValue, 8));
     EXPECT_TRUE(r.ok()) << r.status().to_string();
   };
   pid_t first = ado_pid(p);
   // A crash: kUnavailable naming the pool and plugin, the node and other pools keep serving.
-  auto r = p->invoke_ado_sync("", "abort");
+  auto r = sync_wait(p->invoke_ado("", "abort"));
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("pool 'fragile'"), std::string::npos)
       << r.status().to_string();
@@ -310,7 +315,7 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
   EXPECT_NE(second, first) << "a fresh process";
   EXPECT_TRUE(eventually([first] { return !process_exists(first); })) << "the crashed one reaped";
   // A hang past ado_timeout_ms: kTimedOut; killed and reaped.
-  r = p->invoke_ado_sync("", "hang");
+  r = sync_wait(p->invoke_ado("", "hang"));
   EXPECT_EQ(r.status().code(), StatusCode::kTimedOut) << r.status().to_string();
   EXPECT_TRUE(eventually([second] { return !process_exists(second); }));
   others_fine();
@@ -322,14 +327,14 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       ::kill(pid, sig);
     });
-    r = p->invoke_ado_sync("", fmt::format("sleep:{}", 2 * kTimeoutMs + 1000));
+    r = sync_wait(p->invoke_ado("", fmt::format("sleep:{}", 2 * kTimeoutMs + 1000)));
     killer.join();
     EXPECT_EQ(r.status().code(), sig == SIGKILL ? StatusCode::kUnavailable : StatusCode::kTimedOut)
         << strsignal(sig) << ": " << r.status().to_string();
     EXPECT_TRUE(eventually([pid] { return !process_exists(pid); })) << "reaped after " << sig;
     others_fine();
   }
-  r = p->invoke_ado_sync("", "echo:alive");
+  r = sync_wait(p->invoke_ado("", "echo:alive"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(text_of(*r), "alive");
 }
@@ -340,7 +345,7 @@ TEST_P(KvAdoTest, APluginThatDoesNotLoad) {
   // The failed launch (at the configure) is not retried within ado_launch_retry_ms: each
   // invocation gets its error at once, saying so (the refusal comes before any new process).
   for (int i = 0; i < 3; ++i) {
-    auto r = p->invoke_ado_sync("", "anything");
+    auto r = sync_wait(p->invoke_ado("", "anything"));
     EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
     EXPECT_NE(r.status().message().find("libno_such_plugin.so"), std::string::npos)
         << r.status().to_string();
@@ -348,8 +353,8 @@ TEST_P(KvAdoTest, APluginThatDoesNotLoad) {
         << r.status().to_string();
   }
   // Configuring a working plugin fixes the pool.
-  ASSERT_TRUE(p->configure_sync(std::string("AdoPlugins::") + kTesting).ok());
-  auto r = p->invoke_ado_sync("", "echo:ok");
+  ASSERT_TRUE(sync_wait(p->configure(std::string("AdoPlugins::") + kTesting)).ok());
+  auto r = sync_wait(p->invoke_ado("", "echo:ok"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
 }
 
@@ -393,7 +398,7 @@ TEST_P(KvAdoTest, MalformedRequestsGetErrors) {
   EXPECT_FALSE(s.ok());
   w::KvAdoRequest big_value{p->handle(), 1ull << 40, w::kAdoCreateOnDemand, 1, 0, 0};
   EXPECT_EQ(send(invoke, request(big_value, "k")).code(), StatusCode::kInvalidArgument);
-  auto r = p->invoke_ado_sync("", "echo:still serving");
+  auto r = sync_wait(p->invoke_ado("", "echo:still serving"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(text_of(*r), "still serving");
 }

@@ -18,10 +18,13 @@
 #include "farmem/kv/codec.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/store.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "harness.h"
 #include "history.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -62,7 +65,7 @@ std::unique_ptr<Store> store(ThreadClient* c, KvMode mode = KvMode::kAuto, bool 
 }
 
 std::unique_ptr<Pool> create(Store* s, const std::string& name) {
-  auto p = s->create_pool_sync(name, kPoolBytes, 1000, w::kPoolCreateOnly);
+  auto p = sync_wait(s->create_pool(name, kPoolBytes, 1000, w::kPoolCreateOnly));
   EXPECT_TRUE(p.ok()) << p.status().to_string();
   return p.ok() ? std::move(*p) : nullptr;
 }
@@ -98,20 +101,22 @@ TEST_P(KvClientTest, PoolsHaveTheirContracts) {
   ASSERT_NE(p, nullptr);
   EXPECT_TRUE(p->created());
   EXPECT_GE(p->capacity_bytes(), kPoolBytes);
-  EXPECT_EQ(s->create_pool_sync("users", kPoolBytes, 0, w::kPoolCreateOnly).status().code(),
+  EXPECT_EQ(sync_wait(s->create_pool("users", kPoolBytes, 0, w::kPoolCreateOnly)).status().code(),
             StatusCode::kAlreadyExists);
-  auto again = s->create_pool_sync("users", kPoolBytes);  // without create-only: opens it
+  auto again = sync_wait(s->create_pool("users", kPoolBytes));  // without create-only: opens it
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_FALSE((*again)->created());
-  EXPECT_EQ(s->open_pool_sync("nobody").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(s->create_pool_sync("", kPoolBytes).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      s->create_pool_sync(std::string(w::kMaxPoolNameBytes + 1, 'n'), kPoolBytes).status().code(),
-      StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->create_pool_sync("tiny", 1024).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->create_pool_sync("huge", 1ull << 40).status().code(),
+  EXPECT_EQ(sync_wait(s->open_pool("nobody")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sync_wait(s->create_pool("", kPoolBytes)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(s->create_pool(std::string(w::kMaxPoolNameBytes + 1, 'n'), kPoolBytes))
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(s->create_pool("tiny", 1024)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(s->create_pool("huge", 1ull << 40)).status().code(),
             StatusCode::kInvalidArgument);  // more than the node's region
-  auto list = s->list_pools_sync();
+  auto list = sync_wait(s->list_pools());
   ASSERT_TRUE(list.ok()) << list.status().to_string();
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ((*list)[0].name, "users");
@@ -121,21 +126,23 @@ TEST_P(KvClientTest, PoolsHaveTheirContracts) {
   auto other = connect();
   ThreadClient* oc = *other->thread_client();
   auto os = store(oc);
-  auto op = os->open_pool_sync("users");
+  auto op = sync_wait(os->open_pool("users"));
   ASSERT_TRUE(op.ok()) << op.status().to_string();
-  ASSERT_TRUE((*op)->put_sync("k", "v").ok());
-  ASSERT_TRUE(s->close_pool_sync(**again).ok());
-  EXPECT_EQ(s->close_pool_sync(**again).code(), StatusCode::kInvalidArgument);  // closed twice
-  EXPECT_EQ(s->delete_pool_sync("users").code(), StatusCode::kBusy);
-  ASSERT_TRUE(os->close_pool_sync(**op).ok());
-  ASSERT_TRUE(s->delete_pool_sync("users").ok());  // the deleting session's own handle goes too
-  EXPECT_EQ(s->delete_pool_sync("users").code(), StatusCode::kNotFound);
-  EXPECT_EQ(s->open_pool_sync("users").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(sync_wait((*op)->put("k", "v")).ok());
+  ASSERT_TRUE(sync_wait(s->close_pool(**again)).ok());
+  EXPECT_EQ(sync_wait(s->close_pool(**again)).code(),
+            StatusCode::kInvalidArgument);  // closed twice
+  EXPECT_EQ(sync_wait(s->delete_pool("users")).code(), StatusCode::kBusy);
+  ASSERT_TRUE(sync_wait(os->close_pool(**op)).ok());
+  ASSERT_TRUE(
+      sync_wait(s->delete_pool("users")).ok());  // the deleting session's own handle goes too
+  EXPECT_EQ(sync_wait(s->delete_pool("users")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(sync_wait(s->open_pool("users")).status().code(), StatusCode::kNotFound);
   // A new pool of the same name starts empty.
   auto fresh = create(s.get(), "users");
   ASSERT_NE(fresh, nullptr);
-  EXPECT_EQ(*fresh->count_sync(), 0u);
-  auto stats = s->shard_stats_sync(cluster_->nodes()[0].node_id);
+  EXPECT_EQ(*sync_wait(fresh->count()), 0u);
+  auto stats = sync_wait(s->shard_stats(cluster_->nodes()[0].node_id));
   ASSERT_TRUE(stats.ok()) << stats.status().to_string();
   EXPECT_EQ(stats->size(), 2u);  // one per worker
   uint64_t puts = 0, pools = 0;
@@ -151,41 +158,42 @@ TEST_P(KvClientTest, KeyValueOperationsHaveTheirContracts) {
     auto p = create(s.get(), std::string("ops-") + kv::kv_mode_name(mode));
     ASSERT_NE(p, nullptr);
     std::string v;
-    EXPECT_FALSE(*p->get_sync("apple", &v));
-    ASSERT_TRUE(p->put_sync("apple", "red").ok());
-    ASSERT_TRUE(*p->get_sync("apple", &v));
+    EXPECT_FALSE(*sync_wait(p->get("apple", &v)));
+    ASSERT_TRUE(sync_wait(p->put("apple", "red")).ok());
+    ASSERT_TRUE(*sync_wait(p->get("apple", &v)));
     EXPECT_EQ(v, "red");
-    ASSERT_TRUE(*p->get_sync("apple", &v));  // one-two-sided: a one-sided hit now
+    ASSERT_TRUE(*sync_wait(p->get("apple", &v)));  // one-two-sided: a one-sided hit now
     EXPECT_EQ(v, "red");
-    EXPECT_EQ(p->put_sync("apple", "green", w::kPutCreateOnly).code(), StatusCode::kAlreadyExists);
+    EXPECT_EQ(sync_wait(p->put("apple", "green", w::kPutCreateOnly)).code(),
+              StatusCode::kAlreadyExists);
     bool existed = false;
-    ASSERT_TRUE(p->put_sync("apple", "blue", w::kPutDontOverwrite, &existed).ok());
+    ASSERT_TRUE(sync_wait(p->put("apple", "blue", w::kPutDontOverwrite, &existed)).ok());
     EXPECT_TRUE(existed);
-    ASSERT_TRUE(p->put_sync("pear", "yellow", w::kPutDontOverwrite, &existed).ok());
+    ASSERT_TRUE(sync_wait(p->put("pear", "yellow", w::kPutDontOverwrite, &existed)).ok());
     EXPECT_FALSE(existed);
-    ASSERT_TRUE(*p->get_sync("apple", &v));
+    ASSERT_TRUE(*sync_wait(p->get("apple", &v)));
     EXPECT_EQ(v, "red");
-    ASSERT_TRUE(p->put_sync("apple", "crimson").ok());
-    ASSERT_TRUE(*p->get_sync("apple", &v));
+    ASSERT_TRUE(sync_wait(p->put("apple", "crimson")).ok());
+    ASSERT_TRUE(*sync_wait(p->get("apple", &v)));
     EXPECT_EQ(v, "crimson");
-    EXPECT_EQ(*p->count_sync(), 2u);
-    ASSERT_TRUE(p->erase_sync("apple").ok());
-    EXPECT_EQ(p->erase_sync("apple").code(), StatusCode::kNotFound);
-    EXPECT_FALSE(*p->get_sync("apple", &v));
-    EXPECT_EQ(p->put_sync("x", "y", 0x80).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(*sync_wait(p->count()), 2u);
+    ASSERT_TRUE(sync_wait(p->erase("apple")).ok());
+    EXPECT_EQ(sync_wait(p->erase("apple")).code(), StatusCode::kNotFound);
+    EXPECT_FALSE(*sync_wait(p->get("apple", &v)));
+    EXPECT_EQ(sync_wait(p->put("x", "y", 0x80)).code(), StatusCode::kInvalidArgument);
     // Attributes.
-    ASSERT_TRUE(p->put_sync("fig", "purple fruit").ok());
-    EXPECT_EQ(*p->attribute_sync(w::Attribute::kValueLength, "fig"), 12u);
-    EXPECT_EQ(*p->attribute_sync(w::Attribute::kCrc32, "fig"), crc32_of("purple fruit"));
-    const uint64_t epoch = *p->attribute_sync(w::Attribute::kWriteEpoch, "fig");
+    ASSERT_TRUE(sync_wait(p->put("fig", "purple fruit")).ok());
+    EXPECT_EQ(*sync_wait(p->attribute(w::Attribute::kValueLength, "fig")), 12u);
+    EXPECT_EQ(*sync_wait(p->attribute(w::Attribute::kCrc32, "fig")), crc32_of("purple fruit"));
+    const uint64_t epoch = *sync_wait(p->attribute(w::Attribute::kWriteEpoch, "fig"));
     EXPECT_GT(epoch, 0u);
-    ASSERT_TRUE(p->put_sync("fig", "green fruit").ok());
-    EXPECT_GT(*p->attribute_sync(w::Attribute::kWriteEpoch, "fig"), epoch);
-    EXPECT_EQ(p->attribute_sync(w::Attribute::kValueLength, "nope").status().code(),
+    ASSERT_TRUE(sync_wait(p->put("fig", "green fruit")).ok());
+    EXPECT_GT(*sync_wait(p->attribute(w::Attribute::kWriteEpoch, "fig")), epoch);
+    EXPECT_EQ(sync_wait(p->attribute(w::Attribute::kValueLength, "nope")).status().code(),
               StatusCode::kNotFound);
-    EXPECT_EQ(*p->attribute_sync(w::Attribute::kCount), 2u);
-    EXPECT_GE(*p->attribute_sync(w::Attribute::kCapacity), kPoolBytes);
-    auto info = p->info_sync();
+    EXPECT_EQ(*sync_wait(p->attribute(w::Attribute::kCount)), 2u);
+    EXPECT_GE(*sync_wait(p->attribute(w::Attribute::kCapacity)), kPoolBytes);
+    auto info = sync_wait(p->info());
     ASSERT_TRUE(info.ok()) << info.status().to_string();
     EXPECT_EQ(info->count, 2u);
     EXPECT_GT(info->used_bytes, 0u);
@@ -194,21 +202,21 @@ TEST_P(KvClientTest, KeyValueOperationsHaveTheirContracts) {
     auto other = connect();
     ThreadClient* oc = *other->thread_client();
     auto os = store(oc, mode);
-    auto ro = os->open_pool_sync(p->name(), w::kPoolReadOnly);
+    auto ro = sync_wait(os->open_pool(p->name(), w::kPoolReadOnly));
     ASSERT_TRUE(ro.ok());
-    ASSERT_TRUE(*(*ro)->get_sync("pear", &v));
+    ASSERT_TRUE(*sync_wait((*ro)->get("pear", &v)));
     EXPECT_EQ(v, "yellow");
-    EXPECT_NE((*ro)->put_sync("pear", "x").code(), StatusCode::kOk);
-    EXPECT_NE((*ro)->erase_sync("pear").code(), StatusCode::kOk);
-    ASSERT_TRUE(os->close_pool_sync(**ro).ok());
+    EXPECT_NE(sync_wait((*ro)->put("pear", "x")).code(), StatusCode::kOk);
+    EXPECT_NE(sync_wait((*ro)->erase("pear")).code(), StatusCode::kOk);
+    ASSERT_TRUE(sync_wait(os->close_pool(**ro)).ok());
     const kv::StoreStats st = s->stats();
     if (mode == KvMode::kOneTwoSided) {
       EXPECT_GT(st.one_sided_hits, 0u);
     } else {
       EXPECT_EQ(st.one_sided_hits + st.one_sided_misses, 0u);
     }
-    ASSERT_TRUE(s->close_pool_sync(*p).ok());
-    EXPECT_EQ(p->get_sync("pear", &v).status().code(), StatusCode::kInvalidArgument);
+    ASSERT_TRUE(sync_wait(s->close_pool(*p)).ok());
+    EXPECT_EQ(sync_wait(p->get("pear", &v)).status().code(), StatusCode::kInvalidArgument);
   }
 }
 
@@ -218,39 +226,39 @@ TEST_P(KvClientTest, BoundarySizesTakeTheRightPath) {
   ASSERT_NE(p, nullptr);
   std::string v;
   const std::string key1 = "k", key64k(w::kMaxKeyBytes, 'K');
-  ASSERT_TRUE(p->put_sync(key1, "").ok());  // 1-byte key, empty value
-  ASSERT_TRUE(*p->get_sync(key1, &v));
+  ASSERT_TRUE(sync_wait(p->put(key1, "")).ok());  // 1-byte key, empty value
+  ASSERT_TRUE(*sync_wait(p->get(key1, &v)));
   EXPECT_EQ(v, "");
-  ASSERT_TRUE(p->put_sync(key64k, "long key").ok());
-  ASSERT_TRUE(*p->get_sync(key64k, &v));
+  ASSERT_TRUE(sync_wait(p->put(key64k, "long key")).ok());
+  ASSERT_TRUE(*sync_wait(p->get(key64k, &v)));
   EXPECT_EQ(v, "long key");
-  EXPECT_EQ(p->put_sync("", "v").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(p->put_sync(std::string(w::kMaxKeyBytes + 1, 'K'), "v").code(),
+  EXPECT_EQ(sync_wait(p->put("", "v")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(p->put(std::string(w::kMaxKeyBytes + 1, 'K'), "v")).code(),
             StatusCode::kInvalidArgument);
-  ASSERT_TRUE(p->put_sync(key64k, "a longer value, through locate").ok());
-  ASSERT_TRUE(*p->get_sync(key64k, &v));
+  ASSERT_TRUE(sync_wait(p->put(key64k, "a longer value, through locate")).ok());
+  ASSERT_TRUE(*sync_wait(p->get(key64k, &v)));
   EXPECT_EQ(v, "a longer value, through locate");
   // The largest put a message carries, one byte more (through locate), and multi-MiB values.
   const size_t inline_max = w::kMaxRpcPayloadBytes - 32 - 8;
   for (size_t n : {inline_max, inline_max + 1, size_t{3} << 20}) {
     SCOPED_TRACE(n);
     const std::string big = pattern(n, static_cast<uint32_t>(n));
-    ASSERT_TRUE(p->put_sync("bigkey", big).ok());
-    ASSERT_TRUE(*p->get_sync("bigkey", &v));
+    ASSERT_TRUE(sync_wait(p->put("bigkey", big)).ok());
+    ASSERT_TRUE(*sync_wait(p->get("bigkey", &v)));
     ASSERT_EQ(v.size(), n);
     EXPECT_TRUE(v == big);
   }
   EXPECT_GT(s->stats().locates, 0u);
   // The same large value from another handle (no cached location: kReplyNeedsLocate).
   auto s2 = store(client_, KvMode::kRpc);
-  auto p2 = s2->open_pool_sync("sizes");
+  auto p2 = sync_wait(s2->open_pool("sizes"));
   ASSERT_TRUE(p2.ok());
-  ASSERT_TRUE(*(*p2)->get_sync("bigkey", &v));
+  ASSERT_TRUE(*sync_wait((*p2)->get("bigkey", &v)));
   EXPECT_EQ(v.size(), size_t{3} << 20);
   EXPECT_GT(s2->stats().locates, 0u);
   // Many medium values asked for in one round: their replies cannot all fit in 64 KiB.
   for (int i = 0; i < 12; ++i) {
-    ASSERT_TRUE((*p2)->put_sync("m" + std::to_string(i), pattern(9000, i)).ok());
+    ASSERT_TRUE(sync_wait((*p2)->put("m" + std::to_string(i), pattern(9000, i))).ok());
   }
   std::vector<std::string> got(12);
   std::vector<Task<Result<bool>>> gets;
@@ -263,7 +271,7 @@ TEST_P(KvClientTest, BoundarySizesTakeTheRightPath) {
     EXPECT_TRUE(got[i] == pattern(9000, i)) << i;
   }
   EXPECT_GT(s2->stats().refetches + s2->stats().locates, 1u);
-  ASSERT_TRUE(s2->close_pool_sync(**p2).ok());
+  ASSERT_TRUE(sync_wait(s2->close_pool(**p2)).ok());
 }
 
 TEST_P(KvClientTest, DirectTransfersRangesAndLocks) {
@@ -271,79 +279,82 @@ TEST_P(KvClientTest, DirectTransfersRangesAndLocks) {
   auto p = create(s.get(), "direct");
   ASSERT_NE(p, nullptr);
   const std::string value = pattern(200000, 3);
-  ASSERT_TRUE(p->put_direct_sync("blob", value.data(), value.size()).ok());
+  ASSERT_TRUE(sync_wait(p->put_direct("blob", value.data(), value.size())).ok());
   std::string buf(300000, '\0');
-  auto n = p->get_direct_sync("blob", buf.data(), buf.size());
+  auto n = sync_wait(p->get_direct("blob", buf.data(), buf.size()));
   ASSERT_TRUE(n.ok()) << n.status().to_string();
   ASSERT_EQ(*n, value.size());
   EXPECT_TRUE(buf.compare(0, value.size(), value) == 0);
-  EXPECT_EQ(p->get_direct_sync("blob", buf.data(), 10).status().code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(p->get_direct_sync("none", buf.data(), 10).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(p->put_direct_sync("blob", "x", 1, w::kPutCreateOnly).code(),
+  EXPECT_EQ(sync_wait(p->get_direct("blob", buf.data(), 10)).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(sync_wait(p->get_direct("none", buf.data(), 10)).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(sync_wait(p->put_direct("blob", "x", 1, w::kPutCreateOnly)).code(),
             StatusCode::kAlreadyExists);
   bool existed = false;
-  ASSERT_TRUE(p->put_direct_sync("blob", "x", 1, w::kPutDontOverwrite, &existed).ok());
+  ASSERT_TRUE(sync_wait(p->put_direct("blob", "x", 1, w::kPutDontOverwrite, &existed)).ok());
   EXPECT_TRUE(existed);
-  ASSERT_TRUE(p->put_direct_sync("empty", nullptr, 0).ok());
-  EXPECT_EQ(*p->get_direct_sync("empty", buf.data(), buf.size()), 0u);
+  ASSERT_TRUE(sync_wait(p->put_direct("empty", nullptr, 0)).ok());
+  EXPECT_EQ(*sync_wait(p->get_direct("empty", buf.data(), buf.size())), 0u);
   // Ranges.
   char part[16] = {};
-  auto r = p->read_range_sync("blob", 1000, part, sizeof(part));
+  auto r = sync_wait(p->read_range("blob", 1000, part, sizeof(part)));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(*r, sizeof(part));
   EXPECT_EQ(std::string(part, sizeof(part)), value.substr(1000, sizeof(part)));
-  r = p->read_range_sync("blob", value.size() - 4, part, sizeof(part));  // runs off the end
+  r = sync_wait(p->read_range("blob", value.size() - 4, part, sizeof(part)));  // runs off the end
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, 4u);
-  ASSERT_TRUE(p->write_range_sync("blob", 5, "HELLO", 5).ok());
+  ASSERT_TRUE(sync_wait(p->write_range("blob", 5, "HELLO", 5)).ok());
   std::string v;
-  ASSERT_TRUE(*p->get_sync("blob", &v));
+  ASSERT_TRUE(*sync_wait(p->get("blob", &v)));
   EXPECT_EQ(v.substr(0, 12), value.substr(0, 5) + "HELLO" + value.substr(10, 2));
   EXPECT_EQ(v.size(), value.size());
-  EXPECT_EQ(p->write_range_sync("blob", value.size() - 2, "abcd", 4).code(),
+  EXPECT_EQ(sync_wait(p->write_range("blob", value.size() - 2, "abcd", 4)).code(),
             StatusCode::kOutOfRange);
   // Locks: far memory addressed directly; other sessions see kBusy until unlock.
-  ASSERT_TRUE(p->put_sync("counter", "00000000").ok());
-  auto lock = p->lock_sync("counter", kv::LockMode::kWrite);
+  ASSERT_TRUE(sync_wait(p->put("counter", "00000000")).ok());
+  auto lock = sync_wait(p->lock("counter", kv::LockMode::kWrite));
   ASSERT_TRUE(lock.ok()) << lock.status().to_string();
   EXPECT_EQ(lock->value_bytes, 8u);
-  ASSERT_TRUE(client_->write_sync(lock->address, "00000042", 8).ok());
+  ASSERT_TRUE(sync_wait(client_->write(lock->address, "00000042", 8)).ok());
   auto other = connect();
   ThreadClient* oc = *other->thread_client();
   auto os = store(oc);
-  auto op = os->open_pool_sync("direct");
+  auto op = sync_wait(os->open_pool("direct"));
   ASSERT_TRUE(op.ok());
-  EXPECT_EQ((*op)->get_sync("counter", &v).status().code(), StatusCode::kBusy);
-  EXPECT_EQ((*op)->put_sync("counter", "x").code(), StatusCode::kBusy);
-  EXPECT_EQ((*op)->lock_sync("counter", kv::LockMode::kRead).status().code(), StatusCode::kBusy);
-  ASSERT_TRUE(p->unlock_sync(*lock).ok());
-  ASSERT_TRUE(*(*op)->get_sync("counter", &v));
+  EXPECT_EQ(sync_wait((*op)->get("counter", &v)).status().code(), StatusCode::kBusy);
+  EXPECT_EQ(sync_wait((*op)->put("counter", "x")).code(), StatusCode::kBusy);
+  EXPECT_EQ(sync_wait((*op)->lock("counter", kv::LockMode::kRead)).status().code(),
+            StatusCode::kBusy);
+  ASSERT_TRUE(sync_wait(p->unlock(*lock)).ok());
+  ASSERT_TRUE(*sync_wait((*op)->get("counter", &v)));
   EXPECT_EQ(v, "00000042");
-  auto rlock = (*op)->lock_sync("counter", kv::LockMode::kRead);
+  auto rlock = sync_wait((*op)->lock("counter", kv::LockMode::kRead));
   ASSERT_TRUE(rlock.ok());
   char word[8];
-  ASSERT_TRUE(oc->read_sync(rlock->address, word, 8).ok());
+  ASSERT_TRUE(sync_wait(oc->read(rlock->address, word, 8)).ok());
   EXPECT_EQ(std::string(word, 8), "00000042");
-  ASSERT_TRUE((*op)->unlock_sync(*rlock).ok());
-  EXPECT_NE((*op)->unlock_sync(*rlock).code(), StatusCode::kOk);  // released already
-  ASSERT_TRUE(os->close_pool_sync(**op).ok());
+  ASSERT_TRUE(sync_wait((*op)->unlock(*rlock)).ok());
+  EXPECT_NE(sync_wait((*op)->unlock(*rlock)).code(), StatusCode::kOk);  // released already
+  ASSERT_TRUE(sync_wait(os->close_pool(**op)).ok());
 }
 
 TEST_P(KvClientTest, FindIteratesTheSecondaryIndex) {
   auto s = store(client_);
   auto p = create(s.get(), "index");
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->find_sync("prefix:a").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(p->find("prefix:a")).status().code(), StatusCode::kInvalidArgument);
   for (const char* k : {"apple", "apricot", "banana", "avocado", "cherry"}) {
-    ASSERT_TRUE(p->put_sync(k, "fruit").ok());
+    ASSERT_TRUE(sync_wait(p->put(k, "fruit")).ok());
   }
-  ASSERT_TRUE(p->configure_sync("AddIndex::VolatileTree").ok());
-  EXPECT_EQ(p->configure_sync("NoSuchCommand::x").code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(p->put_sync("apex", "new after the index").ok());
+  ASSERT_TRUE(sync_wait(p->configure("AddIndex::VolatileTree")).ok());
+  EXPECT_EQ(sync_wait(p->configure("NoSuchCommand::x")).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(sync_wait(p->put("apex", "new after the index")).ok());
   std::vector<std::string> found;
   uint64_t start = 0;
   for (;;) {
-    auto m = p->find_sync("prefix:ap", start);
+    auto m = sync_wait(p->find("prefix:ap", start));
     if (!m.ok()) {
       EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
       break;
@@ -352,21 +363,21 @@ TEST_P(KvClientTest, FindIteratesTheSecondaryIndex) {
     start = m->position + 1;
   }
   EXPECT_EQ(found, (std::vector<std::string>{"apex", "apple", "apricot"}));
-  auto ex = p->find_sync("exact:banana");
+  auto ex = sync_wait(p->find("exact:banana"));
   ASSERT_TRUE(ex.ok());
   EXPECT_EQ(ex->key, "banana");
   EXPECT_EQ(ex->position, 4u);  // apex apple apricot avocado banana cherry
-  auto re = p->find_sync("regex:c.*y");
+  auto re = sync_wait(p->find("regex:c.*y"));
   ASSERT_TRUE(re.ok());
   EXPECT_EQ(re->key, "cherry");
-  auto nx = p->find_sync("next:", 1);
+  auto nx = sync_wait(p->find("next:", 1));
   ASSERT_TRUE(nx.ok());
   EXPECT_EQ(nx->key, "apple");
-  EXPECT_EQ(p->find_sync("next:", 6).status().code(), StatusCode::kNotFound);
-  ASSERT_TRUE(p->erase_sync("apple").ok());
-  auto after = p->find_sync("prefix:app");
+  EXPECT_EQ(sync_wait(p->find("next:", 6)).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(sync_wait(p->erase("apple")).ok());
+  auto after = sync_wait(p->find("prefix:app"));
   EXPECT_EQ(after.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(p->info_sync()->flags & w::kPoolHasIndex, 0u);
+  EXPECT_NE(sync_wait(p->info())->flags & w::kPoolHasIndex, 0u);
 }
 
 // Coroutines of one thread that ask in the same round share messages; with coalescing off
@@ -383,10 +394,11 @@ TEST_P(KvClientTest, OperationsOfOneRoundShareAMessage) {
   for (bool coalesce : {true, false}) {
     SCOPED_TRACE(coalesce ? "coalescing" : "one message per operation");
     auto s = store(client_, KvMode::kRpc, coalesce);
-    auto p = s->create_pool_sync("round", kPoolBytes);
+    auto p = sync_wait(s->create_pool("round", kPoolBytes));
     ASSERT_TRUE(p.ok());
     for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE((*p)->put_sync("key" + std::to_string(i), "value" + std::to_string(i)).ok());
+      ASSERT_TRUE(
+          sync_wait((*p)->put("key" + std::to_string(i), "value" + std::to_string(i))).ok());
     }
     const kv::StoreStats before = s->stats();
     int errors = 0;
@@ -404,9 +416,9 @@ TEST_P(KvClientTest, OperationsOfOneRoundShareAMessage) {
     } else {
       EXPECT_EQ(messages, ops);
     }
-    ASSERT_TRUE(s->close_pool_sync(**p).ok());
+    ASSERT_TRUE(sync_wait(s->close_pool(**p)).ok());
   }
-  auto stats = store(client_)->shard_stats_sync(cluster_->nodes()[0].node_id);
+  auto stats = sync_wait(store(client_)->shard_stats(cluster_->nodes()[0].node_id));
   ASSERT_TRUE(stats.ok());
   uint64_t ops = 0, messages = 0;
   for (const auto& sh : *stats) ops += sh.coalesced_ops, messages += sh.ops_messages;
@@ -420,25 +432,25 @@ TEST_P(KvClientTest, OneSidedGetsNeverReturnAStaleValue) {
   auto other = connect();
   ThreadClient* oc = *other->thread_client();
   auto os = store(oc, KvMode::kRpc);
-  auto op = os->open_pool_sync("stale");
+  auto op = sync_wait(os->open_pool("stale"));
   ASSERT_TRUE(op.ok());
   std::string v;
   for (int i = 0; i < 20; ++i) {
     const std::string mine = "v" + std::to_string(i);
-    ASSERT_TRUE((*op)->put_sync("key", mine).ok());  // the cached location is now stale
-    ASSERT_TRUE(*p->get_sync("key", &v));
+    ASSERT_TRUE(sync_wait((*op)->put("key", mine)).ok());  // the cached location is now stale
+    ASSERT_TRUE(*sync_wait(p->get("key", &v)));
     EXPECT_EQ(v, mine);
-    ASSERT_TRUE(*p->get_sync("key", &v));  // cached again: one-sided
+    ASSERT_TRUE(*sync_wait(p->get("key", &v)));  // cached again: one-sided
     EXPECT_EQ(v, mine);
   }
-  ASSERT_TRUE((*op)->erase_sync("key").ok());
-  EXPECT_FALSE(*p->get_sync("key", &v));
+  ASSERT_TRUE(sync_wait((*op)->erase("key")).ok());
+  EXPECT_FALSE(*sync_wait(p->get("key", &v)));
   const kv::StoreStats st = s->stats();
   EXPECT_EQ(st.one_sided_hits, 20u);
   EXPECT_EQ(st.one_sided_misses, 21u);
   EXPECT_EQ(p->one_sided(), true);
   EXPECT_EQ(store(client_, KvMode::kAuto)->one_sided(p->node()), GetParam().name == "shm");
-  ASSERT_TRUE(os->close_pool_sync(**op).ok());
+  ASSERT_TRUE(sync_wait(os->close_pool(**op)).ok());
 }
 
 // ---- concurrency: Porcupine-checked histories ------------------------------------------
@@ -521,7 +533,7 @@ void run_history(Cluster* cluster, ThreadClient* client, KvMode mode, const std:
     threads.emplace_back([&, th] {
       ThreadClient* tc = *cluster->thread_client();
       auto ts = store(tc, mode);
-      auto tp = ts->open_pool_sync(name);
+      auto tp = sync_wait(ts->open_pool(name));
       ASSERT_TRUE(tp.ok()) << tp.status().to_string();
       for (int k = 0; k < kCoroutines; ++k) {
         ASSERT_TRUE(tc->scheduler()
@@ -532,7 +544,7 @@ void run_history(Cluster* cluster, ThreadClient* client, KvMode mode, const std:
       tc->scheduler().run_until_idle();
       hits += ts->stats().one_sided_hits;
       misses += ts->stats().one_sided_misses;
-      EXPECT_TRUE(ts->close_pool_sync(**tp).ok());
+      EXPECT_TRUE(sync_wait(ts->close_pool(**tp)).ok());
       cluster->release_thread_client();
     });
   }
@@ -612,9 +624,9 @@ TEST_P(KvClientTest, KilledNodeFailsEveryOperationWithPeerFailed) {
       EXPECT_EQ(st.code(), StatusCode::kPeerFailed) << st.to_string();
     }
     std::string v;
-    EXPECT_EQ(p->get_sync("k1", &v).status().code(), StatusCode::kPeerFailed);
-    EXPECT_EQ(p->put_sync("k1", "v").code(), StatusCode::kPeerFailed);
-    EXPECT_EQ(s->list_pools_sync().status().code(), StatusCode::kPeerFailed);
+    EXPECT_EQ(sync_wait(p->get("k1", &v)).status().code(), StatusCode::kPeerFailed);
+    EXPECT_EQ(sync_wait(p->put("k1", "v")).code(), StatusCode::kPeerFailed);
+    EXPECT_EQ(sync_wait(s->list_pools()).status().code(), StatusCode::kPeerFailed);
   }
 }
 

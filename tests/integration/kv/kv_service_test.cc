@@ -14,9 +14,12 @@
 
 #include "farmem/kv/record.h"
 #include "farmem/kv/wire.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "kv/kv_messages.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -154,7 +157,7 @@ class KvSession {
   // The bytes of a record, read one-sidedly.
   std::string read_record(uint64_t record, uint32_t bytes) {
     std::string buf(bytes, '\0');
-    Status s = c_->read_sync(GlobalAddress(kNode, record), buf.data(), bytes);
+    Status s = sync_wait(c_->read(GlobalAddress(kNode, record), buf.data(), bytes));
     EXPECT_TRUE(s.ok()) << s.to_string();
     return buf;
   }
@@ -463,7 +466,8 @@ TEST_P(KvServiceTest, LocateAndReleaseMoveLargeValuesAndRangesAndLockKeys) {
   ASSERT_TRUE(pb.ok());
   EXPECT_EQ(b->put(pb->pool, "large", "x"), StatusCode::kBusy);
   EXPECT_EQ(b->locate(pb->pool, "large", kw::LocateMode::kRead).status().code(), StatusCode::kBusy);
-  ASSERT_TRUE(c->write_sync(GlobalAddress(kNode, l->address), value.data(), value.size()).ok());
+  ASSERT_TRUE(
+      sync_wait(c->write(GlobalAddress(kNode, l->address), value.data(), value.size())).ok());
   ASSERT_TRUE(a_->release(pool, l->token).ok());
   EXPECT_EQ(a_->release(pool, l->token).code(), StatusCode::kNotFound);
   auto g = a_->one(pool, {KvOp::kGet, 0, "large", ""});
@@ -488,7 +492,8 @@ TEST_P(KvServiceTest, LocateAndReleaseMoveLargeValuesAndRangesAndLockKeys) {
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->length, value.size() - (1 << 20));
   std::string part(5000, '\0');
-  ASSERT_TRUE(b->client()->read_sync(GlobalAddress(kNode, r->address), part.data(), 5000).ok());
+  ASSERT_TRUE(
+      sync_wait(b->client()->read(GlobalAddress(kNode, r->address), part.data(), 5000)).ok());
   EXPECT_EQ(part, value.substr(1000, 5000));
   EXPECT_EQ(a_->locate(pool, "large", kw::LocateMode::kWrite).status().code(), StatusCode::kBusy);
   EXPECT_EQ(a_->put(pool, "large", "y"), StatusCode::kBusy);
@@ -507,7 +512,7 @@ TEST_P(KvServiceTest, LocateAndReleaseMoveLargeValuesAndRangesAndLockKeys) {
   EXPECT_EQ(b->get(pb->pool, "small").status().code(), StatusCode::kBusy);
   EXPECT_FALSE(
       valid_record(a_->read_record(before->reply.record, before->reply.record_bytes), "small"));
-  ASSERT_TRUE(c->write_sync(GlobalAddress(kNode, wl->address), "WORLD", 5).ok());
+  ASSERT_TRUE(sync_wait(c->write(GlobalAddress(kNode, wl->address), "WORLD", 5)).ok());
   ASSERT_TRUE(a_->release(pool, wl->token).ok());
   auto after = a_->one(pool, {KvOp::kGet, 0, "small", ""});
   EXPECT_EQ(after->value, "hello WORLD");

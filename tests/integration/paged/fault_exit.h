@@ -1,5 +1,5 @@
 // The end a process must come to when a page fault cannot be served (its memory node or agent
-// dead, or stopped past the op deadline; docs/ARCHITECTURE.md "Paged regions"): exit
+// dead, or stopped past the op deadline; docs/modules/paged.md "Failure"): exit
 // paged::kFaultExitStatus after one "farmem paged: fatal:" line naming the page's offset and
 // node, with no wrong data read before it. Shared by the paged and agent failure rows.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "harness.h"
 
 namespace farmem::testing {

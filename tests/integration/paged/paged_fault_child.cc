@@ -15,7 +15,7 @@
 #include <string>
 
 #include "farmem/client/cluster.h"
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 
 namespace {
 
@@ -45,9 +45,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "connect: %s\n", cluster.status().to_string().c_str());
     return 3;
   }
-  farmem::paged::ManagerOptions mo;
+  farmem::paged::PageManagerOptions mo;
   mo.local_bytes = 256 << 10;
-  auto manager = farmem::paged::Manager::create(**cluster, mo);
+  auto manager = farmem::paged::PageManager::create(**cluster, mo);
   if (!manager.ok()) return 4;
   farmem::paged::RegionOptions ro;
   ro.name = "child-region";

@@ -1,5 +1,5 @@
 // Shared set-up of the paged-region integration tests: memory nodes over the transport of the
-// parameter, a cluster, and a paged::Manager.
+// parameter, a cluster, and a paged::PageManager.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "harness.h"
 
 namespace farmem::testing {
@@ -15,7 +15,7 @@ namespace farmem::testing {
 class PagedTest : public ::testing::TestWithParam<Transport> {
  protected:
   // Starts `nodes` memory nodes (extra server arguments for each) and the manager.
-  void start(const paged::ManagerOptions& mo, size_t nodes = 1,
+  void start(const paged::PageManagerOptions& mo, size_t nodes = 1,
              std::vector<std::string> server_args = {}, uint32_t op_timeout_ms = 5000) {
     std::vector<const ServerProcess*> list;
     for (size_t i = 0; i < nodes; ++i) {
@@ -31,7 +31,7 @@ class PagedTest : public ::testing::TestWithParam<Transport> {
     auto c = client::Cluster::connect(config_for(list, GetParam().tls, op_timeout_ms));
     ASSERT_TRUE(c.ok()) << c.status().to_string();
     cluster_ = std::move(*c);
-    auto m = paged::Manager::create(*cluster_, mo);
+    auto m = paged::PageManager::create(*cluster_, mo);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     manager_ = std::move(*m);
   }
@@ -45,7 +45,7 @@ class PagedTest : public ::testing::TestWithParam<Transport> {
   uint64_t server_capacity_bytes_ = ServerOptions{}.capacity_bytes;  // of each node start() starts
   std::vector<std::unique_ptr<ServerProcess>> servers_;
   std::unique_ptr<client::Cluster> cluster_;
-  std::unique_ptr<paged::Manager> manager_;
+  std::unique_ptr<paged::PageManager> manager_;
 };
 
 }  // namespace farmem::testing

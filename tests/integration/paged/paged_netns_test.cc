@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
 #include "two_hosts.h"
 
 namespace farmem::testing {
@@ -15,9 +15,9 @@ class PagedNetnsTest : public TwoHostTest {};
 TEST_F(PagedNetnsTest, RegionOverAnotherHostKeepsEveryWrite) {
   auto cluster = client::Cluster::connect(config());
   ASSERT_TRUE(cluster.ok()) << cluster.status().to_string();
-  paged::ManagerOptions mo;
+  paged::PageManagerOptions mo;
   mo.local_bytes = 256 << 10;
-  auto m = paged::Manager::create(**cluster, mo);
+  auto m = paged::PageManager::create(**cluster, mo);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   paged::RegionOptions ro;
   ro.advice = paged::Advice::kSequential;

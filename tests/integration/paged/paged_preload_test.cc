@@ -19,7 +19,7 @@ namespace farmem::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using paged::ManagerOptions;
+using paged::PageManagerOptions;
 using paged::Region;
 using paged::RegionOptions;
 
@@ -47,7 +47,7 @@ class PagedPreloadTest : public PagedTest {
 };
 
 TEST_P(PagedPreloadTest, PreloadedRegionHoldsTheFileStripedOverNodes) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 512 << 10;
   start(mo, 2, preload_args());
   RegionOptions o;
@@ -69,7 +69,7 @@ TEST_P(PagedPreloadTest, PreloadedRegionHoldsTheFileStripedOverNodes) {
 }
 
 TEST_P(PagedPreloadTest, TwoManagersShareOneRemoteCopy) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 512 << 10;
   start(mo, 2, preload_args());
   auto a = manager_->allocate_from_file("input.bin");
@@ -78,7 +78,7 @@ TEST_P(PagedPreloadTest, TwoManagersShareOneRemoteCopy) {
   std::vector<const ServerProcess*> list{servers_[0].get(), servers_[1].get()};
   auto c2 = client::Cluster::connect(config_for(list, GetParam().tls));
   ASSERT_TRUE(c2.ok());
-  auto m2 = paged::Manager::create(**c2, mo);
+  auto m2 = paged::PageManager::create(**c2, mo);
   ASSERT_TRUE(m2.ok());
   auto b = (*m2)->allocate_from_file("input.bin");
   ASSERT_TRUE(b.ok()) << b.status().to_string();
@@ -91,7 +91,7 @@ TEST_P(PagedPreloadTest, TwoManagersShareOneRemoteCopy) {
 }
 
 TEST_P(PagedPreloadTest, RefusedPreloadPaths) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 512 << 10;
   start(mo, 1, preload_args());
   const std::string abs = (root_ / "pre" / "input.bin").string();
@@ -104,7 +104,7 @@ TEST_P(PagedPreloadTest, RefusedPreloadPaths) {
 }
 
 TEST_P(PagedPreloadTest, NodeWithoutPreloadDirRefuses) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 512 << 10;
   start(mo, 1);
   auto r = manager_->allocate_from_file("input.bin");

@@ -12,14 +12,17 @@
 #include <thread>
 #include <vector>
 
+#include "farmem/runtime/scheduler.h"
 #include "paged_fixture.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
 
 using paged::Advice;
-using paged::ManagerOptions;
+using paged::PageManagerOptions;
 using paged::Region;
 using paged::RegionOptions;
 
@@ -55,7 +58,7 @@ class PagedRegionTest : public PagedTest {
 };
 
 TEST_P(PagedRegionTest, FreshRegionReadsZeroAndKeepsWrites) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 1 << 20;
   start(mo);
   Region* r = alloc(4 << 20);
@@ -74,7 +77,7 @@ TEST_P(PagedRegionTest, FreshRegionReadsZeroAndKeepsWrites) {
 }
 
 TEST_P(PagedRegionTest, SequentialRandomStridedPatternsMatchModel) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 512 << 10;
   start(mo);
   for (uint64_t page_bytes : {uint64_t{4096}, uint64_t{64 * 1024}}) {
@@ -111,7 +114,7 @@ TEST_P(PagedRegionTest, SequentialRandomStridedPatternsMatchModel) {
 }
 
 TEST_P(PagedRegionTest, ConcurrentWritersUnderEvictionNeverLoseAWrite) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 128 << 10;  // 8 pages of 16 KiB for a 2 MiB region
   start(mo);
   Region* r = alloc(2 << 20, 16 * 1024);
@@ -151,14 +154,14 @@ TEST_P(PagedRegionTest, ConcurrentWritersUnderEvictionNeverLoseAWrite) {
 // served (no hang) and kept; with no installers the pager maps everything itself.
 TEST_P(PagedRegionTest, WritersSweepingThroughInstalledReadAheadLoseNothing) {
   for (uint32_t installers : {0u, 1u, 2u}) {
-    ManagerOptions mo;
+    PageManagerOptions mo;
     mo.local_bytes = 256 << 10;  // 16 pages of 16 KiB for a 2 MiB region
     mo.install_threads = installers;
     if (cluster_ == nullptr) {
       start(mo);
     } else {  // the same memory node, a new manager
       manager_.reset();
-      auto m = paged::Manager::create(*cluster_, mo);
+      auto m = paged::PageManager::create(*cluster_, mo);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       manager_ = std::move(*m);
     }
@@ -208,7 +211,7 @@ uint64_t kernel_page_bytes(const void* addr) {
 // are refused.
 TEST_P(PagedRegionTest, HugePageRegionsKeepEveryWriteUnderEviction) {
   constexpr uint64_t kHuge = 2 << 20;
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 4 * kHuge;
   start(mo);
   // After the memory node started: over shared memory UCX may put its memory on huge pages too.
@@ -258,9 +261,9 @@ TEST_P(PagedRegionTest, HugePageRegionsKeepEveryWriteUnderEviction) {
   for (std::string line; std::getline(meminfo, line);) {
     (void)std::sscanf(line.c_str(), "HugePages_Free: %lu", &free_pages);
   }
-  ManagerOptions roomy;
+  PageManagerOptions roomy;
   roomy.local_bytes = (free_pages + 8) * kHuge;
-  auto m2 = paged::Manager::create(*cluster_, roomy);
+  auto m2 = paged::PageManager::create(*cluster_, roomy);
   ASSERT_TRUE(m2.ok()) << m2.status().to_string();
   o.page_bytes = kHuge;
   auto big = (*m2)->allocate((free_pages + 1) * kHuge, o);
@@ -270,7 +273,7 @@ TEST_P(PagedRegionTest, HugePageRegionsKeepEveryWriteUnderEviction) {
 }
 
 TEST_P(PagedRegionTest, FlushesRacingWritersLoseNothing) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 1 << 20;
   start(mo);
   Region* r = alloc(512 << 10, 16 * 1024);  // fits: only flushes race the writers
@@ -320,7 +323,7 @@ TEST_P(PagedRegionTest, FlushesRacingWritersLoseNothing) {
 }
 
 TEST_P(PagedRegionTest, BudgetIsRespectedByResidentPages) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_percent = 25;
   start(mo);
   Region* r = alloc(8 << 20);
@@ -342,7 +345,7 @@ TEST_P(PagedRegionTest, BudgetIsRespectedByResidentPages) {
 }
 
 TEST_P(PagedRegionTest, StripesPagesOverSeveralNodes) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 256 << 10;
   start(mo, 3);
   Region* r = alloc(2 << 20);
@@ -357,7 +360,7 @@ TEST_P(PagedRegionTest, StripesPagesOverSeveralNodes) {
   auto* c = *cluster_->thread_client();
   std::vector<uint64_t> buf(r->page_bytes() / 8);
   ASSERT_EQ(r->layout().page_node(4), 1);
-  ASSERT_TRUE(c->read_sync(r->layout().page_address(4), buf.data(), r->page_bytes()).ok());
+  ASSERT_TRUE(sync_wait(c->read(r->layout().page_address(4), buf.data(), r->page_bytes())).ok());
   const uint64_t first = 4 * r->page_bytes() / 8;
   for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf[i], word_value(first + i, 3));
   for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w[i], word_value(i, 3)) << i;
@@ -365,7 +368,7 @@ TEST_P(PagedRegionTest, StripesPagesOverSeveralNodes) {
 }
 
 TEST_P(PagedRegionTest, PrefetchFlushAndStaticAdvice) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 1 << 20;
   start(mo);
   Region* r = alloc(4 << 20);
@@ -406,7 +409,7 @@ TEST_P(PagedRegionTest, PrefetchFlushAndStaticAdvice) {
 }
 
 TEST_P(PagedRegionTest, RejectsBadOptions) {
-  ManagerOptions mo;
+  PageManagerOptions mo;
   mo.local_bytes = 1 << 20;
   start(mo);
   RegionOptions o;
@@ -416,10 +419,10 @@ TEST_P(PagedRegionTest, RejectsBadOptions) {
   EXPECT_FALSE(manager_->allocate(1 << 20, o).ok());
   o.page_bytes = 4096;
   EXPECT_FALSE(manager_->allocate(0, o).ok());
-  ManagerOptions bad;
+  PageManagerOptions bad;
   bad.local_bytes = 0;
   bad.local_percent = 0;
-  EXPECT_FALSE(paged::Manager::create(*cluster_, bad).ok());
+  EXPECT_FALSE(paged::PageManager::create(*cluster_, bad).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PagedRegionTest, ::testing::ValuesIn(all_transports()),

@@ -14,9 +14,12 @@
 #include <string>
 #include <thread>
 
-#include "farmem/paged/manager.h"
+#include "farmem/paged/page_manager.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "paged/fault_exit.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -150,8 +153,8 @@ TEST_P(PagedStopTest, ChildStoppedThenKilledGivesItsMemoryBack) {
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   const uint64_t v = 0x5eed;
   uint64_t r = 0;
-  ASSERT_TRUE(tc->write_sync(*a, &v, sizeof v).ok());
-  ASSERT_TRUE(tc->read_sync(*a, &r, sizeof r).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a, &v, sizeof v)).ok());
+  ASSERT_TRUE(sync_wait(tc->read(*a, &r, sizeof r)).ok());
   EXPECT_EQ(r, v);
 }
 

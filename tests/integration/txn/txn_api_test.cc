@@ -9,8 +9,11 @@
 #include <thread>
 
 #include "farmem/common/clock.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/txn/transaction.h"
 #include "txn_fixture.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -204,8 +207,8 @@ TEST_P(TxnApiTest, CommitsReachPrimaryAndBackup) {
   uint64_t present = 0;
   for (uint64_t b = 0; b < t.buckets(); ++b) {
     std::string p(t.bucket_bytes(), '\0'), q(t.bucket_bytes(), '\0');
-    ASSERT_TRUE(c_->read_sync(t.bucket_address(b, 0), p.data(), p.size()).ok());
-    ASSERT_TRUE(c_->read_sync(t.bucket_address(b, 1), q.data(), q.size()).ok());
+    ASSERT_TRUE(sync_wait(c_->read(t.bucket_address(b, 0), p.data(), p.size())).ok());
+    ASSERT_TRUE(sync_wait(c_->read(t.bucket_address(b, 1), q.data(), q.size())).ok());
     EXPECT_NE(t.bucket_address(b, 0).node(), t.bucket_address(b, 1).node());
     // Identical apart from the lock words (all free now, so identical outright).
     EXPECT_EQ(p, q) << "bucket " << b;

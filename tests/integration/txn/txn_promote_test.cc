@@ -14,9 +14,12 @@
 #include <thread>
 
 #include "farmem/client/cluster.h"
+#include "farmem/runtime/scheduler.h"
 #include "farmem/txn/transaction.h"
 #include "harness.h"
 #include "txn_fixture.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -186,7 +189,7 @@ TEST_P(TxnPromoteTest, BackupsTakeOverFromADeadPrimary) {
     EXPECT_EQ((*b)->root_node("txn/promo"), root);  // roots stay where they were
     client::ThreadClient* cb = *(*b)->thread_client();
     uint64_t word = 0;
-    Status direct = cb->read_sync(GlobalAddress(dead_, 4096), &word, 8);
+    Status direct = sync_wait(cb->read(GlobalAddress(dead_, 4096), &word, 8));
     EXPECT_EQ(direct.code(), StatusCode::kUnavailable) << direct.to_string();
     EXPECT_NE(direct.message().find("down"), std::string_view::npos) << direct.to_string();
     auto tcb = cb->run(txn::TxnClient::create(cb));

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "farmem/fabric/wire.h"
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 #include "farmem/far/prefetcher.h"
 #include "farmem/far/service.h"
 #include "farmem/far/wire.h"
@@ -208,9 +208,9 @@ TEST(StridePrefetcherTest, StableStridesPrefetchAheadAndABreakStops) {
 }
 
 TEST(FarManagerTest, BudgetIsCutIntoSegmentsWithThresholds) {
-  ManagerOptions o;
+  ObjectManagerOptions o;
   o.local_bytes = 16 << 20;
-  auto m = Manager::create(o);
+  auto m = ObjectManager::create(o);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)->pool().segment_bytes(), 1u << 20);
   EXPECT_EQ((*m)->pool().total(), 16u);
@@ -218,10 +218,10 @@ TEST(FarManagerTest, BudgetIsCutIntoSegmentsWithThresholds) {
   EXPECT_LT((*m)->low_segments(), (*m)->high_segments());
   EXPECT_EQ((*m)->max_object_bytes(), 512u << 10);
   o.local_bytes = 32 << 10;  // fewer than 4 segments
-  EXPECT_EQ(Manager::create(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ObjectManager::create(o).status().code(), StatusCode::kInvalidArgument);
   o.local_bytes = 1 << 20;
   o.segment_bytes = 3000;
-  EXPECT_EQ(Manager::create(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ObjectManager::create(o).status().code(), StatusCode::kInvalidArgument);
   uint8_t* s = (*m)->pool().take();
   ASSERT_NE(s, nullptr);
   EXPECT_EQ((*m)->pool().free_segments(), 15u);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "farmem/common/local_budget.h"
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 #include "farmem/far/segment_pool.h"
 #include "test_seed.h"
 
@@ -216,10 +216,10 @@ TEST(SharedSegmentPool, WithoutABudgetThePoolKeepsItsOwnCount) {
 
 TEST(SharedSegmentPool, TheManagerUsesTheSharedLimit) {
   LocalBudget b(8 << 20);
-  far::ManagerOptions o;
+  far::ObjectManagerOptions o;
   o.local_bytes = 1 << 20;  // ignored
   o.shared_budget = &b;
-  auto m = far::Manager::create(o);
+  auto m = far::ObjectManager::create(o);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_EQ((*m)->options().local_bytes, 8u << 20);
   EXPECT_EQ((*m)->pool().bytes(), 8u << 20);

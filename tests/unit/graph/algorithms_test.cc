@@ -102,7 +102,7 @@ class GraphAlgorithmsTest : public ::testing::TestWithParam<std::tuple<std::stri
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     memory_ = std::move(*m);
     pool_ = std::make_unique<ThreadPool>(2);
-    ctx_ = std::make_unique<Context>(*memory_, *pool_);
+    ctx_ = std::make_unique<AlgorithmContext>(*memory_, *pool_);
   }
   void TearDown() override {
     ctx_.reset();
@@ -114,7 +114,7 @@ class GraphAlgorithmsTest : public ::testing::TestWithParam<std::tuple<std::stri
   std::string path_;
   std::unique_ptr<GraphMemory> memory_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<AlgorithmContext> ctx_;
 };
 
 TEST_P(GraphAlgorithmsTest, GraphMatchesTheBuiltCsr) {
@@ -197,7 +197,7 @@ TEST_P(GraphAlgorithmsTest, BetweennessMatchesBrandes) {
 
 TEST_P(GraphAlgorithmsTest, ResultsDoNotDependOnTheThreadCount) {
   ThreadPool one(1);
-  Context single(*memory_, one);
+  AlgorithmContext single(*memory_, one);
   auto a = bfs(single, max_degree_vertex(single));
   auto b = bfs(*ctx_, max_degree_vertex(*ctx_));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -232,7 +232,7 @@ TEST(GraphEdgeMap, SmallSparseOutputsComeSortedById) {
   auto m = open_local(path);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   {
-    Context ctx(**m, pool);
+    AlgorithmContext ctx(**m, pool);
     auto in = ctx.frontier_of({1, 2});
     ASSERT_TRUE(in.ok());
     TakeAll f;

@@ -1,5 +1,5 @@
-// Unit tests of the pool's primary index (hopscotch hashing in region memory) and of Pool's key
-// operations against std::unordered_map, with seeded random operations.
+// Unit tests of the pool's primary index (hopscotch hashing in region memory) and of ServerPool's
+// key operations against std::unordered_map, with seeded random operations.
 #include "kv/service/hopscotch.h"
 
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "kv/service/pool.h"
 #include "kv/service/record.h"
+#include "kv/service/server_pool.h"
 #include "kv_test_region.h"
 #include "test_seed.h"
 
@@ -140,15 +140,15 @@ TEST(KvHopscotchTest, JunkInTheTableIsNeverTrustedIntoACrash) {
   EXPECT_NE(index.find(HopscotchIndex::hash_key("key"), "key"), HopscotchIndex::kNotFound);
 }
 
-// Pool: the key operations a shard runs, against a model, with every published record valid.
+// ServerPool: the key operations a shard runs, against a model, with every published record valid.
 TEST(KvPoolTest, PutGetEraseMatchAnUnorderedMapAndRecordsStayValid) {
   const uint64_t seed = farmem::testing::test_seed();
   std::mt19937_64 rng(seed);
   TestRegion region(64 << 20);
   std::atomic<uint64_t> next_version{1};
   Versions versions(next_version);
-  Pool pool("p", 1, 1, 32 << 20, region.view(), std::make_unique<TestRegion::Source>(region),
-            versions, /*grace_ns=*/0, std::make_shared<PoolSummary>());
+  ServerPool pool("p", 1, 1, 32 << 20, region.view(), std::make_unique<TestRegion::Source>(region),
+                  versions, /*grace_ns=*/0, std::make_shared<PoolSummary>());
   ASSERT_TRUE(pool.init(0, 0).ok());
   std::unordered_map<std::string, std::string> model;
   uint64_t last_version = 0;
@@ -197,8 +197,8 @@ TEST(KvPoolTest, LocksFollowTheirModesAndSessionEnds) {
   TestRegion region(8 << 20);
   std::atomic<uint64_t> next_version{1};
   Versions versions(next_version);
-  Pool pool("p", 1, 1, 4 << 20, region.view(), std::make_unique<TestRegion::Source>(region),
-            versions, 0, std::make_shared<PoolSummary>());
+  ServerPool pool("p", 1, 1, 4 << 20, region.view(), std::make_unique<TestRegion::Source>(region),
+                  versions, 0, std::make_shared<PoolSummary>());
   ASSERT_TRUE(pool.init(0, 0).ok());
   KeyInfo info;
   bool existed;

@@ -8,7 +8,7 @@
 // out-of-place KV blocks (ds/common/kv_block.h) the leaf points to. Pages (default 1 KiB) are
 // allocated round-robin over every memory node.
 //
-// Operations are coroutines (and have blocking *_sync wrappers):
+// Operations are coroutines (plain code runs one with runtime::sync_wait):
 //   get    - a warm lookup reads one page (the index cache gives the leaf)
 //   insert - kAlreadyExists if the key is present
 //   update - kNotFound if the key is absent
@@ -121,14 +121,6 @@ class BTree {
   runtime::Task<Status> destroy();
   // Returns every retired page and block whose grace period has passed to the allocator.
   runtime::Task<void> reclaim(bool wait_for_all);
-
-  Result<bool> get_sync(std::string_view key, std::string* value);
-  Status insert_sync(std::string_view key, std::string_view value);
-  Status update_sync(std::string_view key, std::string_view value);
-  Status put_sync(std::string_view key, std::string_view value);
-  Status erase_sync(std::string_view key);
-  Status scan_sync(std::string_view from, std::string_view to, size_t limit,
-                   std::vector<std::pair<std::string, std::string>>* out);
 
   const BTreeStats& stats() const;
   uint32_t page_bytes() const { return page_bytes_; }

@@ -6,7 +6,7 @@
 // an extendible-hashing directory of subtables of 64-byte buckets, with KV blocks stored out
 // of place on the shard's node. Layout: ds/hash/layout.h, docs/formats/hash_table.md.
 //
-// Operations are coroutines (and have blocking *_sync wrappers):
+// Operations are coroutines (plain code runs one with runtime::sync_wait):
 //   get    - 1 round trip on a speculative-cache hit, otherwise 2 (buckets, then block)
 //   insert - fails with kAlreadyExists if the key is present
 //   update - fails with kNotFound if the key is absent
@@ -126,12 +126,6 @@ class HashTable {
   runtime::Task<Status> erase(std::string_view key);
   // Destroys this handle's table (as the static destroy); the handle is unusable afterwards.
   runtime::Task<Status> destroy();
-
-  Result<bool> get_sync(std::string_view key, std::string* value);
-  Status insert_sync(std::string_view key, std::string_view value);
-  Status update_sync(std::string_view key, std::string_view value);
-  Status put_sync(std::string_view key, std::string_view value);
-  Status erase_sync(std::string_view key);
 
   const HashStats& stats() const;
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }

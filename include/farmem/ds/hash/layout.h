@@ -1,5 +1,5 @@
 // Remote layout of the one-sided hash table (RACE design; SMART-HT). Byte-level spec:
-// docs/formats/hash_table.md. Everything is little-endian and lives in memory-node regions;
+// docs/formats/hash_table/layout.md. Everything is little-endian and lives in memory-node regions;
 // only the owning shard's node holds a shard's directory, subtables and KV blocks, all owned
 // by the table's object on that node (ds/common/far_object.h).
 //
@@ -15,7 +15,7 @@
 // lease lock, freezes every slot (bit 0), copies the committed ones into two new subtables one
 // depth deeper, records them in the old header, and publishes them under the directory's lease
 // lock with an intent record, so that whoever takes over a lock from a dead holder can finish
-// (or undo) the split from what is in far memory. See docs/formats/hash_table.md.
+// (or undo) the split from what is in far memory. See docs/formats/hash_table/split.md.
 //
 // Thread safety: constants and pure functions.
 #pragma once

@@ -1,6 +1,6 @@
 // The ds toolkit's pure parts: DirectMappedCache and RetryLoop (ds/common). The parts that need
 // a memory node (FarObject, ObjectHeap, Reclaimer, LeaseLock) are in
-// tests/integration/ds_common_test.cc.
+// tests/integration/ds/ds_common_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>

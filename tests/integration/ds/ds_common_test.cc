@@ -11,7 +11,10 @@
 #include "farmem/ds/common/lease_lock.h"
 #include "farmem/ds/common/object_heap.h"
 #include "farmem/ds/common/reclaimer.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -92,7 +95,7 @@ TEST_P(DsCommonTest, ACommittedObjectOutlivesItsCreatorUntilDestroyed) {
     small = *a;
     large = *b;
     const uint64_t marker = 0xC0FFEE;
-    ASSERT_TRUE(oc->write_sync(small, &marker, 8).ok());
+    ASSERT_TRUE(sync_wait(oc->write(small, &marker, 8)).ok());
     ASSERT_TRUE(oc->run(obj->commit(oc, small)).ok());
   }
   // The creator is gone; the object, its root and its memory stay.
@@ -100,7 +103,7 @@ TEST_P(DsCommonTest, ACommittedObjectOutlivesItsCreatorUntilDestroyed) {
   ASSERT_TRUE(root.ok()) << root.status().to_string();
   EXPECT_EQ(*root, small);
   uint64_t v = 0;
-  ASSERT_TRUE(c_->read_sync(small, &v, 8).ok());
+  ASSERT_TRUE(sync_wait(c_->read(small, &v, 8)).ok());
   EXPECT_EQ(v, 0xC0FFEEu);
   EXPECT_NE(usage(c_), baseline_);
   // Another session may free the object's memory (objects are shared), then destroy it all.
@@ -165,7 +168,7 @@ TEST_P(DsCommonTest, ALeaseLockIsTakenOverOnlyFromAnEndedSession) {
   auto word = c_->run(c_->allocate_on(4, 64));
   ASSERT_TRUE(word.ok());
   uint64_t zero = 0;
-  ASSERT_TRUE(c_->write_sync(*word, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(c_->write(*word, &zero, 8)).ok());
   uint64_t holder = 0;
   {
     auto other = connect();

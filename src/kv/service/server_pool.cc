@@ -1,4 +1,4 @@
-#include "pool.h"
+#include "server_pool.h"
 
 #include <fmt/format.h>
 
@@ -19,9 +19,10 @@ uint64_t Versions::next() {
   return next_++;
 }
 
-Pool::Pool(std::string name, uint64_t handle, uint64_t object_id, uint64_t capacity_bytes,
-           RegionView region, std::unique_ptr<MemorySource> source, Versions& versions,
-           uint64_t grace_ns, std::shared_ptr<PoolSummary> summary)
+ServerPool::ServerPool(std::string name, uint64_t handle, uint64_t object_id,
+                       uint64_t capacity_bytes, RegionView region,
+                       std::unique_ptr<MemorySource> source, Versions& versions, uint64_t grace_ns,
+                       std::shared_ptr<PoolSummary> summary)
     : name_(std::move(name)),
       handle_(handle),
       object_id_(object_id),
@@ -34,13 +35,13 @@ Pool::Pool(std::string name, uint64_t handle, uint64_t object_id, uint64_t capac
   summary_->capacity_bytes.store(capacity_bytes);
 }
 
-Status Pool::init(uint64_t expected_count, uint64_t now_ns) {
+Status ServerPool::init(uint64_t expected_count, uint64_t now_ns) {
   Status s = index_.init(expected_count, now_ns);
   refresh_summary();
   return s;
 }
 
-void Pool::refresh_summary() {
+void ServerPool::refresh_summary() {
   summary_->count.store(index_.size(), std::memory_order_relaxed);
   summary_->used_bytes.store(allocator_.used_bytes(), std::memory_order_relaxed);
   summary_->open_handles.store(open_handles_, std::memory_order_relaxed);
@@ -49,7 +50,7 @@ void Pool::refresh_summary() {
 // ---------------------------------------------------------------------------------------------
 // Keys
 
-std::optional<KeyInfo> Pool::info_of(const IndexBucket& b) const {
+std::optional<KeyInfo> ServerPool::info_of(const IndexBucket& b) const {
   const uint8_t* h = region_.ptr(b.record, sizeof(w::KvRecordHeader));
   if (h == nullptr || b.record == 0) return std::nullopt;
   w::KvRecordHeader hdr;
@@ -65,7 +66,7 @@ std::optional<KeyInfo> Pool::info_of(const IndexBucket& b) const {
   return k;
 }
 
-Result<KeyInfo> Pool::lookup(std::string_view key) const {
+Result<KeyInfo> ServerPool::lookup(std::string_view key) const {
   const uint64_t i = index_.find(HopscotchIndex::hash_key(key), key);
   if (i == HopscotchIndex::kNotFound) return NotFound("no such key");
   auto info = info_of(index_.bucket(i));
@@ -73,7 +74,7 @@ Result<KeyInfo> Pool::lookup(std::string_view key) const {
   return *info;
 }
 
-Status Pool::check_readable(std::string_view key, uint64_t owner) const {
+Status ServerPool::check_readable(std::string_view key, uint64_t owner) const {
   if (locks_.empty()) return OkStatus();
   auto it = locks_.find(std::string(key));
   if (it == locks_.end() || it->second.writer == 0) return OkStatus();
@@ -84,7 +85,7 @@ Status Pool::check_readable(std::string_view key, uint64_t owner) const {
   return OkStatus();
 }
 
-void Pool::kill(uint64_t record, uint64_t now_ns) {
+void ServerPool::kill(uint64_t record, uint64_t now_ns) {
   const uint8_t* h = region_.ptr(record, sizeof(w::KvRecordHeader));
   if (h == nullptr) return;
   w::KvRecordHeader hdr;
@@ -95,11 +96,11 @@ void Pool::kill(uint64_t record, uint64_t now_ns) {
   allocator_.retire(record, bytes, now_ns);
 }
 
-Status Pool::publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
-                     uint64_t version, uint64_t now_ns) {
+Status ServerPool::publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
+                           uint64_t version, uint64_t now_ns) {
   if (bucket == HopscotchIndex::kNotFound) {
     auto at = index_.insert(hash, rec, now_ns, now_ns);
-    if (!at.ok()) return at.status();
+    FARMEM_TRY(at);
     if (secondary_) secondary_->insert(key);
   } else {
     IndexBucket& b = index_.bucket(bucket);
@@ -113,8 +114,8 @@ Status Pool::publish(std::string_view key, uint64_t hash, uint64_t bucket, uint6
   return OkStatus();
 }
 
-Status Pool::put(std::string_view key, const void* value, uint32_t value_bytes, uint8_t flags,
-                 uint64_t now_ns, KeyInfo* out, bool* existed) {
+Status ServerPool::put(std::string_view key, const void* value, uint32_t value_bytes, uint8_t flags,
+                       uint64_t now_ns, KeyInfo* out, bool* existed) {
   *existed = false;
   if (!locks_.empty() && locks_.count(std::string(key)) != 0) {
     return Busy("the key is locked by a session");
@@ -133,7 +134,7 @@ Status Pool::put(std::string_view key, const void* value, uint32_t value_bytes, 
   }
   const uint64_t bytes = record_alloc_bytes(key.size(), value_bytes);
   auto rec = allocator_.allocate(bytes, now_ns);
-  if (!rec.ok()) return rec.status();
+  FARMEM_TRY(rec);
   if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory lies outside the region");
   const uint64_t version = versions_.next();
   write_record(region_.at(*rec), version, key, value, value_bytes);
@@ -151,7 +152,7 @@ Status Pool::put(std::string_view key, const void* value, uint32_t value_bytes, 
   return OkStatus();
 }
 
-Status Pool::erase(std::string_view key, uint64_t now_ns) {
+Status ServerPool::erase(std::string_view key, uint64_t now_ns) {
   if (!locks_.empty() && locks_.count(std::string(key)) != 0) {
     return Busy("the key is locked by a session");
   }
@@ -168,8 +169,9 @@ Status Pool::erase(std::string_view key, uint64_t now_ns) {
 // ---------------------------------------------------------------------------------------------
 // Key locks
 
-Result<LockGrant> Pool::lock(uint64_t owner, std::string_view key, w::LocateMode mode,
-                             uint64_t offset, uint64_t length, uint8_t flags, uint64_t now_ns) {
+Result<LockGrant> ServerPool::lock(uint64_t owner, std::string_view key, w::LocateMode mode,
+                                   uint64_t offset, uint64_t length, uint8_t flags,
+                                   uint64_t now_ns) {
   std::string k(key);
   auto lit = locks_.find(k);
   const bool exclusive = mode != w::LocateMode::kRead;
@@ -185,7 +187,7 @@ Result<LockGrant> Pool::lock(uint64_t owner, std::string_view key, w::LocateMode
     if (length > w::kMaxValueBytes) return InvalidArgument("value too large");
     const uint64_t bytes = record_alloc_bytes(key.size(), length);
     auto rec = allocator_.allocate(bytes, now_ns);
-    if (!rec.ok()) return rec.status();
+    FARMEM_TRY(rec);
     if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
     g.version = versions_.next();
     write_record(region_.at(*rec), g.version, key, nullptr, static_cast<uint32_t>(length));
@@ -195,7 +197,7 @@ Result<LockGrant> Pool::lock(uint64_t owner, std::string_view key, w::LocateMode
     g.length = length;
   } else {
     auto info = lookup(key);
-    if (!info.ok()) return info.status();
+    FARMEM_TRY(info);
     if (offset > info->value_bytes || length > info->value_bytes - offset) {
       return OutOfRange(fmt::format("range [{}, +{}) is outside the {}-byte value", offset, length,
                                     info->value_bytes));
@@ -220,7 +222,7 @@ Result<LockGrant> Pool::lock(uint64_t owner, std::string_view key, w::LocateMode
   return g;
 }
 
-void Pool::drop_grant(const LockGrant& g) {
+void ServerPool::drop_grant(const LockGrant& g) {
   auto lit = locks_.find(g.key);
   if (lit != locks_.end()) {
     if (g.mode == w::LocateMode::kRead) {
@@ -233,7 +235,7 @@ void Pool::drop_grant(const LockGrant& g) {
   grants_.erase(g.token);
 }
 
-Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t now_ns) {
+Status ServerPool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t now_ns) {
   auto it = grants_.find(token);
   if (it == grants_.end() || it->second.owner != owner) {
     return NotFound("no such lock token held by this session on this pool");
@@ -270,7 +272,7 @@ Status Pool::release(uint64_t owner, uint64_t token, uint32_t flags, uint64_t no
   return s;
 }
 
-void Pool::release_all(uint64_t owner, uint64_t now_ns) {
+void ServerPool::release_all(uint64_t owner, uint64_t now_ns) {
   std::vector<uint64_t> tokens;
   for (const auto& [token, g] : grants_) {
     if (g.owner == owner) tokens.push_back(token);
@@ -281,12 +283,13 @@ void Pool::release_all(uint64_t owner, uint64_t now_ns) {
   }
 }
 
-const LockGrant* Pool::grant(uint64_t owner, uint64_t token) const {
+const LockGrant* ServerPool::grant(uint64_t owner, uint64_t token) const {
   auto it = grants_.find(token);
   return it == grants_.end() || it->second.owner != owner ? nullptr : &it->second;
 }
 
-Result<LockGrant> Pool::resize(uint64_t owner, uint64_t token, uint64_t new_size, uint64_t now_ns) {
+Result<LockGrant> ServerPool::resize(uint64_t owner, uint64_t token, uint64_t new_size,
+                                     uint64_t now_ns) {
   auto it = grants_.find(token);
   if (it == grants_.end() || it->second.owner != owner ||
       it->second.mode != w::LocateMode::kWrite) {
@@ -299,7 +302,7 @@ Result<LockGrant> Pool::resize(uint64_t owner, uint64_t token, uint64_t new_size
   if (bucket == HopscotchIndex::kNotFound) return Internal("a write-locked key left the index");
   const uint64_t bytes = record_alloc_bytes(g.key.size(), new_size);
   auto rec = allocator_.allocate(bytes, now_ns);
-  if (!rec.ok()) return rec.status();
+  FARMEM_TRY(rec);
   if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
   const uint64_t version = versions_.next();
   uint8_t* r = region_.at(*rec);
@@ -325,18 +328,18 @@ Result<LockGrant> Pool::resize(uint64_t owner, uint64_t token, uint64_t new_size
 // ---------------------------------------------------------------------------------------------
 // Memory, indexes, handles
 
-Result<uint64_t> Pool::allocate(uint64_t bytes, uint64_t now_ns) {
+Result<uint64_t> ServerPool::allocate(uint64_t bytes, uint64_t now_ns) {
   auto r = allocator_.allocate(bytes, now_ns);
   refresh_summary();
   return r;
 }
 
-void Pool::free(uint64_t offset, uint64_t bytes, uint64_t now_ns) {
+void ServerPool::free(uint64_t offset, uint64_t bytes, uint64_t now_ns) {
   allocator_.retire(offset, bytes, now_ns);
   refresh_summary();
 }
 
-void Pool::add_index() {
+void ServerPool::add_index() {
   auto s = std::make_unique<SecondaryIndex>();
   index_.for_each([&](const IndexBucket& b) {
     std::string_view k = index_.key_of(b.record);
@@ -345,7 +348,7 @@ void Pool::add_index() {
   secondary_ = std::move(s);
 }
 
-void Pool::open(uint64_t session, bool writable) {
+void ServerPool::open(uint64_t session, bool writable) {
   Opens& o = opens_[session];
   ++o.handles;
   if (writable) ++o.writable;
@@ -353,7 +356,7 @@ void Pool::open(uint64_t session, bool writable) {
   refresh_summary();
 }
 
-bool Pool::close(uint64_t session) {
+bool ServerPool::close(uint64_t session) {
   auto it = opens_.find(session);
   if (it == opens_.end()) return false;
   Opens& o = it->second;
@@ -367,7 +370,7 @@ bool Pool::close(uint64_t session) {
   return true;
 }
 
-void Pool::close_all(uint64_t session) {
+void ServerPool::close_all(uint64_t session) {
   auto it = opens_.find(session);
   if (it == opens_.end()) return;
   open_handles_ -= it->second.handles;
@@ -375,12 +378,12 @@ void Pool::close_all(uint64_t session) {
   refresh_summary();
 }
 
-bool Pool::writable(uint64_t session) const {
+bool ServerPool::writable(uint64_t session) const {
   auto it = opens_.find(session);
   return it != opens_.end() && it->second.writable > 0;
 }
 
-bool Pool::open_by_others(uint64_t session) const {
+bool ServerPool::open_by_others(uint64_t session) const {
   return opens_.size() > (opens_.count(session) ? 1u : 0u);
 }
 

@@ -1,11 +1,11 @@
-// Manager: the process's far-memory object manager: one local cache budget for every thread.
+// ObjectManager: the process's far-memory object manager: one local cache budget for every thread.
 //
 // It owns the SegmentPool (the budget, in segments) and the cache options; each thread that
 // uses far objects makes a ThreadCache on it with its own ThreadClient. Threads share the
 // budget and the memory nodes, not objects: a far pointer belongs to the thread whose
-// ThreadCache made it (docs/ARCHITECTURE.md "Far objects").
-// Shared budget: with ManagerOptions::shared_budget the cache has no budget of its own: it pays
-// for every segment from the process's LocalBudget, which paged regions (and other tenants)
+// ThreadCache made it (docs/modules/far.md "ObjectManager").
+// Shared budget: with ObjectManagerOptions::shared_budget the cache has no budget of its own: it
+// pays for every segment from the process's LocalBudget, which paged regions (and other tenants)
 // share, and its evacuators run when that budget runs short (SegmentPool). Without it the
 // cache's budget is local_bytes, as before.
 // Thread safety: create() once; options(), pool() and budget_usage() from any thread.
@@ -19,9 +19,9 @@
 
 namespace farmem::far {
 
-struct ManagerOptions {
+struct ObjectManagerOptions {
   uint64_t local_bytes = 64ull << 20;  // the local cache budget (every thread together)
-  // The process's shared local-memory budget (optional; outlives the Manager). When set,
+  // The process's shared local-memory budget (optional; outlives the ObjectManager). When set,
   // local_bytes is ignored (options().local_bytes reports the shared limit) and segments are
   // charged to it as they are taken.
   LocalBudget* shared_budget = nullptr;
@@ -40,11 +40,11 @@ struct ManagerOptions {
   uint32_t max_prefetch_inflight = 32;
 };
 
-class Manager {
+class ObjectManager {
  public:
-  static Result<std::unique_ptr<Manager>> create(const ManagerOptions& options);
+  static Result<std::unique_ptr<ObjectManager>> create(const ObjectManagerOptions& options);
 
-  const ManagerOptions& options() const { return options_; }
+  const ObjectManagerOptions& options() const { return options_; }
   SegmentPool& pool() { return *pool_; }
   uint64_t max_object_bytes() const { return pool_->segment_bytes() / 2; }
   // Thresholds in segments.
@@ -56,8 +56,8 @@ class Manager {
   BudgetUsage budget_usage() const;
 
  private:
-  Manager() = default;
-  ManagerOptions options_;
+  ObjectManager() = default;
+  ObjectManagerOptions options_;
   std::unique_ptr<SegmentPool> pool_;
   uint32_t low_ = 0, high_ = 0, admit_ = 0;
 };

@@ -17,8 +17,10 @@ namespace farmem::runtime {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kUs = 1'000;
 constexpr VirtualClock::Mode kAuto = VirtualClock::Mode::kAutoAdvance;
 constexpr VirtualClock::Mode kManual = VirtualClock::Mode::kManual;
+constexpr VirtualClock::Mode kSleepAdvance = VirtualClock::Mode::kSleepAdvance;
 
 // Posts `t` on `s` as block_on does, without polling; the test drives poll_once() itself.
 template <typename T>
@@ -179,22 +181,62 @@ TEST(SchedulerTest, RoundEndCallsRunAfterTheRoundsCoroutines) {
 // An idle scheduler waiting for a timer sleeps (in the kernel) instead of spinning once it has
 // been idle for idle_sleep_after_ns, wakes for the timer, and never sleeps with a virtual clock
 // or with idle sleeping off. (Real time passes here: 3 ms; nothing is asserted about it.)
+// Under a kSleepAdvance virtual clock an idle sleep moves that clock instead of blocking, so
+// the idle-sleep decision is checked without reading the real clock.
 TEST(SchedulerTest, IdleRoundsSleepUntilTheNextTimer) {
   {
+    VirtualClock clock(kSleepAdvance);
+    ScopedVirtualClock use(clock);
+    const uint64_t start = clock.now_ns();
     Scheduler s;
     bool done = false;
-    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 3 * kMs, &done)).ok());
+    // A timer within max_sleep_ns (1 ms by default) of the idle round.
+    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 500 * kUs, &done)).ok());
+    ASSERT_TRUE(s.poll_once());   // runs to its sleep
+    EXPECT_FALSE(s.poll_once());  // the first idle round starts the idle stretch
+    EXPECT_EQ(s.idle_sleeps(), 0u);
+    clock.advance(SchedulerOptions{}.idle_sleep_after_ns - 1);
+    EXPECT_FALSE(s.poll_once());  // not idle long enough yet
+    EXPECT_EQ(s.idle_sleeps(), 0u);
+    clock.advance(1);
+    EXPECT_FALSE(s.poll_once());  // sleeps until the timer
+    EXPECT_EQ(s.idle_sleeps(), 1u);
+    EXPECT_EQ(clock.now_ns(), start + 500 * kUs);
+    EXPECT_FALSE(done);
     s.run_until_idle();
     EXPECT_TRUE(done);
-    EXPECT_GT(s.idle_sleeps(), 0u);
+    EXPECT_EQ(s.idle_sleeps(), 1u);
   }
   {
+    // A sleep is bounded by max_sleep_ns: a far timer takes several.
+    VirtualClock clock(kSleepAdvance);
+    ScopedVirtualClock use(clock);
     SchedulerOptions o;
-    o.idle_sleep_after_ns = 0;
+    o.idle_sleep_after_ns = 1;
+    o.max_sleep_ns = 1 * kMs;
+    Scheduler s(o);
+    bool done = false;
+    ASSERT_TRUE(s.spawn(SleepThenSet(&s, 10 * kMs, &done)).ok());
+    s.poll_once();
+    while (!done) {
+      s.poll_once();
+      clock.advance(1);  // each idle stretch lasts idle_sleep_after_ns
+    }
+    // Nine sleeps of max_sleep_ns, then one that ends at the timer.
+    EXPECT_EQ(s.idle_sleeps(), 10u);
+  }
+  {
+    VirtualClock clock(kSleepAdvance);
+    ScopedVirtualClock use(clock);
+    SchedulerOptions o;
+    o.idle_sleep_after_ns = 0;  // always spin
     Scheduler s(o);
     bool done = false;
     ASSERT_TRUE(s.spawn(SleepThenSet(&s, 1 * kMs, &done)).ok());
-    s.run_until_idle();
+    for (int i = 0; i < 100 && !done; ++i) {
+      s.poll_once();
+      clock.advance(20 * kUs);
+    }
     EXPECT_TRUE(done);
     EXPECT_EQ(s.idle_sleeps(), 0u);
   }

@@ -1,6 +1,6 @@
-// HashTable<K, V, kSlots>: a fixed-capacity far hash table: a local index (one far pointer per
-// bucket, 2^buckets_log2 of them) over far buckets of kSlots key-value slots (AIFM's
-// hopscotch table, simplified to bucket-granular linear probing).
+// CachedHashTable<K, V, kSlots>: a fixed-capacity far hash table: a local index (one far pointer
+// per bucket, 2^buckets_log2 of them) over far buckets of kSlots key-value slots (AIFM's hopscotch
+// table, simplified to bucket-granular linear probing).
 //
 // A bucket is a far object laid out as the far service reads it (wire::BucketHeader, then the
 // slots; docs/formats/far.md). An insert goes to the first bucket of the probe run with room
@@ -27,7 +27,7 @@ uint64_t hash_key(const void* key, size_t bytes);
 enum class RemoteLookup : uint8_t { kAuto, kOn, kOff };
 
 template <typename K, typename V, uint32_t kSlots = 8>
-class HashTable {
+class CachedHashTable {
   struct Slot {
     K key;
     V value;
@@ -42,16 +42,16 @@ class HashTable {
     Slot slots[kSlots];
   };
 
-  static runtime::Task<Result<HashTable>> create(ThreadCache* cache, uint32_t buckets_log2,
-                                                 RemoteLookup remote = RemoteLookup::kAuto) {
+  static runtime::Task<Result<CachedHashTable>> create(ThreadCache* cache, uint32_t buckets_log2,
+                                                       RemoteLookup remote = RemoteLookup::kAuto) {
     if (buckets_log2 > 30) co_return InvalidArgument("far hash table: at most 2^30 buckets");
-    HashTable t(cache, buckets_log2, remote);
+    CachedHashTable t(cache, buckets_log2, remote);
     Status s = co_await t.store_.grow_to(uint64_t{1} << buckets_log2);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     t.store_.prefetcher().set_enabled(false);
     co_return t;
   }
-  HashTable(HashTable&&) noexcept = default;
+  CachedHashTable(CachedHashTable&&) noexcept = default;
 
   uint64_t buckets() const { return mask_ + 1; }
   uint64_t size() const { return size_; }
@@ -90,7 +90,7 @@ class HashTable {
         if (e->flags & kZeroFill) co_return std::optional<V>();
         if (remote_scannable(e) && use_remote(e)) {
           auto r = co_await remote_find(key, b);
-          if (!r.ok()) co_return r.status();
+          FARMEM_CO_TRY(r);
           if (r->outcome != wire::HashOutcome::kGoOn) co_return std::move(r->value);
           b = (b + r->scanned) & mask_;
           probed += r->scanned;
@@ -98,9 +98,9 @@ class HashTable {
         }
       }
       auto scope = co_await DerefScope::enter(*store_.cache());
-      if (!scope.ok()) co_return scope.status();
+      FARMEM_CO_TRY(scope);
       auto p = co_await store_.template element<const Bucket>(*scope, b);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       const Bucket* bk = *p;
       if (const V* v = scan(bk, key)) co_return std::optional<V>(*v);
       if (!(bk->header.flags & wire::kBucketOverflowed)) co_return std::optional<V>();
@@ -116,9 +116,9 @@ class HashTable {
     // First pass: replace if present (the key may sit past buckets with room left by erases).
     for (uint64_t probed = 0; probed <= mask_; ++probed, b = (b + 1) & mask_) {
       auto scope = co_await DerefScope::enter(*store_.cache());
-      if (!scope.ok()) co_return scope.status();
+      FARMEM_CO_TRY(scope);
       auto p = co_await store_.template element<Bucket>(*scope, b);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       Bucket* bk = *p;
       for (uint32_t s = 0; s < bk->header.count; ++s) {
         if (std::memcmp(&bk->slots[s].key, &key, sizeof(K)) == 0) {
@@ -131,9 +131,9 @@ class HashTable {
     b = hash_key(&key, sizeof(K)) & mask_;
     for (uint64_t probed = 0; probed <= mask_; ++probed, b = (b + 1) & mask_) {
       auto scope = co_await DerefScope::enter(*store_.cache());
-      if (!scope.ok()) co_return scope.status();
+      FARMEM_CO_TRY(scope);
       auto p = co_await store_.template element<Bucket>(*scope, b);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       Bucket* bk = *p;
       if (bk->header.count < kSlots) {
         bk->slots[bk->header.count] = Slot{key, value};
@@ -151,9 +151,9 @@ class HashTable {
     uint64_t b = hash_key(&key, sizeof(K)) & mask_;
     for (uint64_t probed = 0; probed <= mask_; ++probed, b = (b + 1) & mask_) {
       auto scope = co_await DerefScope::enter(*store_.cache());
-      if (!scope.ok()) co_return scope.status();
+      FARMEM_CO_TRY(scope);
       auto p = co_await store_.template element<Bucket>(*scope, b);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       Bucket* bk = *p;
       for (uint32_t s = 0; s < bk->header.count; ++s) {
         if (std::memcmp(&bk->slots[s].key, &key, sizeof(K)) == 0) {
@@ -169,7 +169,7 @@ class HashTable {
   }
 
  private:
-  HashTable(ThreadCache* cache, uint32_t log2, RemoteLookup remote)
+  CachedHashTable(ThreadCache* cache, uint32_t log2, RemoteLookup remote)
       : store_(cache, sizeof(Bucket)), mask_((uint64_t{1} << log2) - 1), remote_(remote) {}
 
   static const V* scan(const Bucket* bk, const K& key) {
@@ -215,7 +215,7 @@ class HashTable {
     Status s = co_await store_.cache()->client()->rpc(
         node, static_cast<uint16_t>(wire::Op::kHashLookup), req.data(), req.size(), reply.data(),
         static_cast<uint32_t>(reply.size()), &got);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     ++remote_lookups_;
     store_.cache()->mutable_stats().rpc_bytes += req.size() + got;
     wire::HashLookupReply h;
@@ -240,9 +240,9 @@ class HashTable {
 };
 
 template <typename K, typename V, uint32_t kSlots>
-class [[nodiscard]] HashTable<K, V, kSlots>::FindOp {
+class [[nodiscard]] CachedHashTable<K, V, kSlots>::FindOp {
  public:
-  FindOp(HashTable* t, K key) : t_(t), key_(key) {}
+  FindOp(CachedHashTable* t, K key) : t_(t), key_(key) {}
   bool await_ready() {
     auto hit = t_->try_find(key_);
     if (!hit) return false;
@@ -253,7 +253,7 @@ class [[nodiscard]] HashTable<K, V, kSlots>::FindOp {
   Result<std::optional<V>> await_resume() {
     if (slow_.started()) {
       Status s = slow_.result();
-      if (!s.ok()) return s;
+      FARMEM_TRY(s);
     }
     return value_;
   }
@@ -261,11 +261,11 @@ class [[nodiscard]] HashTable<K, V, kSlots>::FindOp {
  private:
   runtime::Task<Status> run_slow() {
     auto r = co_await t_->find_slow(key_);
-    if (!r.ok()) co_return r.status();
+    FARMEM_CO_TRY(r);
     value_ = *r;
     co_return OkStatus();
   }
-  HashTable* t_;
+  CachedHashTable* t_;
   K key_;
   std::optional<V> value_;
   SlowPath slow_;

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "farmem/fabric/wire.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -140,31 +143,31 @@ TEST_P(ControlTest, NamedRootsArePublishedFoundReplacedAndRemoved) {
 
 TEST_P(ControlTest, BadAddressesAreRejectedBeforePosting) {
   uint64_t v = 0;
-  Status oob = client_->read_sync(GlobalAddress(5, (64ull << 20) - 4), &v, 8);
+  Status oob = sync_wait(client_->read(GlobalAddress(5, (64ull << 20) - 4), &v, 8));
   EXPECT_EQ(oob.code(), StatusCode::kOutOfRange) << oob.to_string();
-  Status past = client_->write_sync(GlobalAddress(5, 1ull << 40), &v, 8);
+  Status past = sync_wait(client_->write(GlobalAddress(5, 1ull << 40), &v, 8));
   EXPECT_EQ(past.code(), StatusCode::kOutOfRange);
-  Status node = client_->read_sync(GlobalAddress(9, 4096), &v, 8);
+  Status node = sync_wait(client_->read(GlobalAddress(9, 4096), &v, 8));
   EXPECT_EQ(node.code(), StatusCode::kNotFound);
-  Status unaligned = client_->cas_sync(GlobalAddress(5, 4100), 0, 1, &v);
+  Status unaligned = sync_wait(client_->cas(GlobalAddress(5, 4100), 0, 1, &v));
   EXPECT_EQ(unaligned.code(), StatusCode::kInvalidArgument);
-  Status empty = client_->read_sync(GlobalAddress(5, 4096), &v, 0);
+  Status empty = sync_wait(client_->read(GlobalAddress(5, 4096), &v, 0));
   EXPECT_EQ(empty.code(), StatusCode::kInvalidArgument);
   // The connection is still good.
   auto a = client_->run(client_->allocate(64));
   ASSERT_TRUE(a.ok());
-  EXPECT_TRUE(client_->write_sync(*a, &v, 8).ok());
+  EXPECT_TRUE(sync_wait(client_->write(*a, &v, 8)).ok());
 }
 
 TEST_P(ControlTest, FreeOfUnknownOffsetIsRefusedAndLosesNothing) {
   auto a = client_->run(client_->allocate_on(5, 1 << 16));
   ASSERT_TRUE(a.ok());
   uint64_t marker = 0xFEEDFACE;
-  ASSERT_TRUE(client_->write_sync(*a, &marker, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->write(*a, &marker, 8)).ok());
   Status bogus = client_->run(client_->free_on(GlobalAddress(5, a->offset() + 64)));
   EXPECT_EQ(bogus.code(), StatusCode::kNotFound) << bogus.to_string();
   uint64_t got = 0;
-  ASSERT_TRUE(client_->read_sync(*a, &got, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->read(*a, &got, 8)).ok());
   EXPECT_EQ(got, marker);
   EXPECT_TRUE(client_->run(client_->free_on(*a)).ok());
   EXPECT_EQ(client_->run(client_->free_on(*a)).code(), StatusCode::kNotFound);
@@ -248,7 +251,7 @@ TEST_P(ControlTest, DownNodesAreSkippedAndFailAtOnce) {
   EXPECT_TRUE((*c)->is_down(9));
   ThreadClient* tc = *(*c)->thread_client();
   uint64_t word = 0;
-  Status r = tc->read_sync(GlobalAddress(9, 4096), &word, 8);
+  Status r = sync_wait(tc->read(GlobalAddress(9, 4096), &word, 8));
   EXPECT_EQ(r.code(), StatusCode::kUnavailable) << r.to_string();
   EXPECT_NE(r.message().find("127.0.0.1:1"), std::string_view::npos) << r.to_string();
   EXPECT_EQ(tc->run(tc->stats(9)).status().code(), StatusCode::kUnavailable);
@@ -316,7 +319,7 @@ TEST_P(ControlTest, NodeWithSeveralWorkersServesEveryClientThread) {
   auto counter = main_client->run(main_client->allocate(64));
   ASSERT_TRUE(counter.ok());
   uint64_t zero = 0;
-  ASSERT_TRUE(main_client->write_sync(*counter, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(main_client->write(*counter, &zero, 8)).ok());
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   for (int t = 0; t < 4; ++t) {
@@ -324,7 +327,7 @@ TEST_P(ControlTest, NodeWithSeveralWorkersServesEveryClientThread) {
       ThreadClient* tc = *(*c)->thread_client();
       for (int i = 0; i < 50; ++i) {
         uint64_t old = 0;
-        if (!tc->faa_sync(*counter, 1, &old).ok()) failures.fetch_add(1);
+        if (!sync_wait(tc->faa(*counter, 1, &old)).ok()) failures.fetch_add(1);
         // RPCs land on this thread's worker.
         if (i % 10 == 0 && !tc->run(tc->stats(7)).ok()) failures.fetch_add(1);
       }
@@ -333,7 +336,7 @@ TEST_P(ControlTest, NodeWithSeveralWorkersServesEveryClientThread) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   uint64_t total = 0;
-  ASSERT_TRUE(main_client->read_sync(*counter, &total, 8).ok());
+  ASSERT_TRUE(sync_wait(main_client->read(*counter, &total, 8)).ok());
   EXPECT_EQ(total, 200u);
   auto st = main_client->run(main_client->stats(7));
   ASSERT_TRUE(st.ok());

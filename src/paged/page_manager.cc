@@ -1,7 +1,7 @@
-// The Manager's pager thread: userfaultfd events, commands from application threads, and the
-// scheduler its fault, eviction and cleaner coroutines run on (docs/ARCHITECTURE.md "Paged
-// regions").
-#include "farmem/paged/manager.h"
+// The PageManager's pager thread: userfaultfd events, commands from application threads, and the
+// scheduler its fault, eviction and cleaner coroutines run on (docs/modules/paged.md "Pager
+// thread").
+#include "farmem/paged/page_manager.h"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -66,10 +66,10 @@ void add_stats(RegionStats* to, const RegionStats& s) {
 
 }  // namespace
 
-// ---- Manager (application threads) ----
+// ---- PageManager (application threads) ----
 
-Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
-                                                 const ManagerOptions& options) {
+Result<std::unique_ptr<PageManager>> PageManager::create(client::Cluster& cluster,
+                                                         const PageManagerOptions& options) {
   if (options.local_bytes == 0 && !(options.local_percent > 0 && options.local_percent <= 100)) {
     return InvalidArgument("paged: local_percent must be in (0, 100] when local_bytes is 0");
   }
@@ -81,7 +81,7 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
     return InvalidArgument("paged: max_inflight must be in 1..1024");
   }
   if (cluster.nodes().empty()) return InvalidArgument("paged: the cluster has no memory node");
-  std::unique_ptr<Manager> m(new Manager());
+  std::unique_ptr<PageManager> m(new PageManager());
   m->cluster_ = &cluster;
   m->options_ = options;
   m->impl_ = std::make_unique<Impl>();
@@ -116,7 +116,7 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
   if (impl->event_fd < 0) return Internal(errno_text("paged: eventfd"));
   if (options.shared_budget != nullptr) {
     auto t = options.shared_budget->add_tenant("paged");
-    if (!t.ok()) return t.status();
+    FARMEM_TRY(t);
     impl->tenant = *t;
     impl->pressure_seen = impl->tenant->others_pressure();
   }
@@ -131,12 +131,12 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
     impl->installer = std::make_unique<Installer>(
         options.install_threads, impl,
         [](void* ctx, const Installer::Job& job) {
-          auto* m = static_cast<Manager::Impl*>(ctx);
+          auto* m = static_cast<PageManager::Impl*>(ctx);
           for (const InstallIo& io : job.pages)
             m->install(job.region, io.page, io.src, io.writable);
         },
         [](void* ctx, std::coroutine_handle<> h) {
-          auto* m = static_cast<Manager::Impl*>(ctx);
+          auto* m = static_cast<PageManager::Impl*>(ctx);
           {
             std::lock_guard<std::mutex> lock(m->mu);
             m->installed.push_back(h);
@@ -157,7 +157,7 @@ Result<std::unique_ptr<Manager>> Manager::create(client::Cluster& cluster,
   return m;
 }
 
-Manager::~Manager() {
+PageManager::~PageManager() {
   if (!impl_ || !impl_->thread.joinable()) return;
   Command cmd;
   cmd.kind = Command::Kind::kStop;
@@ -165,7 +165,7 @@ Manager::~Manager() {
   impl_->thread.join();
 }
 
-Manager::Impl::~Impl() {
+PageManager::Impl::~Impl() {
   installer.reset();  // idle: the pager thread ended with every coroutine
   if (tenant != nullptr) tenant->budget().remove_tenant(tenant);
   for (auto& [bytes, list] : staging_free) {
@@ -176,9 +176,9 @@ Manager::Impl::~Impl() {
   if (event_fd >= 0) close(event_fd);
 }
 
-Status Manager::Impl::post(Command* cmd) {
+Status PageManager::Impl::post(Command* cmd) {
   if (std::this_thread::get_id() == pager_id) {
-    return InvalidArgument("paged: Manager/Region calls cannot run on the pager thread");
+    return InvalidArgument("paged: PageManager/Region calls cannot run on the pager thread");
   }
   std::future<Status> f = cmd->done.get_future();
   {
@@ -190,7 +190,7 @@ Status Manager::Impl::post(Command* cmd) {
   return f.get();
 }
 
-Result<Region*> Manager::allocate(uint64_t bytes, const RegionOptions& options) {
+Result<Region*> PageManager::allocate(uint64_t bytes, const RegionOptions& options) {
   Command cmd;
   cmd.kind = Command::Kind::kAllocate;
   cmd.bytes = bytes;
@@ -199,7 +199,8 @@ Result<Region*> Manager::allocate(uint64_t bytes, const RegionOptions& options) 
   return cmd.result;
 }
 
-Result<Region*> Manager::allocate_from_file(const std::string& name, const RegionOptions& options) {
+Result<Region*> PageManager::allocate_from_file(const std::string& name,
+                                                const RegionOptions& options) {
   Command cmd;
   cmd.kind = Command::Kind::kAllocateFile;
   cmd.file = name;
@@ -208,7 +209,7 @@ Result<Region*> Manager::allocate_from_file(const std::string& name, const Regio
   return cmd.result;
 }
 
-Status Manager::free(Region* region) {
+Status PageManager::free(Region* region) {
   if (region == nullptr || region->manager_ != this) {
     return InvalidArgument("paged: not a region of this manager");
   }
@@ -218,15 +219,15 @@ Status Manager::free(Region* region) {
   return impl_->post(&cmd);
 }
 
-Status Manager::flush() {
+Status PageManager::flush() {
   Command cmd;
   cmd.kind = Command::Kind::kFlush;
   return impl_->post(&cmd);
 }
 
-uint64_t Manager::budget_bytes() const { return impl_->budget_bytes.load(); }
+uint64_t PageManager::budget_bytes() const { return impl_->budget_bytes.load(); }
 
-ManagerStats Manager::stats() const {
+ManagerStats PageManager::stats() const {
   ManagerStats s;
   {
     std::lock_guard<std::mutex> lock(impl_->regions_mu);
@@ -310,7 +311,7 @@ RegionStats Region::stats() const { return state_->counters.snapshot(); }
 
 // ---- the pager thread ----
 
-void Manager::Impl::run(std::promise<Status>* started) {
+void PageManager::Impl::run(std::promise<Status>* started) {
   pager_id = std::this_thread::get_id();
   runtime::SchedulerOptions so;
   so.idle_sleep_after_ns = 20'000;
@@ -360,7 +361,7 @@ void Manager::Impl::run(std::promise<Status>* started) {
   scheduler = nullptr;
 }
 
-bool Manager::Impl::drain_commands() {
+bool PageManager::Impl::drain_commands() {
   uint64_t v;
   (void)!read(event_fd, &v, sizeof v);
   std::deque<Command*> batch;
@@ -378,7 +379,7 @@ bool Manager::Impl::drain_commands() {
   return !batch.empty() || !done.empty();
 }
 
-bool Manager::Impl::read_events() {
+bool PageManager::Impl::read_events() {
   uffd_msg msgs[64];
   bool any = false;
   for (;;) {
@@ -395,7 +396,7 @@ bool Manager::Impl::read_events() {
   return any;
 }
 
-void Manager::Impl::on_fault(uintptr_t addr, uint64_t flags) {
+void PageManager::Impl::on_fault(uintptr_t addr, uint64_t flags) {
   auto it = by_addr.upper_bound(addr);
   if (it == by_addr.begin()) return;
   --it;
@@ -411,7 +412,7 @@ void Manager::Impl::on_fault(uintptr_t addr, uint64_t flags) {
   }
 }
 
-void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
+void PageManager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
   PageMeta& m = r->pages[page];
   switch (m.state) {
     case PageState::kFetching:
@@ -461,7 +462,7 @@ void Manager::Impl::on_missing(RegionState* r, uint64_t page, bool write) {
 
 // Fetches the missing pages of [from, from + window) ahead of the faults, in groups of
 // kReadAheadGroup (so the first ones are installed early), while fetch slots are free.
-void Manager::Impl::read_ahead(RegionState* r, uint64_t from) {
+void PageManager::Impl::read_ahead(RegionState* r, uint64_t from) {
   const uint64_t end = std::min<uint64_t>(r->pages.size(), from + r->window);
   r->seq_next = end;
   uint64_t p = from;
@@ -483,7 +484,7 @@ void Manager::Impl::read_ahead(RegionState* r, uint64_t from) {
   }
 }
 
-void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {
+void PageManager::Impl::on_write_protect(RegionState* r, uint64_t page) {
   PageMeta& m = r->pages[page];
   switch (m.state) {
     case PageState::kResident:
@@ -510,7 +511,7 @@ void Manager::Impl::on_write_protect(RegionState* r, uint64_t page) {
   }
 }
 
-void Manager::Impl::start_pending() {
+void PageManager::Impl::start_pending() {
   while (!pending.empty() && inflight_fetches < options.max_inflight) {
     PendingFault f = pending.front();
     pending.pop_front();
@@ -518,7 +519,7 @@ void Manager::Impl::start_pending() {
   }
 }
 
-void Manager::Impl::maybe_start_cleaner() {
+void PageManager::Impl::maybe_start_cleaner() {
   if (cleaner_running) return;
   bool pressured = false;
   if (tenant != nullptr) {
@@ -543,7 +544,7 @@ void Manager::Impl::maybe_start_cleaner() {
   if (!scheduler->spawn(cleaner(this)).ok()) cleaner_running = false;
 }
 
-bool Manager::Impl::try_reserve(uint64_t bytes) {
+bool PageManager::Impl::try_reserve(uint64_t bytes) {
   if (tenant != nullptr) {
     if (!tenant->try_charge(bytes)) return false;
   } else if (resident_bytes.load(std::memory_order_relaxed) + bytes >
@@ -554,22 +555,22 @@ bool Manager::Impl::try_reserve(uint64_t bytes) {
   return true;
 }
 
-void Manager::Impl::force_reserve(uint64_t bytes) {
+void PageManager::Impl::force_reserve(uint64_t bytes) {
   if (tenant != nullptr) tenant->force_charge(bytes);
   resident_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-void Manager::Impl::unreserve(uint64_t bytes) {
+void PageManager::Impl::unreserve(uint64_t bytes) {
   resident_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   if (tenant != nullptr) tenant->release(bytes);
 }
 
-uint64_t Manager::Impl::used_bytes() const {
+uint64_t PageManager::Impl::used_bytes() const {
   return tenant != nullptr ? tenant->budget().used_bytes()
                            : resident_bytes.load(std::memory_order_relaxed);
 }
 
-void Manager::Impl::recompute_budget() {
+void PageManager::Impl::recompute_budget() {
   if (tenant != nullptr) {
     budget_bytes.store(tenant->budget().limit_bytes());
     return;
@@ -584,18 +585,18 @@ void Manager::Impl::recompute_budget() {
   budget_bytes.store(std::max(b, 4 * largest_page));
 }
 
-uint8_t* Manager::Impl::page_addr(const RegionState* r, uint64_t page) const {
+uint8_t* PageManager::Impl::page_addr(const RegionState* r, uint64_t page) const {
   return static_cast<uint8_t*>(r->region->data()) + page * r->region->page_bytes();
 }
 
-void Manager::Impl::wake(RegionState* r, uint64_t page) {
+void PageManager::Impl::wake(RegionState* r, uint64_t page) {
   uffdio_range range{reinterpret_cast<uint64_t>(page_addr(r, page)), r->region->page_bytes()};
   if (ioctl(uffd, UFFDIO_WAKE, &range) != 0) {
     fatal(r, page, "UFFDIO_WAKE failed", Internal(std::strerror(errno)));
   }
 }
 
-void Manager::Impl::protect(RegionState* r, uint64_t page, bool on) {
+void PageManager::Impl::protect(RegionState* r, uint64_t page, bool on) {
   uffdio_writeprotect wp{};
   wp.range.start = reinterpret_cast<uint64_t>(page_addr(r, page));
   wp.range.len = r->region->page_bytes();
@@ -607,7 +608,7 @@ void Manager::Impl::protect(RegionState* r, uint64_t page, bool on) {
 
 // CLOCK over the resident pages: a page with its bit set gets a second chance; pinned pages
 // and pages in flight are skipped (and entries of pages no longer resident dropped).
-bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
+bool PageManager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
   for (size_t scanned = 0, limit = 2 * clock.size() + 1; scanned < limit && !clock.empty();
        ++scanned) {
     ClockEntry e = clock.front();
@@ -632,8 +633,8 @@ bool Manager::Impl::pick_victim(RegionState** out, uint64_t* out_page) {
   return false;
 }
 
-Installer::Await Manager::Impl::install_all(RegionState* r, const std::vector<InstallIo>& pages,
-                                            bool awaited) {
+Installer::Await PageManager::Impl::install_all(RegionState* r, const std::vector<InstallIo>& pages,
+                                                bool awaited) {
   if (installer != nullptr && !awaited) {
     offloaded_installs.fetch_add(pages.size(), std::memory_order_relaxed);
     return installer->install(r, pages);  // the job's own copy
@@ -643,7 +644,7 @@ Installer::Await Manager::Impl::install_all(RegionState* r, const std::vector<In
 }
 
 // UFFDIO_COPY, resumed after a partial copy while the address space was changing (EAGAIN).
-void Manager::Impl::install(RegionState* r, uint64_t page, const void* src, bool writable) {
+void PageManager::Impl::install(RegionState* r, uint64_t page, const void* src, bool writable) {
   const uint64_t pb = r->region->page_bytes();
   uint64_t done = 0;
   for (int attempt = 0; done < pb; ++attempt) {
@@ -663,7 +664,7 @@ void Manager::Impl::install(RegionState* r, uint64_t page, const void* src, bool
   }
 }
 
-uint8_t* Manager::Impl::get_staging(uint64_t bytes) {
+uint8_t* PageManager::Impl::get_staging(uint64_t bytes) {
   auto& list = staging_free[bytes];
   if (!list.empty()) {
     uint8_t* b = list.back();
@@ -678,7 +679,7 @@ uint8_t* Manager::Impl::get_staging(uint64_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
-void Manager::Impl::put_staging(uint8_t* buf, uint64_t bytes) {
+void PageManager::Impl::put_staging(uint8_t* buf, uint64_t bytes) {
   auto& list = staging_free[bytes];
   if (list.size() < 2 * options.max_inflight) {
     list.push_back(buf);
@@ -687,7 +688,7 @@ void Manager::Impl::put_staging(uint8_t* buf, uint64_t bytes) {
   }
 }
 
-uint8_t* Manager::Impl::zero_page(uint64_t bytes) {
+uint8_t* PageManager::Impl::zero_page(uint64_t bytes) {
   uint8_t*& z = zero_pages[bytes];
   if (z == nullptr) {
     z = get_staging(bytes);
@@ -696,10 +697,10 @@ uint8_t* Manager::Impl::zero_page(uint64_t bytes) {
   return z;
 }
 
-uint64_t Manager::Impl::deadline() const { return now_ns() + op_timeout_ns; }
+uint64_t PageManager::Impl::deadline() const { return now_ns() + op_timeout_ns; }
 
-void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
-                          const Status& cause) const {
+void PageManager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
+                              const Status& cause) const {
   const Region& reg = *r->region;
   // One write(2), no stdio: a faulting thread may hold stderr's lock.
   char line[1024];
@@ -724,18 +725,18 @@ void Manager::Impl::fatal(const RegionState* r, uint64_t page, const char* what,
 // prefetch (!must) gets false, and a fault signals pressure and waits for the other tenants to
 // give memory back, up to the op deadline, then charges past the limit (the budget's overdraft)
 // rather than hang the faulting thread.
-runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must) {
+runtime::Task<bool> reserve_room(PageManager::Impl* m, uint64_t bytes, bool must) {
   bool waited = false;
   uint64_t deadline = 0;
   for (;;) {
     if (m->try_reserve(bytes)) co_return true;
     if (m->tenant != nullptr) m->tenant->signal_pressure();
     // A few victims at once: their drops and write-backs share system calls and messages.
-    std::vector<Manager::Impl::ClockEntry> victims;
+    std::vector<PageManager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
     uint64_t page = 0;
-    while (victims.size() < Manager::Impl::kFaultEvictBatch && m->pick_victim(&r, &page)) {
-      victims.push_back(Manager::Impl::ClockEntry{r, page});
+    while (victims.size() < PageManager::Impl::kFaultEvictBatch && m->pick_victim(&r, &page)) {
+      victims.push_back(PageManager::Impl::ClockEntry{r, page});
     }
     if (!victims.empty()) {
       if (!waited) m->fault_waits.fetch_add(1, std::memory_order_relaxed);
@@ -747,7 +748,7 @@ runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must) {
     if (!must) co_return false;
     if (deadline == 0) deadline = m->deadline();
     if (now_ns() > deadline) break;
-    co_await m->scheduler->sleep_for_ns(Manager::Impl::kSharedWaitNs);
+    co_await m->scheduler->sleep_for_ns(PageManager::Impl::kSharedWaitNs);
   }
   m->force_reserve(bytes);
   co_return true;
@@ -758,7 +759,7 @@ runtime::Task<bool> reserve_room(Manager::Impl* m, uint64_t bytes, bool must) {
 // ends the process. Other pages are prefetches: taken only if they fit in the budget (or, with
 // evict_for_room, after evicting others); a failed
 // prefetch returns its pages to kMissing (a thread waiting for one faults again).
-runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+runtime::Task<Status> fetch_group(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                   bool fault, bool write_fault, bool evict_for_room) {
   const uint64_t pb = r->region->page_bytes();
   std::vector<uint64_t> kept;
@@ -818,7 +819,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
       meta.referenced = true;
       if (!meta.in_clock) {
         meta.in_clock = true;
-        m->clock.push_back(Manager::Impl::ClockEntry{r, p});
+        m->clock.push_back(PageManager::Impl::ClockEntry{r, p});
       }
       installs.push_back(InstallIo{p, ios[i].buf, writable});
     } else {
@@ -847,7 +848,7 @@ runtime::Task<Status> fetch_group(Manager::Impl* m, RegionState* r, std::vector<
   co_return st;
 }
 
-runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
+runtime::Task<void> fault_task(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                bool fault, bool write_fault) {
   (void)co_await fetch_group(m, r, std::move(pages), fault, write_fault, false);
   --r->inflight;
@@ -859,7 +860,8 @@ runtime::Task<void> fault_task(Manager::Impl* m, RegionState* r, std::vector<uin
 // written back (one PageSource call per region and 64 pages), then every victim is dropped
 // (one MADV_DONTNEED per run of adjacent pages) and the threads that faulted on one meanwhile
 // are woken (they fault again, as missing).
-runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::ClockEntry> victims) {
+runtime::Task<void> evict_batch(PageManager::Impl* m,
+                                std::vector<PageManager::Impl::ClockEntry> victims) {
   std::sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) {
     return a.region != b.region ? a.region < b.region : a.page < b.page;
   });
@@ -917,19 +919,19 @@ runtime::Task<void> evict_batch(Manager::Impl* m, std::vector<Manager::Impl::Clo
 
 // Proactive eviction: runs while the buffer (with a shared budget: every tenant's memory) is
 // above writeback_stop x budget, in batches.
-runtime::Task<void> cleaner(Manager::Impl* m) {
+runtime::Task<void> cleaner(PageManager::Impl* m) {
   m->cleaner_runs.fetch_add(1, std::memory_order_relaxed);
   const double stop = m->options.writeback_stop;
   for (;;) {
     const uint64_t budget = m->budget_bytes.load(std::memory_order_relaxed);
     uint64_t resident = m->used_bytes();
-    std::vector<Manager::Impl::ClockEntry> victims;
+    std::vector<PageManager::Impl::ClockEntry> victims;
     RegionState* r = nullptr;
     uint64_t page = 0;
-    while (victims.size() < Manager::Impl::kCleanerBatch &&
+    while (victims.size() < PageManager::Impl::kCleanerBatch &&
            static_cast<double>(resident) > stop * static_cast<double>(budget) &&
            m->pick_victim(&r, &page)) {
-      victims.push_back(Manager::Impl::ClockEntry{r, page});
+      victims.push_back(PageManager::Impl::ClockEntry{r, page});
       resident -= r->region->page_bytes();
     }
     if (victims.empty()) break;
@@ -940,7 +942,7 @@ runtime::Task<void> cleaner(Manager::Impl* m) {
 }
 
 // Writes back every dirty resident page of `r` (kMaxPagesPerCall per call); they stay mapped.
-runtime::Task<Status> clean_pages(Manager::Impl* m, RegionState* r) {
+runtime::Task<Status> clean_pages(PageManager::Impl* m, RegionState* r) {
   const uint64_t pb = r->region->page_bytes();
   ++r->inflight;
   Status result;

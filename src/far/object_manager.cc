@@ -1,4 +1,4 @@
-#include "farmem/far/manager.h"
+#include "farmem/far/object_manager.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,8 +6,8 @@
 
 namespace farmem::far {
 
-Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) {
-  ManagerOptions o = options;
+Result<std::unique_ptr<ObjectManager>> ObjectManager::create(const ObjectManagerOptions& options) {
+  ObjectManagerOptions o = options;
   if (o.shared_budget != nullptr) o.local_bytes = o.shared_budget->limit_bytes();
   if (o.segment_bytes == 0) {
     uint64_t s = std::bit_floor(std::max<uint64_t>(o.local_bytes / 16, 1));
@@ -18,8 +18,8 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
     return InvalidArgument("far cache thresholds need 0 <= admit_free <= low_free < high_free < 1");
   }
   auto pool = SegmentPool::create(o.local_bytes, o.segment_bytes, o.shared_budget);
-  if (!pool.ok()) return pool.status();
-  std::unique_ptr<Manager> m(new Manager());
+  FARMEM_TRY(pool);
+  std::unique_ptr<ObjectManager> m(new ObjectManager());
   m->options_ = o;
   m->pool_ = std::move(*pool);
   const double total = m->pool_->total();
@@ -37,7 +37,7 @@ Result<std::unique_ptr<Manager>> Manager::create(const ManagerOptions& options) 
   return m;
 }
 
-BudgetUsage Manager::budget_usage() const {
+BudgetUsage ObjectManager::budget_usage() const {
   if (pool_->tenant() != nullptr) return pool_->tenant()->usage();
   return sole_tenant_usage("far", pool_->taken_bytes(), pool_->bytes());
 }

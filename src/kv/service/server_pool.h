@@ -1,5 +1,5 @@
-// Pool: one named key-value space on one shard (docs/formats/kv.md), and the interface through
-// which Active Data Objects plug into the kv service (PoolHooks).
+// ServerPool: one named key-value space on one shard (docs/formats/kv.md), and the interface
+// through which Active Data Objects plug into the kv service (PoolHooks).
 //
 // A pool's memory (primary index, records, allocator chunks) is owned by the node object
 // "kv/<name>", so it outlives its clients and comes back when the pool is deleted. Everything
@@ -89,12 +89,12 @@ struct LockGrant {
   uint32_t value_bytes = 0;
 };
 
-class Pool {
+class ServerPool {
  public:
   // `source` gives heap blocks as the pool's object; the pool keeps it.
-  Pool(std::string name, uint64_t handle, uint64_t object_id, uint64_t capacity_bytes,
-       RegionView region, std::unique_ptr<MemorySource> source, Versions& versions,
-       uint64_t grace_ns, std::shared_ptr<PoolSummary> summary);
+  ServerPool(std::string name, uint64_t handle, uint64_t object_id, uint64_t capacity_bytes,
+             RegionView region, std::unique_ptr<MemorySource> source, Versions& versions,
+             uint64_t grace_ns, std::shared_ptr<PoolSummary> summary);
   Status init(uint64_t expected_count, uint64_t now_ns);
 
   const std::string& name() const { return name_; }

@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "farmem/fabric/wire.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -83,7 +86,7 @@ TEST_P(DirectAccessTest, DirectPathIsUsedOnSharedMemoryOnlyAndWhenAllowed) {
     const fabric::Endpoint* ep = direct_->endpoint(node_);
     ASSERT_NE(ep->direct_base(), nullptr);
     uint8_t via_ucx[64] = {}, mapped[64] = {};
-    ASSERT_TRUE(plain_->read_sync(GlobalAddress(node_, 0), via_ucx, sizeof(via_ucx)).ok());
+    ASSERT_TRUE(sync_wait(plain_->read(GlobalAddress(node_, 0), via_ucx, sizeof(via_ucx))).ok());
     std::memcpy(mapped, ep->direct_base(), sizeof(mapped));
     EXPECT_EQ(std::memcmp(via_ucx, mapped, sizeof(mapped)), 0);
   } else {
@@ -102,36 +105,36 @@ TEST_P(DirectAccessTest, ReadsWritesAndAtomicsAgreeWithDirectAccessOnAndOff) {
       ThreadClient* r = writer == 0 ? plain_ : direct_;
       std::vector<uint8_t> out(n), in(n, 0), again(n, 0);
       for (auto& b : out) b = static_cast<uint8_t>(rng());
-      ASSERT_TRUE(w->write_sync(a, out.data(), n).ok()) << n;
-      ASSERT_TRUE(r->read_sync(a, in.data(), n).ok()) << n;
-      ASSERT_TRUE(w->read_sync(a, again.data(), n).ok()) << n;
+      ASSERT_TRUE(sync_wait(w->write(a, out.data(), n)).ok()) << n;
+      ASSERT_TRUE(sync_wait(r->read(a, in.data(), n)).ok()) << n;
+      ASSERT_TRUE(sync_wait(w->read(a, again.data(), n)).ok()) << n;
       ASSERT_EQ(out, in) << "size " << n << " written by " << (writer == 0 ? "direct" : "plain");
       ASSERT_EQ(out, again) << n;
     }
   }
   // Unaligned offsets.
   std::vector<uint8_t> out(100, 0x5A), in(100, 0);
-  ASSERT_TRUE(direct_->write_sync(a + 3, out.data(), out.size()).ok());
-  ASSERT_TRUE(plain_->read_sync(a + 3, in.data(), in.size()).ok());
+  ASSERT_TRUE(sync_wait(direct_->write(a + 3, out.data(), out.size())).ok());
+  ASSERT_TRUE(sync_wait(plain_->read(a + 3, in.data(), in.size())).ok());
   EXPECT_EQ(out, in);
 
   // The same sequence of atomics through either client gives the same results.
   for (ThreadClient* c : {direct_, plain_}) {
     GlobalAddress w = a + 4096;
     uint64_t zero = 0, seen = 99;
-    ASSERT_TRUE(c->write_sync(w, &zero, 8).ok());
-    ASSERT_TRUE(c->cas_sync(w, 1, 5, &seen).ok());  // fails: the word is 0
+    ASSERT_TRUE(sync_wait(c->write(w, &zero, 8)).ok());
+    ASSERT_TRUE(sync_wait(c->cas(w, 1, 5, &seen)).ok());  // fails: the word is 0
     EXPECT_EQ(seen, 0u);
-    ASSERT_TRUE(c->cas_sync(w, 0, 5, &seen).ok());  // succeeds
+    ASSERT_TRUE(sync_wait(c->cas(w, 0, 5, &seen)).ok());  // succeeds
     EXPECT_EQ(seen, 0u);
-    ASSERT_TRUE(c->faa_sync(w, 10, &seen).ok());
+    ASSERT_TRUE(sync_wait(c->faa(w, 10, &seen)).ok());
     EXPECT_EQ(seen, 5u);
-    ASSERT_TRUE(c->faa_sync(w, ~uint64_t{0}, &seen).ok());  // adds -1, wrapping
+    ASSERT_TRUE(sync_wait(c->faa(w, ~uint64_t{0}, &seen)).ok());  // adds -1, wrapping
     EXPECT_EQ(seen, 15u);
-    ASSERT_TRUE(c->cas_sync(w, 14, UINT64_MAX, &seen).ok());
+    ASSERT_TRUE(sync_wait(c->cas(w, 14, UINT64_MAX, &seen)).ok());
     EXPECT_EQ(seen, 14u);
     uint64_t v = 0;
-    ASSERT_TRUE((c == direct_ ? plain_ : direct_)->read_sync(w, &v, 8).ok());
+    ASSERT_TRUE(sync_wait((c == direct_ ? plain_ : direct_)->read(w, &v, 8)).ok());
     EXPECT_EQ(v, UINT64_MAX);
   }
 }
@@ -156,12 +159,12 @@ Task<Status> ordered_batch(ThreadClient* c, GlobalAddress a, uint64_t* before, u
 TEST_P(DirectAccessTest, BatchKeepsProgramOrderWithDeferredReads) {
   GlobalAddress a = alloc(64);
   uint64_t init[2] = {5, 40};
-  ASSERT_TRUE(direct_->write_sync(a, init, 16).ok());
+  ASSERT_TRUE(sync_wait(direct_->write(a, init, 16)).ok());
   uint64_t before = 0, after = 0, cas_seen = 0, faa_seen = 0, last = 0;
   Status s = direct_->run(ordered_batch(direct_, a, &before, &after, &cas_seen, &faa_seen, &last));
   ASSERT_TRUE(s.ok()) << s.to_string();
   uint64_t now[2] = {};
-  ASSERT_TRUE(plain_->read_sync(a, now, 16).ok());
+  ASSERT_TRUE(sync_wait(plain_->read(a, now, 16)).ok());
   if (!direct_->direct(node_)) {
     // Through UCX the batch's operations are not ordered without fences: only completion.
     SUCCEED() << "UCX path: order within a batch is not promised";
@@ -204,7 +207,7 @@ Task<void> read_check_loop(ThreadClient* c, GlobalAddress base, uint32_t id, int
 TEST_P(DirectAccessTest, InterleavedDeferredReadsReturnTheirOwnData) {
   GlobalAddress base = alloc(64 * 16);
   std::vector<uint8_t> zeros(64 * 16, 0);
-  ASSERT_TRUE(direct_->write_sync(base, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE(sync_wait(direct_->write(base, zeros.data(), zeros.size())).ok());
   std::atomic<int> errors{0};
   for (uint32_t k = 0; k < 16; ++k) {
     ASSERT_TRUE(direct_->scheduler().spawn(read_check_loop(direct_, base, k, 200, &errors)).ok());
@@ -266,7 +269,7 @@ TEST_P(DirectAccessTest, DirectAndUcxAtomicsOnTheSameWordsLoseNoIncrement) {
   GlobalAddress faa_word = words, cas_word = words + 8, batch_faa = words + 16,
                 batch_cas = words + 24;
   std::vector<uint64_t> zeros(4, 0);
-  ASSERT_TRUE(plain_->write_sync(words, zeros.data(), 32).ok());
+  ASSERT_TRUE(sync_wait(plain_->write(words, zeros.data(), 32)).ok());
   std::atomic<int> errors{0};
   std::atomic<int> connected{0};
   std::vector<std::thread> threads;
@@ -290,7 +293,7 @@ TEST_P(DirectAccessTest, DirectAndUcxAtomicsOnTheSameWordsLoseNoIncrement) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   uint64_t got[4] = {};
-  ASSERT_TRUE(direct_->read_sync(words, got, 32).ok());
+  ASSERT_TRUE(sync_wait(direct_->read(words, got, 32)).ok());
   const uint64_t want = 2ull * kCoroutines * kEach;
   EXPECT_EQ(got[0], want);
   EXPECT_EQ(got[1], want);
@@ -345,22 +348,23 @@ TEST_P(DirectAccessTest, AddressErrorsAreTheSameInDirectMode) {
     for (const Case& k : cases) {
       SCOPED_TRACE(k.addr.offset());
       uint64_t v = 0, old = 0;
-      EXPECT_EQ(c->read_sync(k.addr, &v, k.bytes).code(), k.read_only ? StatusCode::kOk : k.rw);
-      EXPECT_EQ(c->write_sync(k.addr, &v, k.bytes).code(), k.rw);
-      EXPECT_EQ(c->cas_sync(k.addr, 0, 1, &old).code(), k.atomic);
-      EXPECT_EQ(c->faa_sync(k.addr, 1, &old).code(), k.atomic);
+      EXPECT_EQ(sync_wait(c->read(k.addr, &v, k.bytes)).code(),
+                k.read_only ? StatusCode::kOk : k.rw);
+      EXPECT_EQ(sync_wait(c->write(k.addr, &v, k.bytes)).code(), k.rw);
+      EXPECT_EQ(sync_wait(c->cas(k.addr, 0, 1, &old)).code(), k.atomic);
+      EXPECT_EQ(sync_wait(c->faa(k.addr, 1, &old)).code(), k.atomic);
       EXPECT_EQ(c->run(batch_with(c, 0, k.addr)).code(), k.read_only ? StatusCode::kOk : k.rw);
       EXPECT_EQ(c->run(batch_with(c, 1, k.addr)).code(), k.rw);
       EXPECT_EQ(c->run(batch_with(c, 2, k.addr)).code(), k.atomic);
       EXPECT_EQ(c->run(batch_with(c, 3, k.addr)).code(), k.atomic);
     }
     uint64_t v = 0;
-    EXPECT_EQ(c->read_sync(a, &v, 0).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(sync_wait(c->read(a, &v, 0)).code(), StatusCode::kInvalidArgument);
   }
   // The header is where the region starts: a read of its magic gives the same bytes either way.
   uint64_t magic_direct = 0, magic_plain = 0;
-  ASSERT_TRUE(direct_->read_sync(GlobalAddress(node_, 0), &magic_direct, 8).ok());
-  ASSERT_TRUE(plain_->read_sync(GlobalAddress(node_, 0), &magic_plain, 8).ok());
+  ASSERT_TRUE(sync_wait(direct_->read(GlobalAddress(node_, 0), &magic_direct, 8)).ok());
+  ASSERT_TRUE(sync_wait(plain_->read(GlobalAddress(node_, 0), &magic_plain, 8)).ok());
   EXPECT_EQ(magic_direct, magic_plain);
   EXPECT_NE(magic_direct, 0u);
 }
@@ -390,7 +394,7 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
   ThreadClient* tc = *cluster->thread_client();
   GlobalAddress a = alloc(64);
   uint64_t v = 1;
-  ASSERT_TRUE(tc->write_sync(a, &v, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->write(a, &v, 8)).ok());
   ASSERT_EQ(tc->direct(node_), shm());
 
   Batch pending(*tc);
@@ -405,9 +409,9 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
   for (; ops < 10'000'000 && first_error.ok(); ++ops) {
     uint64_t old = 0;
     if (ops % 2 == 0) {
-      first_error = tc->read_sync(a, &v, 8);
+      first_error = sync_wait(tc->read(a, &v, 8));
     } else {
-      first_error = tc->faa_sync(a, 1, &old);
+      first_error = sync_wait(tc->faa(a, 1, &old));
     }
   }
   ASSERT_FALSE(first_error.ok()) << "no error after " << ops << " operations on a killed node";
@@ -415,10 +419,10 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
   EXPECT_FALSE(tc->direct(node_));
   // Every later operation, direct-capable or not, fails with the same code.
   uint64_t old = 0;
-  EXPECT_EQ(tc->read_sync(a, &v, 8).code(), StatusCode::kPeerFailed);
-  EXPECT_EQ(tc->write_sync(a, &v, 8).code(), StatusCode::kPeerFailed);
-  EXPECT_EQ(tc->cas_sync(a, 0, 1, &old).code(), StatusCode::kPeerFailed);
-  EXPECT_EQ(tc->faa_sync(a, 1, &old).code(), StatusCode::kPeerFailed);
+  EXPECT_EQ(sync_wait(tc->read(a, &v, 8)).code(), StatusCode::kPeerFailed);
+  EXPECT_EQ(sync_wait(tc->write(a, &v, 8)).code(), StatusCode::kPeerFailed);
+  EXPECT_EQ(sync_wait(tc->cas(a, 0, 1, &old)).code(), StatusCode::kPeerFailed);
+  EXPECT_EQ(sync_wait(tc->faa(a, 1, &old)).code(), StatusCode::kPeerFailed);
   // The read deferred before the failure is not performed from the dead node's segment.
   Status late = tc->run(wait_for(&pending));
   if (shm()) {
@@ -432,7 +436,7 @@ TEST_P(DirectAccessTest, KilledNodeGivesPeerFailureToDirectOperations) {
 TEST_P(DirectAccessTest, SpinningOnDirectCasNoticesAKilledNode) {
   GlobalAddress a = alloc(64);
   uint64_t zero = 0;
-  ASSERT_TRUE(direct_->write_sync(a, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(direct_->write(a, &zero, 8)).ok());
   uint64_t attempts = 0;
   ASSERT_TRUE(direct_->run(spin_cas(direct_, a, 100, &attempts)).ok());
   server_->signal(SIGKILL);
@@ -501,8 +505,8 @@ TEST_P(DirectAccessTest, MixedClusterUsesTheDirectPathPerNode) {
   auto a1 = tc->run(tc->allocate_on(1, 64, 64));
   ASSERT_TRUE(a0.ok() && a1.ok());
   uint64_t zero[2] = {0, 0};
-  ASSERT_TRUE(tc->write_sync(*a0, zero, 16).ok());
-  ASSERT_TRUE(tc->write_sync(*a1, zero, 16).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a0, zero, 16)).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a1, zero, 16)).ok());
   MixedSeen seen;
   Status s = tc->run(mixed_round(tc, *a0, *a1, &seen));
   ASSERT_TRUE(s.ok()) << s.to_string();
@@ -511,8 +515,8 @@ TEST_P(DirectAccessTest, MixedClusterUsesTheDirectPathPerNode) {
   EXPECT_EQ(seen.cas0, 0u);
   EXPECT_EQ(seen.cas1, 0u);
   uint64_t x[2] = {}, y[2] = {};
-  ASSERT_TRUE(tc->read_sync(*a0, x, 16).ok());
-  ASSERT_TRUE(tc->read_sync(*a1, y, 16).ok());
+  ASSERT_TRUE(sync_wait(tc->read(*a0, x, 16)).ok());
+  ASSERT_TRUE(sync_wait(tc->read(*a1, y, 16)).ok());
   EXPECT_EQ(x[1], 1u);
   EXPECT_EQ(y[1], 2u);
 }

@@ -7,7 +7,10 @@
 #include <thread>
 
 #include "farmem/common/virtual_clock.h"
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -36,19 +39,19 @@ TEST_P(FailureTest, KilledServerTurnsOperationsIntoPeerFailure) {
   auto a = tc->run(tc->allocate(64));
   ASSERT_TRUE(a.ok());
   uint64_t v = 1;
-  ASSERT_TRUE(tc->write_sync(*a, &v, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->write(*a, &v, 8)).ok());
 
   server->signal(SIGKILL);
   // Keep operating: direct reads over shared memory may succeed until the client notices (its
   // door connection's EOF); every call returns, and the first error is kPeerFailed.
   Status first_error;
   for (int ops = 0; ops < 10'000'000 && first_error.ok(); ++ops) {
-    first_error = tc->read_sync(*a, &v, 8);
+    first_error = sync_wait(tc->read(*a, &v, 8));
   }
   ASSERT_FALSE(first_error.ok()) << "no error after ten million reads of a killed node";
   EXPECT_EQ(first_error.code(), StatusCode::kPeerFailed) << first_error.to_string();
   // Later operations and RPCs fail with the same kind of error.
-  EXPECT_EQ(tc->read_sync(*a, &v, 8).code(), StatusCode::kPeerFailed);
+  EXPECT_EQ(sync_wait(tc->read(*a, &v, 8)).code(), StatusCode::kPeerFailed);
   EXPECT_EQ(tc->run(tc->stats((*c)->nodes()[0].node_id)).status().code(), StatusCode::kPeerFailed);
   EXPECT_EQ(tc->node_status((*c)->nodes()[0].node_id).code(), StatusCode::kPeerFailed);
 }

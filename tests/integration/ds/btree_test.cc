@@ -16,9 +16,12 @@
 #include <set>
 #include <thread>
 
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "history.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -97,47 +100,47 @@ TEST_P(BTreeTest, EveryOperationHasItsContractOnEmptyAndOneKeyTrees) {
   ASSERT_NE(t, nullptr);
   std::string v;
   Pairs out;
-  EXPECT_FALSE(*t->get_sync("apple", &v));
-  ASSERT_TRUE(t->scan_sync("", "", 0, &out).ok());
+  EXPECT_FALSE(*sync_wait(t->get("apple", &v)));
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
   EXPECT_TRUE(out.empty());
-  EXPECT_EQ(t->update_sync("apple", "x").code(), StatusCode::kNotFound);
-  EXPECT_EQ(t->erase_sync("apple").code(), StatusCode::kNotFound);
-  ASSERT_TRUE(t->insert_sync("apple", "red").ok());
-  ASSERT_TRUE(t->scan_sync("", "", 0, &out).ok());
+  EXPECT_EQ(sync_wait(t->update("apple", "x")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(sync_wait(t->erase("apple")).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(sync_wait(t->insert("apple", "red")).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
   EXPECT_EQ(out, (Pairs{{"apple", "red"}}));
-  ASSERT_TRUE(t->scan_sync("apple", "apple", 0, &out).ok());  // [apple, apple) is empty
+  ASSERT_TRUE(sync_wait(t->scan("apple", "apple", 0, &out)).ok());  // [apple, apple) is empty
   EXPECT_TRUE(out.empty());
-  ASSERT_TRUE(t->scan_sync("apple\x01", "", 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan("apple\x01", "", 0, &out)).ok());
   EXPECT_TRUE(out.empty());
-  EXPECT_EQ(t->insert_sync("apple", "green").code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  EXPECT_EQ(sync_wait(t->insert("apple", "green")).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "red");
-  ASSERT_TRUE(t->update_sync("apple", "yellow").ok());
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(sync_wait(t->update("apple", "yellow")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "yellow");
-  ASSERT_TRUE(t->put_sync("pear", "green").ok());
-  ASSERT_TRUE(t->put_sync("pear", "brown").ok());
-  ASSERT_TRUE(*t->get_sync("pear", &v));
+  ASSERT_TRUE(sync_wait(t->put("pear", "green")).ok());
+  ASSERT_TRUE(sync_wait(t->put("pear", "brown")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("pear", &v)));
   EXPECT_EQ(v, "brown");
-  ASSERT_TRUE(t->insert_sync("banana", "").ok());
-  ASSERT_TRUE(t->scan_sync("", "", 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->insert("banana", "")).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
   EXPECT_EQ(out, (Pairs{{"apple", "yellow"}, {"banana", ""}, {"pear", "brown"}}));
-  ASSERT_TRUE(t->scan_sync("b", "", 1, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan("b", "", 1, &out)).ok());
   EXPECT_EQ(out, (Pairs{{"banana", ""}}));
-  ASSERT_TRUE(t->scan_sync("apple", "pear", 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan("apple", "pear", 0, &out)).ok());
   EXPECT_EQ(out.size(), 2u);
-  ASSERT_TRUE(t->erase_sync("apple").ok());
-  EXPECT_EQ(t->erase_sync("apple").code(), StatusCode::kNotFound);
-  EXPECT_FALSE(*t->get_sync("apple", &v));
-  ASSERT_TRUE(t->insert_sync("apple", "again").ok());
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(sync_wait(t->erase("apple")).ok());
+  EXPECT_EQ(sync_wait(t->erase("apple")).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(*sync_wait(t->get("apple", &v)));
+  ASSERT_TRUE(sync_wait(t->insert("apple", "again")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "again");
   // Opening by name from another process, and what is not a tree.
   auto other = connect();
   ThreadClient* oc = *other->thread_client();
   auto o = oc->run(BTree::open(oc, "ops"));
   ASSERT_TRUE(o.ok()) << o.status().to_string();
-  ASSERT_TRUE(*(*o)->get_sync("pear", &v));
+  ASSERT_TRUE(*sync_wait((*o)->get("pear", &v)));
   EXPECT_EQ(v, "brown");
   EXPECT_EQ(client_->run(BTree::create(client_, "ops")).status().code(),
             StatusCode::kAlreadyExists);
@@ -158,42 +161,42 @@ TEST_P(BTreeTest, BoundaryKeyAndValueSizes) {
   const std::string inline_max(ds::btree::kDefaultInlineValueBytes, 'i');
   const std::string first_oop(ds::btree::kDefaultInlineValueBytes + 1, 'o');
   const std::string max_value(ds::btree::kMaxValueBytes, 'V');
-  ASSERT_TRUE(t->insert_sync(std::string(1, '\0'), "smallest key").ok());
-  ASSERT_TRUE(t->insert_sync(max_key, inline_max).ok());
-  ASSERT_TRUE(t->insert_sync("oop", first_oop).ok());
-  ASSERT_TRUE(t->insert_sync("max", max_value).ok());
-  ASSERT_TRUE(*t->get_sync(std::string(1, '\0'), &v));
+  ASSERT_TRUE(sync_wait(t->insert(std::string(1, '\0'), "smallest key")).ok());
+  ASSERT_TRUE(sync_wait(t->insert(max_key, inline_max)).ok());
+  ASSERT_TRUE(sync_wait(t->insert("oop", first_oop)).ok());
+  ASSERT_TRUE(sync_wait(t->insert("max", max_value)).ok());
+  ASSERT_TRUE(*sync_wait(t->get(std::string(1, '\0'), &v)));
   EXPECT_EQ(v, "smallest key");
-  ASSERT_TRUE(*t->get_sync(max_key, &v));
+  ASSERT_TRUE(*sync_wait(t->get(max_key, &v)));
   EXPECT_EQ(v, inline_max);
-  ASSERT_TRUE(*t->get_sync("oop", &v));
+  ASSERT_TRUE(*sync_wait(t->get("oop", &v)));
   EXPECT_EQ(v, first_oop);
-  ASSERT_TRUE(*t->get_sync("max", &v));
+  ASSERT_TRUE(*sync_wait(t->get("max", &v)));
   EXPECT_EQ(v, max_value);
-  ASSERT_TRUE(t->update_sync("max", "small now").ok());  // out of place -> inline
-  ASSERT_TRUE(*t->get_sync("max", &v));
+  ASSERT_TRUE(sync_wait(t->update("max", "small now")).ok());  // out of place -> inline
+  ASSERT_TRUE(*sync_wait(t->get("max", &v)));
   EXPECT_EQ(v, "small now");
-  ASSERT_TRUE(t->update_sync("oop", max_value).ok());
+  ASSERT_TRUE(sync_wait(t->update("oop", max_value)).ok());
   Pairs out;
-  ASSERT_TRUE(t->scan_sync("", "", 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[2].first, "max");
   EXPECT_EQ(out[3], (std::pair<std::string, std::string>{"oop", max_value}));
-  EXPECT_EQ(t->insert_sync(std::string(ds::btree::kMaxKeyBytes + 1, 'x'), "v").code(),
+  EXPECT_EQ(sync_wait(t->insert(std::string(ds::btree::kMaxKeyBytes + 1, 'x'), "v")).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->put_sync("k", std::string(ds::btree::kMaxValueBytes + 1, 'x')).code(),
+  EXPECT_EQ(sync_wait(t->put("k", std::string(ds::btree::kMaxValueBytes + 1, 'x'))).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->insert_sync("", "v").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->get_sync("", &v).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(t->insert("", "v")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(t->get("", &v)).status().code(), StatusCode::kInvalidArgument);
   // Largest keys split pages down to one entry each; the tree stays whole.
   for (int i = 0; i < 40; ++i) {
     std::string k(ds::btree::kMaxKeyBytes, 'a' + i % 26);
     k[k.size() - 1 - i % 7] = static_cast<char>('0' + i);
-    ASSERT_TRUE(t->put_sync(k, inline_max).ok()) << i;
+    ASSERT_TRUE(sync_wait(t->put(k, inline_max)).ok()) << i;
   }
   const auto pages = check(t.get());
   ASSERT_GE(pages.size(), 2u);
-  ASSERT_TRUE(t->scan_sync("", "", 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
   EXPECT_TRUE(std::is_sorted(out.begin(), out.end()));
   EXPECT_GE(out.size(), 40u);
 }
@@ -209,7 +212,7 @@ TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
   std::mt19937 rng(static_cast<uint32_t>(test_seed()));
   std::shuffle(order.begin(), order.end(), rng);
   for (int i : order) {
-    ASSERT_TRUE(t->insert_sync(long_key(i * 2), "value-of-" + std::to_string(i)).ok()) << i;
+    ASSERT_TRUE(sync_wait(t->insert(long_key(i * 2), "value-of-" + std::to_string(i))).ok()) << i;
   }
   const auto pages = check(t.get());
   ASSERT_GE(pages.size(), 3u) << "expected leaves, internal pages and a root above them";
@@ -218,29 +221,29 @@ TEST_P(BTreeTest, SplitsAtEveryLevelAndScansAtAndAcrossPageEdges) {
   EXPECT_GE(t->stats().root_growths, 2u);
   std::string v;
   for (int i = 0; i < kN; ++i) {
-    ASSERT_TRUE(*t->get_sync(long_key(i * 2), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get(long_key(i * 2), &v))) << i;
     ASSERT_EQ(v, "value-of-" + std::to_string(i));
-    ASSERT_FALSE(*t->get_sync(long_key(i * 2 + 1), &v)) << i;  // between two present keys
+    ASSERT_FALSE(*sync_wait(t->get(long_key(i * 2 + 1), &v))) << i;  // between two present keys
   }
   Pairs all;
-  ASSERT_TRUE(t->scan_sync("", "", 0, &all).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &all)).ok());
   ASSERT_EQ(all.size(), static_cast<size_t>(kN));
   for (int i = 0; i < kN; ++i) ASSERT_EQ(all[i].first, long_key(i * 2));
   // Scans from every key (so from every page's first and last key) for a window that crosses
   // at least one page edge, and from the gaps between keys.
   Pairs out;
   for (int i = 0; i < kN; i += 3) {
-    ASSERT_TRUE(t->scan_sync(long_key(i * 2), "", 60, &out).ok());
+    ASSERT_TRUE(sync_wait(t->scan(long_key(i * 2), "", 60, &out)).ok());
     ASSERT_EQ(out.size(), static_cast<size_t>(std::min(60, kN - i))) << i;
     for (size_t j = 0; j < out.size(); ++j) ASSERT_EQ(out[j].first, long_key((i + j) * 2));
-    ASSERT_TRUE(t->scan_sync(long_key(i * 2 + 1), long_key(i * 2 + 41), 0, &out).ok());
+    ASSERT_TRUE(sync_wait(t->scan(long_key(i * 2 + 1), long_key(i * 2 + 41), 0, &out)).ok());
     ASSERT_EQ(out.size(), static_cast<size_t>(std::min(20, kN - 1 - i))) << i;
   }
-  ASSERT_TRUE(t->scan_sync(long_key(2 * kN), "", 0, &out).ok());  // beyond the last key
+  ASSERT_TRUE(sync_wait(t->scan(long_key(2 * kN), "", 0, &out)).ok());  // beyond the last key
   EXPECT_TRUE(out.empty());
-  ASSERT_TRUE(t->scan_sync(long_key(11), long_key(11), 0, &out).ok());
+  ASSERT_TRUE(sync_wait(t->scan(long_key(11), long_key(11), 0, &out)).ok());
   EXPECT_TRUE(out.empty());
-  ASSERT_TRUE(t->scan_sync(long_key(13), long_key(11), 0, &out).ok());  // to < from
+  ASSERT_TRUE(sync_wait(t->scan(long_key(13), long_key(11), 0, &out)).ok());  // to < from
   EXPECT_TRUE(out.empty());
 }
 
@@ -248,12 +251,12 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   auto t = create("cache");
   ASSERT_NE(t, nullptr);
   const int n = tcp() ? 150 : 300;
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(t->insert_sync(long_key(i), "v").ok());
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(sync_wait(t->insert(long_key(i), "v")).ok());
   ASSERT_GE(t->height(), 3u);
   std::string v;
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));  // warms the cache
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(*sync_wait(t->get(long_key(i), &v)));  // warms the cache
   const auto before = t->stats();
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(*t->get_sync(long_key(i), &v));
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(*sync_wait(t->get(long_key(i), &v)));
   const auto after = t->stats();
   EXPECT_EQ(after.get_page_reads - before.get_page_reads, static_cast<uint64_t>(n));
   EXPECT_EQ(after.cache_hits - before.cache_hits, static_cast<uint64_t>(n));
@@ -262,7 +265,7 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   none.cache_bytes = 0;
   auto plain = client_->run(BTree::open(client_, "cache", none));
   ASSERT_TRUE(plain.ok());
-  ASSERT_TRUE(*(*plain)->get_sync(long_key(7), &v));
+  ASSERT_TRUE(*sync_wait((*plain)->get(long_key(7), &v)));
   EXPECT_EQ((*plain)->stats().get_page_reads, (*plain)->height());
   // Splits made by another client: the cached parents are stale, lookups notice it from the
   // leaves' fences and stay correct.
@@ -270,9 +273,9 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   ThreadClient* oc = *other->thread_client();
   auto o = oc->run(BTree::open(oc, "cache"));
   ASSERT_TRUE(o.ok());
-  for (int i = 0; i < n; ++i) ASSERT_TRUE((*o)->insert_sync(long_key(i) + "x", "w").ok());
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(sync_wait((*o)->insert(long_key(i) + "x", "w")).ok());
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(*t->get_sync(long_key(i) + "x", &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get(long_key(i) + "x", &v))) << i;
     ASSERT_EQ(v, "w");
   }
   EXPECT_GT(t->stats().sibling_hops + t->stats().restarts, 0u);
@@ -281,7 +284,7 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   small.cache_bytes = 4 * (1024 + 128);
   auto s = client_->run(BTree::open(client_, "cache", small));
   ASSERT_TRUE(s.ok());
-  for (int i = 0; i < n; i += 3) ASSERT_TRUE(*(*s)->get_sync(long_key(i), &v));
+  for (int i = 0; i < n; i += 3) ASSERT_TRUE(*sync_wait((*s)->get(long_key(i), &v)));
   EXPECT_LE((*s)->cache().entries(), 4u);
   EXPECT_GT((*s)->cache().stats().evictions, 0u);
 }
@@ -327,7 +330,7 @@ TEST_P(BTreeTest, RootSplitsFromManyThreadsAtOnceOnAnEmptyTree) {
   const auto pages = check(t.get());
   EXPECT_GE(pages.size(), 3u);
   Pairs all;
-  ASSERT_TRUE(t->scan_sync("", "", 0, &all).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &all)).ok());
   ASSERT_EQ(all.size(), size_t{kStride} * kPer);
   for (int i = 0; i < kStride * kPer; ++i) {
     ASSERT_EQ(all[i].first, long_key(i));
@@ -453,8 +456,8 @@ TEST_P(BTreeTest, ScansReturnEveryStableKeyOnceAndNoAbsentKeyUnderConcurrentWrit
   ASSERT_NE(t, nullptr);
   const int keys = tcp() ? 150 : 400;
   for (int i = 0; i < keys; ++i) {
-    ASSERT_TRUE(t->insert_sync("s" + std::to_string(1000 + i), "stable").ok());
-    ASSERT_TRUE(t->insert_sync("c" + std::to_string(1000 + i), "churn").ok());
+    ASSERT_TRUE(sync_wait(t->insert("s" + std::to_string(1000 + i), "stable")).ok());
+    ASSERT_TRUE(sync_wait(t->insert("c" + std::to_string(1000 + i), "churn")).ok());
   }
   ScanCheck sc;
   const int scans = tcp() ? 4 : 40;
@@ -489,12 +492,13 @@ TEST_P(BTreeTest, InsertEraseChurnKeepsMemoryFlat) {
   ASSERT_NE(t, nullptr);
   const int kWindow = tcp() ? 120 : 600, kRounds = tcp() ? 4 : 8;
   int next = 0;
-  for (; next < kWindow; ++next) ASSERT_TRUE(t->insert_sync(num_key(next, 8), "v").ok());
+  for (; next < kWindow; ++next) ASSERT_TRUE(sync_wait(t->insert(num_key(next, 8), "v")).ok());
   uint64_t after_first = 0;
   for (int round = 0; round < kRounds; ++round) {
     for (int i = 0; i < kWindow; ++i, ++next) {
-      ASSERT_TRUE(t->insert_sync(num_key(next, 8), std::string(i % 5 == 0 ? 300 : 8, 'w')).ok());
-      ASSERT_TRUE(t->erase_sync(num_key(next - kWindow, 8)).ok());
+      ASSERT_TRUE(
+          sync_wait(t->insert(num_key(next, 8), std::string(i % 5 == 0 ? 300 : 8, 'w'))).ok());
+      ASSERT_TRUE(sync_wait(t->erase(num_key(next - kWindow, 8))).ok());
     }
     client_->run(t->reclaim(true));
     if (round == 1) after_first = used_bytes();
@@ -505,7 +509,7 @@ TEST_P(BTreeTest, InsertEraseChurnKeepsMemoryFlat) {
   const auto pages = check(t.get());
   EXPECT_LE(pages[0], static_cast<uint64_t>(kWindow / 10)) << "emptied leaves stayed linked";
   Pairs all;
-  ASSERT_TRUE(t->scan_sync("", "", 0, &all).ok());
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &all)).ok());
   ASSERT_EQ(all.size(), static_cast<size_t>(kWindow));
   EXPECT_EQ(all.front().first, num_key(next - kWindow, 8));
 }
@@ -521,7 +525,7 @@ TEST_P(BTreeTest, LockHeldByADeadWriterIsTakenOverAndRepairedALiveOneTimesOut) {
   o.lock_wait_ms = 300;
   auto t = create("dead", o);
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(t->insert_sync(num_key(i), "v").ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(sync_wait(t->insert(num_key(i), "v")).ok());
   std::string v;
   {
     auto dying = connect();
@@ -529,27 +533,27 @@ TEST_P(BTreeTest, LockHeldByADeadWriterIsTakenOverAndRepairedALiveOneTimesOut) {
     auto h = dc->run(BTree::open(dc, "dead", o));
     ASSERT_TRUE(h.ok());
     (*h)->set_die_mid_write_for_test(true);
-    EXPECT_EQ((*h)->put_sync(num_key(5), "half-written").code(), StatusCode::kCancelled);
+    EXPECT_EQ(sync_wait((*h)->put(num_key(5), "half-written")).code(), StatusCode::kCancelled);
     // Alive and holding the lock: readers of the torn page and writers wait, then time out.
-    auto r = t->get_sync(num_key(5), &v);
+    auto r = sync_wait(t->get(num_key(5), &v));
     EXPECT_EQ(r.status().code(), StatusCode::kTimedOut) << r.status().to_string();
-    Status w = t->put_sync(num_key(6), "x");
+    Status w = sync_wait(t->put(num_key(6), "x"));
     EXPECT_EQ(w.code(), StatusCode::kTimedOut) << w.to_string();
     EXPECT_NE(w.message().find("locked by live session"), std::string_view::npos);
   }  // the writer's sessions end
-  auto r = t->get_sync(num_key(5), &v);
+  auto r = sync_wait(t->get(num_key(5), &v));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_TRUE(*r);
   EXPECT_EQ(v, "half-written");  // the redo copy was complete: the write is finished
   EXPECT_GE(t->stats().takeovers, 1u);
   EXPECT_GE(t->stats().repairs, 1u);
   for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(*t->get_sync(num_key(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get(num_key(i), &v))) << i;
     if (i != 5) {
       EXPECT_EQ(v, "v");
     }
   }
-  ASSERT_TRUE(t->put_sync(num_key(6), "after").ok());
+  ASSERT_TRUE(sync_wait(t->put(num_key(6), "after")).ok());
   check(t.get());
 }
 
@@ -561,7 +565,8 @@ TEST_P(BTreeTest, KillNineOfALockHolderInTheMiddleOfAWrite) {
   o.lock_wait_ms = 300;
   auto t = create("k9", o);
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(t->insert_sync("k9-" + std::to_string(i), "v").ok());
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(sync_wait(t->insert("k9-" + std::to_string(i), "v")).ok());
   std::string servers = servers_[0]->address() + "," + servers_[1]->address();
   auto holder = ChildProcess::start(
       {FARMEM_FAULT_CLIENT_BIN, "--servers", servers, "--mode", "btree-hold", "--table", "k9"},
@@ -569,21 +574,21 @@ TEST_P(BTreeTest, KillNineOfALockHolderInTheMiddleOfAWrite) {
   ASSERT_NE(holder, nullptr);
   ASSERT_NE(holder->wait_for_line("holding", 30'000), "") << holder->output();
   std::string v;
-  auto r = t->get_sync("k9-held", &v);
+  auto r = sync_wait(t->get("k9-held", &v));
   EXPECT_EQ(r.status().code(), StatusCode::kTimedOut) << r.status().to_string();
   holder->signal(SIGKILL);
   ASSERT_NE(holder->wait_exit(30'000), -1);
   // The node ends the dead process's sessions when its connections close; until then the lock
   // is still a live lease, so a reader may time out once more.
   for (int i = 0; i < 100; ++i) {
-    r = t->get_sync("k9-held", &v);
+    r = sync_wait(t->get("k9-held", &v));
     if (r.ok() || r.status().code() != StatusCode::kTimedOut) break;
   }
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_TRUE(*r);
   EXPECT_EQ(v, "held");
   EXPECT_GE(t->stats().takeovers + t->stats().repairs, 1u);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(*t->get_sync("k9-" + std::to_string(i), &v)) << i;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(*sync_wait(t->get("k9-" + std::to_string(i), &v))) << i;
   check(t.get());
 }
 

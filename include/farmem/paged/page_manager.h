@@ -1,4 +1,4 @@
-// Manager: the process's paged far memory: one local buffer budget for every region.
+// PageManager: the process's paged far memory: one local buffer budget for every region.
 //
 // create() starts the pager thread: it owns one userfaultfd (every region registered on it
 // with MISSING and WP modes), a ThreadClient of the cluster, the staging buffers and the page
@@ -7,7 +7,7 @@
 // pages and drops pages until writeback_stop x budget, so a fault rarely waits for an eviction.
 // Pages of a region are striped over every memory node of the cluster (page i on node i % N).
 //
-// Shared budget: with ManagerOptions::shared_budget the local buffer has no budget of its own:
+// Shared budget: with PageManagerOptions::shared_budget the local buffer has no budget of its own:
 // every page charges the process's LocalBudget (shared with the far object cache) when it
 // becomes resident (or is being fetched) and releases it when it is dropped; "does a page fit"
 // and the cleaner's start/stop thresholds compare the shared budget's used bytes with its
@@ -22,7 +22,7 @@
 // prints one line "farmem paged: fatal: ..." (region, offset, node, cause) on stderr and calls
 // _exit(kFaultExitStatus). Explicit calls (allocate, prefetch, flush, advise, free) return
 // Status instead.
-// Thread safety: every method from any thread but the pager thread; destroy the Manager after
+// Thread safety: every method from any thread but the pager thread; destroy the PageManager after
 // the program stopped touching its regions (it frees them).
 #pragma once
 
@@ -41,12 +41,12 @@ namespace farmem::paged {
 // The exit status of a process whose page fault could not be served.
 inline constexpr int kFaultExitStatus = 86;
 
-struct ManagerOptions {
+struct PageManagerOptions {
   // The local buffer budget: local_bytes if non-zero, else local_percent of the live regions'
   // footprint (recomputed as regions come and go), at least 4 pages of the largest page size.
   uint64_t local_bytes = 0;
   double local_percent = 25.0;
-  // The process's shared local-memory budget (optional; outlives the Manager). When set, it
+  // The process's shared local-memory budget (optional; outlives the PageManager). When set, it
   // replaces local_bytes/local_percent (budget_bytes() is its limit).
   LocalBudget* shared_budget = nullptr;
   // Proactive write-back: the cleaner starts above start x budget and stops below stop x budget.
@@ -65,13 +65,13 @@ struct ManagerOptions {
   uint32_t install_threads = 2;
 };
 
-class Manager {
+class PageManager {
  public:
-  static Result<std::unique_ptr<Manager>> create(client::Cluster& cluster,
-                                                 const ManagerOptions& options = {});
-  ~Manager();
-  Manager(const Manager&) = delete;
-  Manager& operator=(const Manager&) = delete;
+  static Result<std::unique_ptr<PageManager>> create(client::Cluster& cluster,
+                                                     const PageManagerOptions& options = {});
+  ~PageManager();
+  PageManager(const PageManager&) = delete;
+  PageManager& operator=(const PageManager&) = delete;
 
   // A zero-filled region of `bytes` (rounded up to whole pages). Remote memory: one allocation
   // per memory node, owned by the pager thread's sessions (released with the region, or when
@@ -87,15 +87,15 @@ class Manager {
   ManagerStats stats() const;
   uint64_t budget_bytes() const;
   client::Cluster& cluster() { return *cluster_; }
-  const ManagerOptions& options() const { return options_; }
+  const PageManagerOptions& options() const { return options_; }
 
   struct Impl;
 
  private:
-  Manager() = default;
+  PageManager() = default;
   friend class Region;
   client::Cluster* cluster_ = nullptr;
-  ManagerOptions options_;
+  PageManagerOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,5 @@
 // The hash table's remote layout: slot-word encoding (with the frozen bit), directory words,
-// key placement, and the worked examples of docs/formats/hash_table.md.
+// key placement, and the worked examples of docs/formats/hash_table/layout.md.
 #include <gtest/gtest.h>
 
 #include <cstring>

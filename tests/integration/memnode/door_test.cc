@@ -21,8 +21,11 @@
 #include <sstream>
 #include <thread>
 
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -284,7 +287,7 @@ TEST_P(DoorTest, SigtermAnswersClientsAndExitsZero) {
   uint64_t v = 0;
   Status s;
   for (int waited = 0; waited < 10'000; waited += 5) {
-    s = tc->read_sync(*a, &v, 8);
+    s = sync_wait(tc->read(*a, &v, 8));
     if (!s.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

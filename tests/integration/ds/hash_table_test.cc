@@ -17,9 +17,12 @@
 #include <set>
 #include <thread>
 
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "history.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -74,26 +77,26 @@ TEST_P(HashTableTest, EveryOperationHasItsContract) {
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->shard_count(), 2u);
   std::string v;
-  EXPECT_FALSE(*t->get_sync("apple", &v));
-  ASSERT_TRUE(t->insert_sync("apple", "red").ok());
-  EXPECT_EQ(t->insert_sync("apple", "green").code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  EXPECT_FALSE(*sync_wait(t->get("apple", &v)));
+  ASSERT_TRUE(sync_wait(t->insert("apple", "red")).ok());
+  EXPECT_EQ(sync_wait(t->insert("apple", "green")).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "red");
-  ASSERT_TRUE(t->update_sync("apple", "yellow").ok());
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(sync_wait(t->update("apple", "yellow")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "yellow");
-  EXPECT_EQ(t->update_sync("pear", "x").code(), StatusCode::kNotFound);
-  ASSERT_TRUE(t->put_sync("pear", "green").ok());
-  ASSERT_TRUE(*t->get_sync("pear", &v));
+  EXPECT_EQ(sync_wait(t->update("pear", "x")).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(sync_wait(t->put("pear", "green")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("pear", &v)));
   EXPECT_EQ(v, "green");
-  ASSERT_TRUE(t->put_sync("pear", "brown").ok());
-  ASSERT_TRUE(*t->get_sync("pear", &v));
+  ASSERT_TRUE(sync_wait(t->put("pear", "brown")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("pear", &v)));
   EXPECT_EQ(v, "brown");
-  ASSERT_TRUE(t->erase_sync("apple").ok());
-  EXPECT_EQ(t->erase_sync("apple").code(), StatusCode::kNotFound);
-  EXPECT_FALSE(*t->get_sync("apple", &v));
-  ASSERT_TRUE(t->insert_sync("apple", "again").ok());
-  ASSERT_TRUE(*t->get_sync("apple", &v));
+  ASSERT_TRUE(sync_wait(t->erase("apple")).ok());
+  EXPECT_EQ(sync_wait(t->erase("apple")).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(*sync_wait(t->get("apple", &v)));
+  ASSERT_TRUE(sync_wait(t->insert("apple", "again")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("apple", &v)));
   EXPECT_EQ(v, "again");
 }
 
@@ -101,36 +104,36 @@ TEST_P(HashTableTest, BoundarySizesAndOversizedInput) {
   auto t = create("sizes");
   ASSERT_NE(t, nullptr);
   std::string v;
-  ASSERT_TRUE(t->insert_sync("empty", "").ok());
-  ASSERT_TRUE(*t->get_sync("empty", &v));
+  ASSERT_TRUE(sync_wait(t->insert("empty", "")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("empty", &v)));
   EXPECT_EQ(v, "");
-  ASSERT_TRUE(t->insert_sync("k", "1").ok());
+  ASSERT_TRUE(sync_wait(t->insert("k", "1")).ok());
   const std::string big_key(ds::hash::kMaxKeyBytes, 'K');
   std::string big_value(64 * 1024, '\0');
   for (size_t i = 0; i < big_value.size(); ++i) big_value[i] = static_cast<char>(i * 7);
-  ASSERT_TRUE(t->insert_sync(big_key, big_value).ok());
-  ASSERT_TRUE(*t->get_sync(big_key, &v));
+  ASSERT_TRUE(sync_wait(t->insert(big_key, big_value)).ok());
+  ASSERT_TRUE(*sync_wait(t->get(big_key, &v)));
   EXPECT_EQ(v, big_value);
   const std::string max_value(ds::hash::kMaxValueBytes, 'V');
-  ASSERT_TRUE(t->put_sync("max", max_value).ok());
-  ASSERT_TRUE(*t->get_sync("max", &v));
+  ASSERT_TRUE(sync_wait(t->put("max", max_value)).ok());
+  ASSERT_TRUE(*sync_wait(t->get("max", &v)));
   EXPECT_EQ(v, max_value);
-  ASSERT_TRUE(t->update_sync("max", "small now").ok());
-  ASSERT_TRUE(*t->get_sync("max", &v));
+  ASSERT_TRUE(sync_wait(t->update("max", "small now")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("max", &v)));
   EXPECT_EQ(v, "small now");
   // Medium values cross the 127-unit inline length.
   const std::string medium(9000, 'm');
-  ASSERT_TRUE(t->put_sync("medium", medium).ok());
-  ASSERT_TRUE(*t->get_sync("medium", &v));
+  ASSERT_TRUE(sync_wait(t->put("medium", medium)).ok());
+  ASSERT_TRUE(*sync_wait(t->get("medium", &v)));
   EXPECT_EQ(v, medium);
-  EXPECT_EQ(t->insert_sync(std::string(ds::hash::kMaxKeyBytes + 1, 'x'), "v").code(),
+  EXPECT_EQ(sync_wait(t->insert(std::string(ds::hash::kMaxKeyBytes + 1, 'x'), "v")).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->put_sync("k", std::string(ds::hash::kMaxValueBytes + 1, 'x')).code(),
+  EXPECT_EQ(sync_wait(t->put("k", std::string(ds::hash::kMaxValueBytes + 1, 'x'))).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->insert_sync("", "v").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(t->get_sync("", &v).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(t->insert("", "v")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sync_wait(t->get("", &v)).status().code(), StatusCode::kInvalidArgument);
   // Nothing was lost on the way.
-  ASSERT_TRUE(*t->get_sync("k", &v));
+  ASSERT_TRUE(*sync_wait(t->get("k", &v)));
   EXPECT_EQ(v, "1");
 }
 
@@ -138,7 +141,7 @@ TEST_P(HashTableTest, AnotherProcessOpensTheTableByName) {
   auto t = create("shared");
   ASSERT_NE(t, nullptr);
   for (int i = 0; i < 200; ++i) {
-    ASSERT_TRUE(t->insert_sync("key" + std::to_string(i), "value" + std::to_string(i)).ok());
+    ASSERT_TRUE(sync_wait(t->insert("key" + std::to_string(i), "value" + std::to_string(i))).ok());
   }
   auto other = connect();
   ThreadClient* oc = *other->thread_client();
@@ -146,11 +149,11 @@ TEST_P(HashTableTest, AnotherProcessOpensTheTableByName) {
   ASSERT_TRUE(o.ok()) << o.status().to_string();
   std::string v;
   for (int i = 0; i < 200; ++i) {
-    ASSERT_TRUE(*(*o)->get_sync("key" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait((*o)->get("key" + std::to_string(i), &v))) << i;
     EXPECT_EQ(v, "value" + std::to_string(i));
   }
-  ASSERT_TRUE((*o)->update_sync("key7", "changed").ok());
-  ASSERT_TRUE(*t->get_sync("key7", &v));
+  ASSERT_TRUE(sync_wait((*o)->update("key7", "changed")).ok());
+  ASSERT_TRUE(*sync_wait(t->get("key7", &v)));
   EXPECT_EQ(v, "changed");
   EXPECT_EQ(client_->run(HashTable::create(client_, "shared", small_table())).status().code(),
             StatusCode::kAlreadyExists);
@@ -159,7 +162,7 @@ TEST_P(HashTableTest, AnotherProcessOpensTheTableByName) {
   auto junk = client_->run(client_->allocate(64));
   ASSERT_TRUE(junk.ok());
   uint64_t zeros[8] = {};
-  ASSERT_TRUE(client_->write_sync(*junk, zeros, sizeof(zeros)).ok());
+  ASSERT_TRUE(sync_wait(client_->write(*junk, zeros, sizeof(zeros))).ok());
   ASSERT_TRUE(client_->run(client_->publish_root("hash/notatable", *junk)).ok());
   auto bad = oc->run(HashTable::open(oc, "notatable"));
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
@@ -171,11 +174,11 @@ TEST_P(HashTableTest, ThousandsOfKeysSpreadOverBothNodes) {
   ASSERT_NE(t, nullptr);
   constexpr int kKeys = 6000;
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), std::to_string(i * 3)).ok()) << i;
+    ASSERT_TRUE(sync_wait(t->insert("k" + std::to_string(i), std::to_string(i * 3))).ok()) << i;
   }
   std::string v;
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(*t->get_sync("k" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get("k" + std::to_string(i), &v))) << i;
     ASSERT_EQ(v, std::to_string(i * 3));
   }
   auto s1 = client_->run(client_->stats(1));
@@ -189,11 +192,11 @@ TEST_P(HashTableTest, ThousandsOfKeysSpreadOverBothNodes) {
 TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
   auto t = create("spec");
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(t->insert_sync("hot", "v1").ok());
+  ASSERT_TRUE(sync_wait(t->insert("hot", "v1")).ok());
   std::string v;
-  ASSERT_TRUE(*t->get_sync("hot", &v));
+  ASSERT_TRUE(*sync_wait(t->get("hot", &v)));
   auto before = t->stats();
-  ASSERT_TRUE(*t->get_sync("hot", &v));
+  ASSERT_TRUE(*sync_wait(t->get("hot", &v)));
   EXPECT_EQ(v, "v1");
   EXPECT_EQ(t->stats().get_round_trips - before.get_round_trips, 1u);
   EXPECT_EQ(t->stats().spec_hits - before.spec_hits, 1u);
@@ -202,9 +205,9 @@ TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
   ThreadClient* oc = *other->thread_client();
   auto o = oc->run(HashTable::open(oc, "spec"));
   ASSERT_TRUE(o.ok());
-  ASSERT_TRUE((*o)->update_sync("hot", "v2").ok());
+  ASSERT_TRUE(sync_wait((*o)->update("hot", "v2")).ok());
   before = t->stats();
-  ASSERT_TRUE(*t->get_sync("hot", &v));
+  ASSERT_TRUE(*sync_wait(t->get("hot", &v)));
   EXPECT_EQ(v, "v2");
   EXPECT_EQ(t->stats().spec_misses - before.spec_misses, 1u);
   EXPECT_LE(t->stats().get_round_trips - before.get_round_trips, 3u);
@@ -213,7 +216,7 @@ TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
   plain.speculative_lookup = false;
   auto p = client_->run(HashTable::open(client_, "spec", plain));
   ASSERT_TRUE(p.ok());
-  ASSERT_TRUE(*(*p)->get_sync("hot", &v));
+  ASSERT_TRUE(*sync_wait((*p)->get("hot", &v)));
   EXPECT_EQ((*p)->stats().get_round_trips, 2u);
 }
 
@@ -222,13 +225,14 @@ TEST_P(HashTableTest, UpdateHeavyLoadReusesRetiredBlocks) {
   o.retire_grace_ms = 20;  // one client, one coroutine: nobody else holds slot words
   auto t = create("reclaim", o);
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), "0").ok());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(sync_wait(t->insert("k" + std::to_string(i), "0")).ok());
   client_->run(t->reclaim(true));
   auto before = client_->run(client_->stats(1));
   ASSERT_TRUE(before.ok());
   for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE(t->update_sync("k" + std::to_string(i), std::string(100, 'a' + round % 26)).ok());
+      ASSERT_TRUE(
+          sync_wait(t->update("k" + std::to_string(i), std::string(100, 'a' + round % 26))).ok());
     }
   }
   client_->run(t->reclaim(true));
@@ -238,7 +242,8 @@ TEST_P(HashTableTest, UpdateHeavyLoadReusesRetiredBlocks) {
   auto mid = client_->run(client_->stats(1));
   for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE(t->update_sync("k" + std::to_string(i), std::string(100, 'A' + round % 26)).ok());
+      ASSERT_TRUE(
+          sync_wait(t->update("k" + std::to_string(i), std::string(100, 'A' + round % 26))).ok());
     }
   }
   client_->run(t->reclaim(true));
@@ -246,7 +251,7 @@ TEST_P(HashTableTest, UpdateHeavyLoadReusesRetiredBlocks) {
   ASSERT_TRUE(mid.ok() && after.ok());
   EXPECT_LE(after->used_bytes, mid->used_bytes + (2u << 20)) << "usage kept growing";
   std::string v;
-  ASSERT_TRUE(*t->get_sync("k3", &v));
+  ASSERT_TRUE(*sync_wait(t->get("k3", &v)));
   EXPECT_EQ(v, std::string(100, 'A' + 39 % 26));
 }
 
@@ -265,7 +270,7 @@ TEST_P(HashTableTest, GrowsOnlineFromOneSubtablePerShard) {
   EXPECT_EQ(t->subtable_count(0), 1u);
   constexpr int kKeys = 2000;  // ~6x what the two initial subtables (2 x 168 slots) can hold
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(t->insert_sync("g" + std::to_string(i), "v" + std::to_string(i)).ok()) << i;
+    ASSERT_TRUE(sync_wait(t->insert("g" + std::to_string(i), "v" + std::to_string(i))).ok()) << i;
   }
   EXPECT_GT(t->stats().splits, 10u);
   for (uint32_t sh = 0; sh < t->shard_count(); ++sh) {
@@ -274,7 +279,7 @@ TEST_P(HashTableTest, GrowsOnlineFromOneSubtablePerShard) {
   }
   std::string v;
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(*t->get_sync("g" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get("g" + std::to_string(i), &v))) << i;
     ASSERT_EQ(v, "v" + std::to_string(i));
   }
   // A handle opened elsewhere reads the grown directory.
@@ -283,19 +288,19 @@ TEST_P(HashTableTest, GrowsOnlineFromOneSubtablePerShard) {
   auto o = oc->run(HashTable::open(oc, "grow"));
   ASSERT_TRUE(o.ok()) << o.status().to_string();
   for (int i = 0; i < kKeys; i += 7) {
-    ASSERT_TRUE(*(*o)->get_sync("g" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait((*o)->get("g" + std::to_string(i), &v))) << i;
     ASSERT_EQ(v, "v" + std::to_string(i));
   }
   // Erase half, update the rest, re-insert: still one committed copy of each key.
-  for (int i = 0; i < kKeys; i += 2) ASSERT_TRUE(t->erase_sync("g" + std::to_string(i)).ok());
+  for (int i = 0; i < kKeys; i += 2) ASSERT_TRUE(sync_wait(t->erase("g" + std::to_string(i))).ok());
   for (int i = 1; i < kKeys; i += 2) {
-    ASSERT_TRUE((*o)->update_sync("g" + std::to_string(i), "u" + std::to_string(i)).ok());
+    ASSERT_TRUE(sync_wait((*o)->update("g" + std::to_string(i), "u" + std::to_string(i))).ok());
   }
   for (int i = 0; i < kKeys; i += 2) {
-    ASSERT_TRUE(t->insert_sync("g" + std::to_string(i), "again").ok()) << i;
+    ASSERT_TRUE(sync_wait(t->insert("g" + std::to_string(i), "again")).ok()) << i;
   }
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(*t->get_sync("g" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get("g" + std::to_string(i), &v))) << i;
     ASSERT_EQ(v, i % 2 == 0 ? "again" : "u" + std::to_string(i));
   }
   for (int i = 0; i < kKeys; i += 97) {
@@ -313,7 +318,7 @@ TEST_P(HashTableTest, StopsGrowingAtMaxDepthWithAClearError) {
   Status last;
   int inserted = 0;
   for (int i = 0; i < 2000 && last.ok(); ++i) {
-    last = t->insert_sync("c" + std::to_string(i), "v");
+    last = sync_wait(t->insert("c" + std::to_string(i), "v"));
     if (last.ok()) ++inserted;
   }
   EXPECT_EQ(last.code(), StatusCode::kResourceExhausted) << last.to_string();
@@ -321,7 +326,8 @@ TEST_P(HashTableTest, StopsGrowingAtMaxDepthWithAClearError) {
   EXPECT_GT(inserted, 200);  // two shards x two subtables of 168 slots, partly filled
   // Everything acknowledged is still there.
   std::string v;
-  for (int i = 0; i < inserted; ++i) ASSERT_TRUE(*t->get_sync("c" + std::to_string(i), &v)) << i;
+  for (int i = 0; i < inserted; ++i)
+    ASSERT_TRUE(*sync_wait(t->get("c" + std::to_string(i), &v))) << i;
   HashTableOptions bad = tiny_table();
   bad.initial_depth = 3;
   bad.max_depth = 2;
@@ -347,7 +353,7 @@ TEST_P(HashTableTest, SplitThatCannotAllocateUndoesItself) {
   o.retire_grace_ms = 20;             // one client, one coroutine
   auto t = c->run(HashTable::create(c, "oom", o));
   ASSERT_TRUE(t.ok()) << t.status().to_string();
-  ASSERT_TRUE((*t)->insert_sync("m0", "value").ok());  // takes the block chunk
+  ASSERT_TRUE(sync_wait((*t)->insert("m0", "value")).ok());  // takes the block chunk
   std::vector<GlobalAddress> ballast;
   for (uint64_t bytes = 1ull << 20; bytes >= 4096; bytes /= 2) {
     for (;;) {
@@ -360,7 +366,7 @@ TEST_P(HashTableTest, SplitThatCannotAllocateUndoesItself) {
   Status last;
   int inserted = 1;
   for (int i = 1; i < 2000 && last.ok(); ++i) {
-    last = (*t)->insert_sync("m" + std::to_string(i), "value");
+    last = sync_wait((*t)->insert("m" + std::to_string(i), "value"));
     if (last.ok()) ++inserted;
   }
   ASSERT_EQ(last.code(), StatusCode::kResourceExhausted) << last.to_string();
@@ -372,19 +378,19 @@ TEST_P(HashTableTest, SplitThatCannotAllocateUndoesItself) {
   // back without waiting, and updates and erases work.
   std::string v;
   for (int i = 0; i < inserted; ++i) {
-    auto r = (*t)->get_sync("m" + std::to_string(i), &v);
+    auto r = sync_wait((*t)->get("m" + std::to_string(i), &v));
     ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
     ASSERT_TRUE(*r) << i;
   }
   EXPECT_EQ((*t)->stats().split_waits, 0u);
-  ASSERT_TRUE((*t)->update_sync("m0", "changed").ok());
+  ASSERT_TRUE(sync_wait((*t)->update("m0", "changed")).ok());
   // With the memory back, the same inserts split the table and succeed.
   for (GlobalAddress a : ballast) ASSERT_TRUE(c->run(c->free_on(a)).ok());
   for (int i = inserted; i < inserted + 300; ++i) {
-    ASSERT_TRUE((*t)->insert_sync("m" + std::to_string(i), "value").ok()) << i;
+    ASSERT_TRUE(sync_wait((*t)->insert("m" + std::to_string(i), "value")).ok()) << i;
   }
   EXPECT_GT((*t)->stats().splits, (*t)->stats().split_failures);
-  ASSERT_TRUE(*(*t)->get_sync("m0", &v));
+  ASSERT_TRUE(*sync_wait((*t)->get("m0", &v)));
   EXPECT_EQ(v, "changed");
 }
 
@@ -396,13 +402,13 @@ void set_frozen(ThreadClient* c, const std::string& table, uint32_t m, bool froz
   auto root = c->run(c->lookup_root("hash/" + table));
   ASSERT_TRUE(root.ok());
   uint64_t dir_packed = 0;
-  ASSERT_TRUE(c->read_sync(*root + sizeof(TableMeta), &dir_packed, 8).ok());
+  ASSERT_TRUE(sync_wait(c->read(*root + sizeof(TableMeta), &dir_packed, 8)).ok());
   GlobalAddress dir = GlobalAddress::unpack(dir_packed);
   uint64_t entry = 0;
-  ASSERT_TRUE(c->read_sync(dir + sizeof(DirectoryHeader), &entry, 8).ok());
+  ASSERT_TRUE(sync_wait(c->read(dir + sizeof(DirectoryHeader), &entry, 8)).ok());
   GlobalAddress sub(dir.node(), dir_entry_offset(entry));
   std::string image(subtable_bytes(m), '\0');
-  ASSERT_TRUE(c->read_sync(sub, image.data(), image.size()).ok());
+  ASSERT_TRUE(sync_wait(c->read(sub, image.data(), image.size())).ok());
   for (uint64_t b = 0; b < subtable_buckets(m); ++b) {
     for (uint32_t k = 0; k < kSlotsPerBucket; ++k) {
       char* p = image.data() + subtable_slot_offset(b, k);
@@ -414,7 +420,7 @@ void set_frozen(ThreadClient* c, const std::string& table, uint32_t m, bool froz
   }
   uint64_t lock = frozen ? holder : 0;
   std::memcpy(image.data(), &lock, 8);
-  ASSERT_TRUE(c->write_sync(sub, image.data(), image.size()).ok());
+  ASSERT_TRUE(sync_wait(c->write(sub, image.data(), image.size())).ok());
 }
 
 // A split whose client is alive but does not finish (stopped): operations on its subtable wait
@@ -424,7 +430,7 @@ TEST_P(HashTableTest, SplitHeldByALiveSessionTimesOutClearlyAndLosesNothing) {
   o.split_wait_ms = 300;
   auto t = create("stuck", o);
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 60; ++i) ASSERT_TRUE(t->insert_sync("a" + std::to_string(i), "v").ok());
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(sync_wait(t->insert("a" + std::to_string(i), "v")).ok());
   auto other = connect();  // a live session of another client, shown as the splitter
   ASSERT_NE(other, nullptr);
   ThreadClient* oc = *other->thread_client();
@@ -434,7 +440,7 @@ TEST_P(HashTableTest, SplitHeldByALiveSessionTimesOutClearlyAndLosesNothing) {
   int timed_out = 0, fine = 0;
   std::string v, frozen_key;
   for (int i = 0; i < 60 && timed_out < 3; ++i) {
-    auto r = t->get_sync("a" + std::to_string(i), &v);
+    auto r = sync_wait(t->get("a" + std::to_string(i), &v));
     if (r.ok()) {
       EXPECT_TRUE(*r);
       ++fine;
@@ -447,12 +453,12 @@ TEST_P(HashTableTest, SplitHeldByALiveSessionTimesOutClearlyAndLosesNothing) {
   }
   EXPECT_EQ(timed_out, 3);
   EXPECT_GT(fine, 0);
-  EXPECT_EQ(t->update_sync(frozen_key, "x").code(), StatusCode::kTimedOut);
-  EXPECT_EQ(t->insert_sync(frozen_key, "x").code(), StatusCode::kTimedOut);
+  EXPECT_EQ(sync_wait(t->update(frozen_key, "x")).code(), StatusCode::kTimedOut);
+  EXPECT_EQ(sync_wait(t->insert(frozen_key, "x")).code(), StatusCode::kTimedOut);
   EXPECT_EQ(t->stats().takeovers, 0u);  // a live holder keeps its lease
   set_frozen(client_, "stuck", o.main_buckets_log2, false);
   for (int i = 0; i < 60; ++i) {
-    ASSERT_TRUE(*t->get_sync("a" + std::to_string(i), &v)) << i;
+    ASSERT_TRUE(*sync_wait(t->get("a" + std::to_string(i), &v))) << i;
     EXPECT_EQ(v, "v");
   }
 }
@@ -463,7 +469,7 @@ TEST_P(HashTableTest, SplitLeftByAnEndedSessionIsUndoneAndTheTableGrowsOn) {
   HashTableOptions o = tiny_table();
   auto t = create("orphan", o);
   ASSERT_NE(t, nullptr);
-  for (int i = 0; i < 60; ++i) ASSERT_TRUE(t->insert_sync("a" + std::to_string(i), "v").ok());
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(sync_wait(t->insert("a" + std::to_string(i), "v")).ok());
   uint64_t dead = 0;
   {
     auto other = connect();
@@ -475,15 +481,15 @@ TEST_P(HashTableTest, SplitLeftByAnEndedSessionIsUndoneAndTheTableGrowsOn) {
   set_frozen(client_, "orphan", o.main_buckets_log2, true, dead);
   std::string v;
   for (int i = 0; i < 60; ++i) {
-    auto r = t->get_sync("a" + std::to_string(i), &v);
+    auto r = sync_wait(t->get("a" + std::to_string(i), &v));
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_TRUE(*r) << i;
   }
   EXPECT_GE(t->stats().takeovers, 1u);
   for (int i = 60; i < 400; ++i) {
-    ASSERT_TRUE(t->insert_sync("a" + std::to_string(i), "w").ok()) << i;
+    ASSERT_TRUE(sync_wait(t->insert("a" + std::to_string(i), "w")).ok()) << i;
   }
-  for (int i = 0; i < 400; ++i) ASSERT_TRUE(*t->get_sync("a" + std::to_string(i), &v)) << i;
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(*sync_wait(t->get("a" + std::to_string(i), &v))) << i;
 }
 
 // A client that dies at any step of a split leaves its locks with a session that ends; the
@@ -509,23 +515,23 @@ TEST_P(HashTableTest, ClientDyingAtEveryStepOfASplitLosesNothing) {
       (*h)->set_split_stop_after_for_test(step);
       for (int i = 0; i < 2000 && stopped.ok(); ++i) {
         std::string k = "k" + std::to_string(i);
-        stopped = (*h)->insert_sync(k, "v" + std::to_string(i));
+        stopped = sync_wait((*h)->insert(k, "v" + std::to_string(i)));
         if (stopped.ok()) keys.push_back(k);
       }
       ASSERT_EQ(stopped.code(), StatusCode::kCancelled) << stopped.to_string();
     }  // the dying client's sessions end: its locks' leases are over
     std::string v;
     for (size_t i = 0; i < keys.size(); ++i) {
-      auto r = t->get_sync(keys[i], &v);
+      auto r = sync_wait(t->get(keys[i], &v));
       ASSERT_TRUE(r.ok()) << keys[i] << ": " << r.status().to_string();
       ASSERT_TRUE(*r) << keys[i] << " of " << keys.size() << " takeovers " << t->stats().takeovers
                       << " depth " << t->global_depth(0) << "/" << t->global_depth(1) << " waits "
                       << t->stats().split_waits << " dirreads " << t->stats().directory_reads;
     }
     for (int i = 2000; i < 2400; ++i) {
-      ASSERT_TRUE(t->insert_sync("k" + std::to_string(i), "w").ok()) << i;
+      ASSERT_TRUE(sync_wait(t->insert("k" + std::to_string(i), "w")).ok()) << i;
     }
-    for (const std::string& k : keys) ASSERT_TRUE(*t->get_sync(k, &v)) << k;
+    for (const std::string& k : keys) ASSERT_TRUE(*sync_wait(t->get(k, &v))) << k;
     EXPECT_GE(t->stats().takeovers, 1u);
     ASSERT_TRUE(client_->run(t->destroy()).ok());
   }
@@ -631,7 +637,7 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
     for (int th = 0; th < kThreads; ++th) {
       for (int i = 0; i < run.filler_keys_per_thread; ++i) {
         std::string key = "fill" + std::to_string(th) + "-" + std::to_string(i);
-        auto r = (*t)->get_sync(key, &v);
+        auto r = sync_wait((*t)->get(key, &v));
         ASSERT_TRUE(r.ok() && *r) << key;
         ASSERT_EQ(v, "f" + key);
       }

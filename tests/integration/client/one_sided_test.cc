@@ -8,8 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "farmem/runtime/scheduler.h"
 #include "harness.h"
 #include "test_seed.h"
+
+using farmem::runtime::sync_wait;
 
 namespace farmem::testing {
 namespace {
@@ -60,15 +63,15 @@ TEST_P(OneSidedTest, ReadWriteRoundTripsFromOneByteTo64MiB) {
   for (size_t n : sizes) {
     std::vector<uint8_t> out(n), in(n, 0);
     for (auto& b : out) b = static_cast<uint8_t>(rng());
-    ASSERT_TRUE(client_->write_sync(base, out.data(), n).ok()) << n;
-    Status s = client_->read_sync(base, in.data(), n);
+    ASSERT_TRUE(sync_wait(client_->write(base, out.data(), n)).ok()) << n;
+    Status s = sync_wait(client_->read(base, in.data(), n));
     ASSERT_TRUE(s.ok()) << n << ": " << s.to_string();
     ASSERT_EQ(0, std::memcmp(out.data(), in.data(), n)) << "mismatch at size " << n;
   }
   // Unaligned offsets too.
   std::vector<uint8_t> out(100, 0xAB), in(100, 0);
-  ASSERT_TRUE(client_->write_sync(base + 3, out.data(), out.size()).ok());
-  ASSERT_TRUE(client_->read_sync(base + 3, in.data(), in.size()).ok());
+  ASSERT_TRUE(sync_wait(client_->write(base + 3, out.data(), out.size())).ok());
+  ASSERT_TRUE(sync_wait(client_->read(base + 3, in.data(), in.size())).ok());
   EXPECT_EQ(out, in);
 }
 
@@ -76,11 +79,11 @@ TEST_P(OneSidedTest, WriteIsVisibleToAnotherClientProcessView) {
   // A second cluster (own context, own endpoints) reads what the first wrote.
   GlobalAddress a = alloc(4096);
   const char msg[] = "far memory says hello";
-  ASSERT_TRUE(client_->write_sync(a, msg, sizeof(msg)).ok());
+  ASSERT_TRUE(sync_wait(client_->write(a, msg, sizeof(msg))).ok());
   auto other = Cluster::connect(config_for({server_.get()}, GetParam().tls));
   ASSERT_TRUE(other.ok());
   char got[sizeof(msg)] = {};
-  ASSERT_TRUE((*(*other)->thread_client())->read_sync(a, got, sizeof(got)).ok());
+  ASSERT_TRUE(sync_wait((*(*other)->thread_client())->read(a, got, sizeof(got))).ok());
   EXPECT_STREQ(msg, got);
 }
 
@@ -96,7 +99,7 @@ TEST_P(OneSidedTest, ConcurrentFetchAndAddGivesExactSum) {
   constexpr int kThreads = 3, kCoroutines = 8, kEach = 400;
   GlobalAddress counter = alloc(64);
   uint64_t zero = 0;
-  ASSERT_TRUE(client_->write_sync(counter, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->write(counter, &zero, 8)).ok());
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -112,7 +115,7 @@ TEST_P(OneSidedTest, ConcurrentFetchAndAddGivesExactSum) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   uint64_t total = 0;
-  ASSERT_TRUE(client_->read_sync(counter, &total, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->read(counter, &total, 8)).ok());
   EXPECT_EQ(total, uint64_t{kThreads} * kCoroutines * kEach);
 }
 
@@ -131,7 +134,7 @@ TEST_P(OneSidedTest, ConcurrentCompareAndSwapHasExactlyOneWinner) {
   for (int round = 0; round < kRounds; ++round) {
     GlobalAddress word = alloc(64);
     uint64_t zero = 0;
-    ASSERT_TRUE(client_->write_sync(word, &zero, 8).ok());
+    ASSERT_TRUE(sync_wait(client_->write(word, &zero, 8)).ok());
     std::atomic<int> wins{0};
     std::atomic<uint64_t> winner{0};
     std::vector<std::thread> threads;
@@ -149,7 +152,7 @@ TEST_P(OneSidedTest, ConcurrentCompareAndSwapHasExactlyOneWinner) {
     for (auto& t : threads) t.join();
     ASSERT_EQ(wins.load(), 1) << "round " << round;
     uint64_t final_value = 0;
-    ASSERT_TRUE(client_->read_sync(word, &final_value, 8).ok());
+    ASSERT_TRUE(sync_wait(client_->read(word, &final_value, 8)).ok());
     EXPECT_EQ(final_value, winner.load());
   }
 }
@@ -165,7 +168,7 @@ TEST_P(OneSidedTest, CasRetryLoopWithBackoffLosesNoIncrement) {
   constexpr int kThreads = 2, kCoroutines = 6, kEach = 100;
   GlobalAddress counter = alloc(64);
   uint64_t zero = 0;
-  ASSERT_TRUE(client_->write_sync(counter, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->write(counter, &zero, 8)).ok());
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
   std::atomic<uint64_t> retries{0};
@@ -183,7 +186,7 @@ TEST_P(OneSidedTest, CasRetryLoopWithBackoffLosesNoIncrement) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   uint64_t total = 0;
-  ASSERT_TRUE(client_->read_sync(counter, &total, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->read(counter, &total, 8)).ok());
   EXPECT_EQ(total, uint64_t{kThreads} * kCoroutines * kEach);
   // Over TCP contention is real: some CAS attempts failed and were retried after a backoff.
   // (Over shared memory a read-CAS pair completes inline and rarely interleaves.)
@@ -217,8 +220,8 @@ TEST_P(OneSidedTest, BatchPostsManyOperationsAndWaitsForAll) {
   GlobalAddress data = alloc(64);
   GlobalAddress lock = alloc(64);
   uint64_t busy = 1, zero = 0;
-  ASSERT_TRUE(client_->write_sync(lock, &busy, 8).ok());
-  ASSERT_TRUE(client_->write_sync(data + 32, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->write(lock, &busy, 8)).ok());
+  ASSERT_TRUE(sync_wait(client_->write(data + 32, &zero, 8)).ok());
   std::vector<uint64_t> seen;
   Status s = client_->run(batch_round(client_, data, lock, &seen));
   ASSERT_TRUE(s.ok()) << s.to_string();
@@ -227,8 +230,8 @@ TEST_P(OneSidedTest, BatchPostsManyOperationsAndWaitsForAll) {
   EXPECT_EQ(seen[4], 0u);  // lock was released, so the CAS found 0 and took it
   EXPECT_EQ(seen[5], 0u);
   uint64_t lock_now = 0, faa_now = 0;
-  ASSERT_TRUE(client_->read_sync(lock, &lock_now, 8).ok());
-  ASSERT_TRUE(client_->read_sync(data + 32, &faa_now, 8).ok());
+  ASSERT_TRUE(sync_wait(client_->read(lock, &lock_now, 8)).ok());
+  ASSERT_TRUE(sync_wait(client_->read(data + 32, &faa_now, 8)).ok());
   EXPECT_EQ(lock_now, 7u);
   EXPECT_EQ(faa_now, 5u);
 }
@@ -251,13 +254,13 @@ TEST_P(OneSidedTest, ThrottledClientStillCompletesEveryOperation) {
   ThreadClient* tc = *(*c)->thread_client();
   GlobalAddress counter = alloc(64);
   uint64_t zero = 0;
-  ASSERT_TRUE(tc->write_sync(counter, &zero, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->write(counter, &zero, 8)).ok());
   std::atomic<int> errors{0};
   for (int k = 0; k < 8; ++k)
     ASSERT_TRUE(tc->scheduler().spawn(faa_loop(tc, counter, 50, &errors)).ok());
   tc->scheduler().run_until_idle();
   uint64_t total = 0;
-  ASSERT_TRUE(tc->read_sync(counter, &total, 8).ok());
+  ASSERT_TRUE(sync_wait(tc->read(counter, &total, 8)).ok());
   EXPECT_EQ(total, 400u);
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(tc->throttle().in_flight(), 0u);
