@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,7 +45,9 @@ std::vector<Command> commands() {
 
 }  // namespace farmem::apps
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   farmem::log::init_from_env();
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"farmem: far memory over UCX"};
@@ -68,4 +71,14 @@ int main(int argc, char** argv) {
     if (parsers[i]->parsed()) return table[i].run();
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    std::terminate();  // as an uncaught exception: the handler names it, then aborts
+  }
 }

@@ -86,7 +86,7 @@ runtime::Task<int> create_table(client::ThreadClient* c, const TxnOptions& f) {
 runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnClient* tc,
                                             const std::string& name, bool recover) {
   auto r = co_await txn::held_locks(c, name);
-  if (!r.ok()) co_return r.status();
+  FARMEM_CO_TRY(r);
   fmt::print("table {}: {} held lock(s)\n", name, r->locks);
   uint64_t acted = 0;
   for (const txn::HeldLock& h : r->held) {
@@ -97,7 +97,7 @@ runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnCli
       continue;
     }
     auto met = co_await tc->recover(h.word, h.holder);
-    if (!met.ok()) co_return met.status();
+    FARMEM_CO_TRY(met);
     acted += *met ? 1 : 0;
   }
   if (recover) fmt::print("  recovery acted on {} holder(s)\n", acted);

@@ -71,7 +71,7 @@ Task<Status> fetch_slice(kv::Pool* pool, uint64_t begin, uint64_t end, uint64_t 
   for (uint64_t i = begin; i < end; i += step) {
     std::string key = key_of(i);
     auto found = co_await pool->get(key, &value);
-    if (!found.ok()) co_return found.status();
+    FARMEM_CO_TRY(found);
     if (!*found) co_return NotFound(fmt::format("record {} vanished", key));
     if (acc->key_matches(key)) {
       acc->add(key, reinterpret_cast<const uint8_t*>(value.data()), value.size());

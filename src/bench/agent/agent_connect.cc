@@ -12,7 +12,7 @@ int fail(const std::string& what, const Status& s) {
 Result<std::unique_ptr<client::Cluster>> connect_agent(const std::string& address,
                                                        const std::string& tls) {
   auto cfg = client::ClusterConfig::from_server_list(address);
-  if (!cfg.ok()) return cfg.status();
+  FARMEM_TRY(cfg);
   if (!tls.empty()) cfg->options.tls = tls;
   FARMEM_TRY(cfg->load_cluster_key());
   return client::Cluster::connect(*cfg);

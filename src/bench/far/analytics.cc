@@ -35,7 +35,7 @@ Task<Status> load_table(Table t, uint64_t rows, uint64_t seed) {
                                      static_cast<double>(rng.next_u64() % 500) / 100);
     if (s.ok()) s = co_await t.passengers->push_back(1 + rng.next_u64() % 6);
     if (s.ok()) s = co_await t.pickup->push_back(1'700'000'000 + i * 3);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -51,17 +51,17 @@ struct QueryOut {
 Task<Status> queries_fetch(Table t, QueryOut* out) {
   const uint64_t n = t.fare->size();
   auto scope = co_await far::DerefScope::enter(*t.fare->store().cache());
-  if (!scope.ok()) co_return scope.status();
+  FARMEM_CO_TRY(scope);
   std::vector<std::pair<double, uint64_t>> top;
   for (uint64_t i = 0; i < n; ++i) {
     if (i % 4096 == 0) scope->renew();
     auto d = co_await t.distance->at(*scope, i);
-    if (!d.ok()) co_return d.status();
+    FARMEM_CO_TRY(d);
     auto fv = co_await t.fare->at(*scope, i);
-    if (!fv.ok()) co_return fv.status();
+    FARMEM_CO_TRY(fv);
     if (**d > 10.0) {
       auto p = co_await t.passengers->at(*scope, i);
-      if (!p.ok()) co_return p.status();
+      FARMEM_CO_TRY(p);
       out->sum_by_pax[**p] += **fv;
       ++out->count_by_pax[**p];
     }
@@ -82,13 +82,13 @@ Task<Status> queries_fetch(Table t, QueryOut* out) {
 Task<Status> queries_offload(Table t, QueryOut* out) {
   auto cells = co_await t.fare->aggregate(far::make_predicate(far::wire::Pred::kGt, 10.0),
                                           t.distance, t.passengers);
-  if (!cells.ok()) co_return cells.status();
+  FARMEM_CO_TRY(cells);
   for (size_t g = 0; g < cells->size(); ++g) {
     out->count_by_pax[g] = (*cells)[g].count;
     out->sum_by_pax[g] = (*cells)[g].count ? far::wire::from_bits<double>((*cells)[g].sum) : 0;
   }
   auto top = co_await t.fare->top_k(10);
-  if (!top.ok()) co_return top.status();
+  FARMEM_CO_TRY(top);
   out->top = *top;
   co_return OkStatus();
 }

@@ -35,29 +35,29 @@ Task<Status> cold_path_size(far::ThreadCache* cache, uint64_t n, workload::Rng* 
   std::vector<far::UniquePtr<Obj<N>>> objs;
   for (uint64_t i = 0; i < 2 * n; ++i) {
     auto p = co_await far::allocate_unique<Obj<N>>(cache);
-    if (!p.ok()) co_return p.status();
+    FARMEM_CO_TRY(p);
     objs.push_back(std::move(*p));
   }
   auto left = co_await cache->evict_all();
-  if (!left.ok()) co_return left.status();
+  FARMEM_CO_TRY(left);
   std::vector<uint64_t> order(n);
   for (uint64_t i = 0; i < n; ++i) order[i] = i;
   for (uint64_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng->next_u64() % i]);
   std::vector<uint64_t> miss, hit, raw;
   uint64_t sink = 0;
   auto scope = co_await far::DerefScope::enter(*cache);
-  if (!scope.ok()) co_return scope.status();
+  FARMEM_CO_TRY(scope);
   for (uint64_t i : order) {  // misses: one read into the cache each
     const uint64_t t0 = cycles();
     auto r = co_await objs[i].deref(*scope);
-    if (!r.ok()) co_return r.status();
+    FARMEM_CO_TRY(r);
     sink += (*r)->b[N - 1];
     miss.push_back(cycles() - t0);
   }
   for (uint64_t i : order) {  // hits
     const uint64_t t0 = cycles();
     auto r = co_await objs[i].deref(*scope);
-    if (!r.ok()) co_return r.status();
+    FARMEM_CO_TRY(r);
     sink += (*r)->b[N - 1];
     hit.push_back(cycles() - t0);
   }
@@ -65,7 +65,7 @@ Task<Status> cold_path_size(far::ThreadCache* cache, uint64_t n, workload::Rng* 
   for (uint64_t i : order) {  // the raw one-sided read of the same far bytes
     const uint64_t t0 = cycles();
     Status s = co_await cache->client()->read(objs[n + i].remote(), buf.data(), N);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     sink += buf[N - 1];
     raw.push_back(cycles() - t0);
   }
@@ -104,12 +104,12 @@ Result<double> page_fault_ns(client::Cluster& cluster, uint64_t page_bytes, uint
   paged::PageManagerOptions mo;
   mo.local_bytes = 4 * page_bytes;
   auto m = paged::PageManager::create(cluster, mo);
-  if (!m.ok()) return m.status();
+  FARMEM_TRY(m);
   paged::RegionOptions ro;
   ro.page_bytes = page_bytes;
   ro.name = "cold-path";
   auto region = (*m)->allocate(pages * page_bytes, ro);
-  if (!region.ok()) return region.status();
+  FARMEM_TRY(region);
   auto* base = static_cast<volatile uint8_t*>((*region)->data());
   for (uint64_t i = 0; i < pages; ++i) base[i * page_bytes] = static_cast<uint8_t>(i | 1);
   if (Status s = (*region)->flush(); !s.ok()) return s;

@@ -26,7 +26,7 @@ Task<Result<uint64_t>> far_lookups(const FarFront& fe, uint64_t r) {
   uint64_t sum = 0;
   for (uint64_t j = 0; j < fe.shape.per_request; ++j) {
     auto v = co_await fe.table->find(fe.shape.key(r, j));
-    if (!v.ok()) co_return v.status();
+    FARMEM_CO_TRY(v);
     if (!v->has_value()) co_return Internal("front end: key missing");
     sum += **v;
   }
@@ -67,11 +67,11 @@ Task<Status> far_load(FarFront fe) {
   for (uint64_t i = 0; i < fe.shape.objects; ++i) {
     make_item(i, &it);
     Status s = co_await fe.items->write(i, it);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   for (uint64_t i : *fe.order) {
     Status s = co_await fe.table->put(fe.shape.key_of(i), fe.shape.value_of(i));
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }

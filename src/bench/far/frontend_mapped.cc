@@ -69,7 +69,7 @@ Status write_mmap_file(int fd, const FrontShape& shape, const std::vector<uint64
   Status s = write_front(shape, order, m, [fd](const void* p, uint64_t n, uint64_t at) {
     return ::pwrite(fd, p, n, static_cast<off_t>(at)) == static_cast<ssize_t>(n);
   });
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   if (::fdatasync(fd) != 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) {
     return Internal("dropping the mmap file's page cache");
   }
@@ -96,20 +96,20 @@ Status prepare_paged(const FarAppOptions& f, client::Cluster& cluster, const Fro
   mo.local_bytes = budget;
   mo.shared_budget = shared;
   auto m = paged::PageManager::create(cluster, mo);
-  if (!m.ok()) return m.status();
+  FARMEM_TRY(m);
   r->manager = std::move(*m);
   const uint64_t bytes = front_layout(shape).file_bytes;
   paged::RegionOptions ro;
   ro.page_bytes = f.page_bytes;
   ro.name = "frontend";
   auto region = r->manager->allocate(bytes, ro);
-  if (!region.ok()) return region.status();
+  FARMEM_TRY(region);
   auto* base = static_cast<uint8_t*>((*region)->data());
   Status s = write_front(shape, order, &r->front, [base](const void* p, uint64_t n, uint64_t at) {
     std::memcpy(base + at, p, n);
     return true;
   });
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   r->front.base = base;
   return (*region)->flush();
 }
@@ -155,13 +155,13 @@ Status prepare_mmap(const FarAppOptions& f, const FrontShape& shape,
   r->fd = ::open(r->file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (r->fd < 0) return Internal(fmt::format("cannot create {}", r->file));
   Status s = write_mmap_file(r->fd, shape, order, &r->front);
-  if (!s.ok()) return s;
+  FARMEM_TRY(s);
   void* p = ::mmap(nullptr, r->front.file_bytes, PROT_READ, MAP_SHARED, r->fd, 0);
   if (p == MAP_FAILED) return Internal("mmap of the front end's file failed");
   r->front.base = static_cast<const uint8_t*>(p);
   if (f.madvise == MmapAdvice::kRandom) ::madvise(p, r->front.file_bytes, MADV_RANDOM);
   auto g = bench::MemoryCgroup::create(fmt::format("farmem-frontend-{}", ::getpid()), budget);
-  if (!g.ok()) return g.status();
+  FARMEM_TRY(g);
   r->cgroup = std::move(*g);
   return OkStatus();
 }

@@ -84,7 +84,7 @@ namespace {
 // Connects to the agent (same transport options as the memory nodes) and makes the sources.
 Status open_agent(const GraphRunOptions& o, const client::ClusterConfig& nodes, FarSession* s) {
   auto cfg = client::ClusterConfig::from_server_list(o.agent);
-  if (!cfg.ok()) return cfg.status();
+  FARMEM_TRY(cfg);
   cfg->options = nodes.options;
   auto c = client::Cluster::connect(*cfg);
   if (!c.ok()) {

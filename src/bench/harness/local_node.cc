@@ -52,6 +52,7 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   }
   args.push_back(nullptr);
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (const char* a : args) argv.push_back(const_cast<char*>(a));
   pid_t pid = fork();
   if (pid < 0) return Internal("fork failed");

@@ -23,7 +23,10 @@ Status append_report(const std::string& path, const nlohmann::ordered_json& reco
       if (it.value().is_structured()) continue;
       header += (header.empty() ? "" : ",") + it.key();
       std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-      if (v.find(',') != std::string::npos) v = "\"" + v + "\"";
+      if (v.find(',') != std::string::npos) {
+        v.insert(0, 1, '"');
+        v += '"';
+      }
       row += (row.empty() ? "" : ",") + v;
     }
     if (fresh) f << header << "\n";

@@ -130,7 +130,7 @@ Task<Status> SmallBank::check(txn::TxnClient* tc, int64_t committed_delta, TxnCh
   uint64_t present = 0;
   Status s = co_await scan(tc, &savings_, key_range(0, accounts_), &total, &present);
   if (s.ok()) s = co_await scan(tc, &checking_, key_range(0, accounts_), &total, &present);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const int64_t initial = 2 * kInitialBalance * static_cast<int64_t>(accounts_);
   out->ok = total == initial + committed_delta && present == 2 * accounts_;
   out->line = fmt::format(

@@ -231,7 +231,7 @@ Task<Status> Tatp::check(txn::TxnClient* tc, int64_t cf_delta, TxnCheck* out) co
   if (s.ok()) s = co_await scan(tc, &access_, quad, &sum, &ai);
   if (s.ok()) s = co_await scan(tc, &facility_, quad, &sum, &sf);
   if (s.ok()) s = co_await scan(tc, &forwarding_, triple, &sum, &cf);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const int64_t want_cf = static_cast<int64_t>(loaded_cf_) + cf_delta;
   out->ok = subs == subscribers_ && ai == loaded_ai_ && sf == loaded_sf_ &&
             static_cast<int64_t>(cf) == want_cf;

@@ -17,7 +17,7 @@ Task<Status> Tpcc::check_district(txn::TxnClient* tc, uint32_t w, uint32_t d, in
     s = co_await scan_rows(tc, &district_ytd_, one,
                            [&](size_t, const std::string& v) { *d_ytd = i64_of(v); });
   }
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   // Orders and new orders are looked for up to D_NEXT_O_ID + kCheckBeyond (only NewOrder
   // inserts them, at D_NEXT_O_ID under the district's lock).
   std::vector<uint64_t> keys;
@@ -30,21 +30,21 @@ Task<Status> Tpcc::check_district(txn::TxnClient* tc, uint32_t w, uint32_t d, in
     ol_cnt_sum += record_of<Order>(v).ol_cnt;
     orders.push_back(i + 1);
   });
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   uint64_t no_min = UINT64_MAX, no_max = 0, no_rows = 0;
   s = co_await scan_rows(tc, &new_order_, keys, [&](size_t i, const std::string&) {
     no_min = std::min<uint64_t>(no_min, i + 1);
     no_max = std::max<uint64_t>(no_max, i + 1);
     ++no_rows;
   });
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   keys.clear();
   for (uint64_t o : orders) {
     for (uint64_t ol = 1; ol <= kMaxOrderLines; ++ol) keys.push_back(order_line_key(w, d, o, ol));
   }
   uint64_t ol_rows = 0;
   s = co_await scan_rows(tc, &order_line_, keys, [&](size_t, const std::string&) { ++ol_rows; });
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const auto failed = [&](int n, const std::string& what) {
     *failures += fmt::format(" [{}] district ({}, {}): {};", n, w, d, what);
   };
@@ -75,7 +75,7 @@ Task<Status> Tpcc::check(txn::TxnClient* tc, int64_t, TxnCheck* out) const {
       s = co_await check_district(tc, w, d, &d_ytd, &failures);
       d_sum += d_ytd;
     }
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     if (w_ytd != d_sum) {
       failures += fmt::format(" [1] warehouse {}: W_YTD {} != sum(D_YTD) {};", w, w_ytd, d_sum);
     }

@@ -9,7 +9,7 @@ Status Tpcc::load_rows(uint64_t from, uint64_t to, std::vector<LoadRow>* rows) c
   for (uint64_t u = from; u < to; ++u) {
     Status s = load_district(static_cast<uint32_t>(u / kDistricts + 1),
                              static_cast<uint32_t>(u % kDistricts + 1), rows);
-    if (!s.ok()) return s;
+    FARMEM_TRY(s);
   }
   return OkStatus();
 }

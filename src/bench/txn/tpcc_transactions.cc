@@ -34,7 +34,7 @@ Task<Status> Tpcc::new_order(Transaction& x, uint32_t w, uint64_t seed) const {
   Status s = co_await x.read(warehouse_, warehouse_key(w), &v);
   if (s.ok()) s = co_await x.read(district_, district_key(w, in.d), &v);
   if (s.ok()) s = co_await x.read_for_update(district_next_, district_key(w, in.d), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const uint64_t o = static_cast<uint64_t>(i64_of(v));
   if (o > order_room_) {
     co_return Status(StatusCode::kResourceExhausted,
@@ -44,7 +44,7 @@ Task<Status> Tpcc::new_order(Transaction& x, uint32_t w, uint64_t seed) const {
   }
   s = co_await x.update(district_next_, district_key(w, in.d), u64s(o + 1));
   if (s.ok()) s = co_await x.read(customer_, customer_key(w, in.d, in.c), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   Order od{};
   od.c_id = in.c;
   od.entry_d = unix_now();
@@ -74,7 +74,7 @@ Task<Status> Tpcc::new_order_line(Transaction& x, const NewOrderInput* in, uint3
   }
   const Item it = record_of<Item>(v);
   if (s.ok()) s = co_await x.read_for_update(stock_, stock_key(supply, i), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   Stock st = record_of<Stock>(v);
   const int32_t q = static_cast<int32_t>(in->quantity[ol - 1]);
   st.quantity = st.quantity >= q + 10 ? st.quantity - q : st.quantity - q + 91;
@@ -100,7 +100,7 @@ Task<Status> Tpcc::find_customer(Transaction& x, uint32_t w, uint32_t d, Custome
   }
   std::string v;
   Status s = co_await x.read(by_name_, name_key(w, d, ch.name), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const NameIndex ix = record_of<NameIndex>(v);
   if (ix.count == 0 || ix.count > kMaxSameName) {
     co_return Status(StatusCode::kInternal, "tpcc: a customer-by-name record is corrupt");
@@ -123,17 +123,17 @@ Task<Status> Tpcc::payment(Transaction& x, uint32_t w, uint64_t seed, uint64_t h
   Status s = co_await x.read_for_update(warehouse_ytd_, warehouse_key(w), &v);
   if (s.ok()) s = co_await x.update(warehouse_ytd_, warehouse_key(w), u64s(i64_of(v) + amount));
   if (s.ok()) s = co_await x.read(warehouse_, warehouse_key(w), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const Warehouse wh = record_of<Warehouse>(v);
   s = co_await x.read_for_update(district_ytd_, district_key(w, d), &v);
   if (s.ok()) s = co_await x.update(district_ytd_, district_key(w, d), u64s(i64_of(v) + amount));
   if (s.ok()) s = co_await x.read(district_, district_key(w, d), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const District di = record_of<District>(v);
   uint32_t c = 0;
   if (s.ok()) s = co_await find_customer(x, c_w, c_d, ch, &c);
   if (s.ok()) s = co_await x.read_for_update(customer_, customer_key(c_w, c_d, c), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   Customer cu = record_of<Customer>(v);
   cu.balance -= amount;
   cu.ytd_payment += amount;
@@ -167,10 +167,10 @@ Task<Status> Tpcc::order_status(Transaction& x, uint32_t w, uint64_t seed) const
   Status s = co_await find_customer(x, w, d, ch, &c);
   if (s.ok()) s = co_await x.read(customer_, customer_key(w, d, c), &v);
   if (s.ok()) s = co_await x.read(last_order_, customer_key(w, d, c), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const uint64_t o = static_cast<uint64_t>(i64_of(v));
   s = co_await x.read(order_, order_key(w, d, o), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const Order od = record_of<Order>(v);
   for (uint32_t ol = 1; ol <= od.ol_cnt && s.ok(); ++ol) {
     s = co_await x.read(order_line_, order_line_key(w, d, o, ol), &v);
@@ -224,7 +224,7 @@ Task<Status> Tpcc::stock_level(Transaction& x, uint32_t w, uint64_t seed) const 
   const int32_t threshold = static_cast<int32_t>(uniform_in(rng, 10, 20));
   std::string v;
   Status s = co_await x.read(district_next_, district_key(w, d), &v);
-  if (!s.ok()) co_return s;
+  FARMEM_CO_TRY(s);
   const uint32_t next = static_cast<uint32_t>(i64_of(v));
   std::vector<uint32_t> items;
   for (uint32_t o = next > 20 ? next - 20 : 1; o < next && s.ok(); ++o) {

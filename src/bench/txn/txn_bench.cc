@@ -151,12 +151,12 @@ Task<Status> load_range(TxnClient* tc, const TxnWorkload* w, uint64_t from, uint
     if (a == b) continue;
     std::vector<LoadRow> rows;
     Status s = w->load_rows(a, b, &rows);
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
     tasks.push_back(insert_rows(tc, std::move(rows), loaded));
   }
   std::vector<Status> r = co_await runtime::when_all(std::move(tasks));
   for (const Status& s : r) {
-    if (!s.ok()) co_return s;
+    FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
 }
@@ -302,7 +302,7 @@ nlohmann::ordered_json print_types(const Bench& bench, const TxnTotals& t) {
 Status check_invariant(client::ThreadClient* mc, const TxnRun& run, int64_t delta,
                        TxnCheck* check) {
   auto tc = mc->run(TxnClient::create(mc, run.client_options));
-  if (!tc.ok()) return tc.status();
+  FARMEM_TRY(tc);
   Status s = mc->run(run.workload->check(tc->get(), delta, check));
   (void)mc->run((*tc)->close());
   return s;
