@@ -109,9 +109,7 @@ void wake_pager(int event_fd) {
 // Registers the manager as the shared budget's "paged" tenant; another tenant's pressure then
 // wakes the pager thread (its loop starts the cleaner).
 Status join_shared_budget(PageManager::Impl* impl, LocalBudget* shared) {
-  auto t = shared->add_tenant("paged");
-  FARMEM_TRY(t);
-  impl->tenant = *t;
+  FARMEM_ASSIGN_OR_RETURN(impl->tenant, shared->add_tenant("paged"));
   impl->pressure_seen = impl->tenant->others_pressure();
   impl->tenant->set_waker([fd = impl->event_fd] { wake_pager(fd); });
   return OkStatus();
