@@ -152,7 +152,7 @@ Status parse_ops(const Payload& p, w::KvOpsHeader* header, std::vector<OpView>* 
           fmt::format("op {}: key of {} bytes, expected 1..{}", i, o.key_bytes, w::kMaxKeyBytes));
     }
     const uint64_t body = uint64_t{o.key_bytes} + o.value_bytes;
-    const uint64_t padded = (body + 7) & ~uint64_t{7};
+    const uint64_t padded = pad8(body);
     if (p.size() - at < padded) {
       return InvalidArgument(fmt::format("op {}: key and value run past the message", i));
     }

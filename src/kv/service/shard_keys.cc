@@ -1,0 +1,210 @@
+// Shard (shard.h): the key requests: coalesced get / put / erase (kOps), locate and release
+// (direct transfers, ranges, locks), find and attributes.
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include "farmem/common/check.h"
+#include "shard.h"
+
+namespace farmem::kv::service {
+
+namespace w = farmem::kv::wire;
+using memnode::Request;
+
+// ---------------------------------------------------------------------------------------------
+// Key operations
+
+Status Shard::ops(const Request& r, Out* out) {
+  w::KvOpsHeader h;
+  std::vector<OpView> list;
+  FARMEM_TRY(parse_ops(r.payload, &h, &list));
+  auto p = open_pool(h.pool, r.session);
+  FARMEM_TRY(p);
+  OpsRun run{**p, r.session, (*p)->writable(r.session), context_.now_ns()};
+  counters_.ops_messages.fetch_add(1, std::memory_order_relaxed);
+  counters_.coalesced_ops.fetch_add(list.size(), std::memory_order_relaxed);
+  out->reserve(sizeof(w::KvOpsReplyHeader) + list.size() * sizeof(w::KvOpReply));
+  append(out, w::KvOpsReplyHeader{static_cast<uint32_t>(list.size()), 0});
+  for (size_t i = 0; i < list.size(); ++i) {
+    const OpView& op = list[i];
+    const auto kind = static_cast<w::KvOp>(op.op.op);
+    OpResult res;
+    switch (kind) {
+      case w::KvOp::kGet: {
+        // What the ops after this one need, at the least, must stay free.
+        const size_t rest = (list.size() - i - 1) * sizeof(w::KvOpReply);
+        FARMEM_ASSERT(
+            out->size() + sizeof(w::KvOpReply) + rest <= farmem::wire::kMaxRpcPayloadBytes,
+            "a kOps reply's fixed parts fit in one message");
+        const size_t room =
+            farmem::wire::kMaxRpcPayloadBytes - out->size() - sizeof(w::KvOpReply) - rest;
+        res = op_get(run, op, room);
+        break;
+      }
+      case w::KvOp::kPut:
+        res = op_put(run, op);
+        break;
+      case w::KvOp::kErase:
+        res = op_erase(run, op);
+        break;
+    }
+    finish_op_reply(kind, &res);
+    append(out, res.reply);
+    if (res.value != nullptr) append_padded(out, res.value, res.info.value_bytes);
+  }
+  FARMEM_ASSERT(out->size() <= farmem::wire::kMaxRpcPayloadBytes,
+                "a kOps reply fits in one message");
+  return OkStatus();
+}
+
+Shard::OpResult Shard::op_get(const OpsRun& run, const OpView& op, size_t room) {
+  OpResult res;
+  counters_.gets.fetch_add(1, std::memory_order_relaxed);
+  res.status = run.pool.check_readable(op.key, run.session);
+  if (!res.status.ok()) return res;
+  auto k = run.pool.lookup(op.key);
+  if (!k.ok()) {
+    res.status = k.status();
+    return res;
+  }
+  res.info = *k;
+  res.reply.value_bytes = res.info.value_bytes;
+  if (pad8(res.info.value_bytes) > room) {
+    res.reply.flags |= w::kReplyNeedsLocate;
+  } else {
+    res.value = region_.at(res.info.value);
+  }
+  if (hooks_ && run.pool.ado().post_get) signal(run.pool, KeySignal::kPostGet, op.key);
+  return res;
+}
+
+bool Shard::start_write(const OpsRun& run, std::atomic<uint64_t>& counter, OpResult* res) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+  if (run.writable) return true;
+  res->status = PermissionDenied("pool is open read-only");
+  return false;
+}
+
+Shard::OpResult Shard::op_put(const OpsRun& run, const OpView& op) {
+  OpResult res;
+  if (!start_write(run, counters_.puts, &res)) return res;
+  bool existed = false;
+  res.status = run.pool.put(op.key, op.value.data(), static_cast<uint32_t>(op.value.size()),
+                            op.op.flags, run.now_ns, &res.info, &existed);
+  if (res.status.ok()) {
+    res.reply.value_bytes = res.info.value_bytes;
+    if (existed) res.reply.flags |= w::kReplyExisted;
+    if (!existed && hooks_ && run.pool.ado().post_put) {
+      signal(run.pool, KeySignal::kPostPut, op.key);
+    }
+  }
+  return res;
+}
+
+Shard::OpResult Shard::op_erase(const OpsRun& run, const OpView& op) {
+  OpResult res;
+  if (!start_write(run, counters_.erases, &res)) return res;
+  res.status = run.pool.erase(op.key, run.now_ns);
+  if (res.status.ok() && hooks_ && run.pool.ado().post_erase) {
+    signal(run.pool, KeySignal::kPostErase, op.key);
+  }
+  return res;
+}
+
+// The reply's status, and where the key's record is now (get, put); failures are counted,
+// but for the answers that are not failures (absent, exists).
+void Shard::finish_op_reply(w::KvOp kind, OpResult* res) {
+  const Status& s = res->status;
+  res->reply.status = static_cast<int32_t>(s.code());
+  if (s.ok() && kind != w::KvOp::kErase) {
+    res->reply.record = res->info.record;
+    res->reply.version = res->info.version;
+    res->reply.record_bytes = static_cast<uint32_t>(res->info.record_bytes());
+  } else if (!s.ok() && s.code() != StatusCode::kNotFound &&
+             s.code() != StatusCode::kAlreadyExists) {
+    counters_.failures.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Shard::signal(ServerPool& pool, KeySignal s, std::string_view key) {
+  hooks_->on_key_signal(pool, s, key);
+}
+
+Status Shard::locate(const Request& r, Out* out) {
+  auto v = parse_locate(r.payload);
+  FARMEM_TRY(v);
+  const auto mode = static_cast<w::LocateMode>(v->fixed.mode);
+  auto p = mode == w::LocateMode::kRead ? open_pool(v->fixed.pool, r.session)
+                                        : writable_pool(v->fixed.pool, r.session);
+  FARMEM_TRY(p);
+  counters_.locates.fetch_add(1, std::memory_order_relaxed);
+  auto g = (*p)->lock(r.session, v->key, mode, v->fixed.offset, v->fixed.length, v->fixed.flags,
+                      context_.now_ns());
+  FARMEM_TRY(g);
+  append(out, w::KvLocateReply{g->token, g->address, g->length, g->value_bytes});
+  return OkStatus();
+}
+
+Status Shard::release(const Request& r) {
+  auto v = parse_release(r.payload);
+  FARMEM_TRY(v);
+  auto p = open_pool(v->pool, r.session);
+  FARMEM_TRY(p);
+  return (*p)->release(r.session, v->token, v->flags, context_.now_ns());
+}
+
+Status Shard::find(const Request& r, Out* out) {
+  auto v = parse_find(r.payload);
+  FARMEM_TRY(v);
+  auto p = open_pool(v->fixed.pool, r.session);
+  FARMEM_TRY(p);
+  const SecondaryIndex* index = (*p)->secondary();
+  if (index == nullptr) return InvalidArgument("pool has no secondary index");
+  auto f = index->find(v->expression, v->fixed.start);
+  FARMEM_TRY(f);
+  append(out, w::KvFindReply{f->position, static_cast<uint32_t>(f->key.size()),
+                             f->more ? w::kFindMore : 0u});
+  out->append(f->key);
+  return OkStatus();
+}
+
+Status Shard::attribute(const Request& r, Out* out) {
+  auto v = parse_attribute(r.payload);
+  FARMEM_TRY(v);
+  auto p = open_pool(v->fixed.pool, r.session);
+  FARMEM_TRY(p);
+  ServerPool& pool = **p;
+  uint64_t value = 0;
+  if (v->per_key) {
+    FARMEM_TRY(pool.check_readable(v->key, r.session));
+    auto k = pool.lookup(v->key);
+    FARMEM_TRY(k);
+    switch (static_cast<w::Attribute>(v->fixed.attribute)) {
+      case w::Attribute::kValueLength:
+        value = k->value_bytes;
+        break;
+      case w::Attribute::kCrc32:
+        value = crc32_z(0, region_.at(k->value), k->value_bytes);
+        break;
+      default:
+        value = k->write_epoch_ns;
+        break;
+    }
+  } else {
+    switch (static_cast<w::Attribute>(v->fixed.attribute)) {
+      case w::Attribute::kCount:
+        value = pool.count();
+        break;
+      case w::Attribute::kUsedBytes:
+        value = pool.used_bytes();
+        break;
+      default:
+        value = pool.capacity_bytes();
+        break;
+    }
+  }
+  append(out, w::KvAttributeReply{value});
+  return OkStatus();
+}
+
+}  // namespace farmem::kv::service
