@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
+
 namespace farmem::kv {
 namespace {
 
@@ -24,6 +26,8 @@ void OpsRequest::reset(uint64_t pool) {
 
 void OpsRequest::add(w::KvOp op, uint8_t flags, std::string_view key, std::string_view value) {
   if (op != w::KvOp::kPut) value = {};
+  FARMEM_ASSERT(fits(key.size(), value.size(), w::kMaxOpsPerMessage),
+                "a kOps message stays within the wire limits (callers check fits())");
   bytes_ += write_op(buf_.get() + bytes_, op, flags, key, value);
   ++count_;
   const uint32_t count = count_;
