@@ -110,28 +110,7 @@ class Shard {
   void remove_pool(ServerPool* pool);
 
   // ---- keys (shard_keys.cc) ----
-  // One kOps message being served, and what each of its operations gives its reply.
-  struct OpsRun {
-    ServerPool& pool;
-    uint64_t session;
-    bool writable;
-    uint64_t now_ns;
-  };
-  struct OpResult {
-    Status status;
-    wire::KvOpReply reply{};
-    KeyInfo info;                 // the key's record (get, put)
-    const void* value = nullptr;  // a get's value, carried in the reply
-  };
   Status ops(const memnode::Request& r, Out* out);
-  // room: the reply bytes the get's value may take.
-  OpResult op_get(const OpsRun& run, const OpView& op, size_t room);
-  OpResult op_put(const OpsRun& run, const OpView& op);
-  OpResult op_erase(const OpsRun& run, const OpView& op);
-  // Counts a put or erase in `counter`; false (res failed) on a read-only handle.
-  bool start_write(const OpsRun& run, std::atomic<uint64_t>& counter, OpResult* res);
-  void finish_op_reply(wire::KvOp kind, OpResult* res);
-  void signal(ServerPool& pool, KeySignal s, std::string_view key);
   Status locate(const memnode::Request& r, Out* out);
   Status release(const memnode::Request& r);
   Status find(const memnode::Request& r, Out* out);

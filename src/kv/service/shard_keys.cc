@@ -14,13 +14,107 @@ using memnode::Request;
 // ---------------------------------------------------------------------------------------------
 // Key operations
 
+namespace {
+
+using farmem::wire::kMaxRpcPayloadBytes;
+static_assert(sizeof(w::KvOpsReplyHeader) + w::kMaxOpsPerMessage * sizeof(w::KvOpReply) <=
+              kMaxRpcPayloadBytes);
+
+// One kOps message being served: its pool, its session's rights, and where it reports.
+struct OpsRun {
+  ServerPool& pool;
+  uint64_t session;
+  bool writable;
+  uint64_t now_ns;
+  RegionView region;
+  ShardCounters& counters;
+  PoolHooks* hooks;  // null: no ADO support
+};
+
+// What one operation gives its reply (the locals of the message's loop).
+struct OpResult {
+  Status status;
+  w::KvOpReply reply{};
+  KeyInfo info;                 // the key's record (get, put)
+  const void* value = nullptr;  // a get's value, carried in the reply
+};
+
+// room: the reply bytes the get's value may take.
+void op_get(const OpsRun& run, const OpView& op, size_t room, OpResult* res) {
+  run.counters.gets.fetch_add(1, std::memory_order_relaxed);
+  res->status = run.pool.check_readable(op.key, run.session);
+  if (!res->status.ok()) return;
+  auto k = run.pool.lookup(op.key);
+  if (!k.ok()) {
+    res->status = k.status();
+    return;
+  }
+  res->info = *k;
+  res->reply.value_bytes = res->info.value_bytes;
+  if (pad8(res->info.value_bytes) > room) {
+    res->reply.flags |= w::kReplyNeedsLocate;
+  } else {
+    res->value = run.region.at(res->info.value);
+  }
+  if (run.hooks != nullptr && run.pool.ado().post_get) {
+    run.hooks->on_key_signal(run.pool, KeySignal::kPostGet, op.key);
+  }
+}
+
+// Counts a put or erase in `counter`; false (res failed) on a read-only handle.
+bool start_write(const OpsRun& run, std::atomic<uint64_t>& counter, OpResult* res) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+  if (run.writable) return true;
+  res->status = PermissionDenied("pool is open read-only");
+  return false;
+}
+
+void op_put(const OpsRun& run, const OpView& op, OpResult* res) {
+  if (!start_write(run, run.counters.puts, res)) return;
+  bool existed = false;
+  res->status = run.pool.put(op.key, op.value.data(), static_cast<uint32_t>(op.value.size()),
+                             op.op.flags, run.now_ns, &res->info, &existed);
+  if (!res->status.ok()) return;
+  res->reply.value_bytes = res->info.value_bytes;
+  if (existed) res->reply.flags |= w::kReplyExisted;
+  if (!existed && run.hooks != nullptr && run.pool.ado().post_put) {
+    run.hooks->on_key_signal(run.pool, KeySignal::kPostPut, op.key);
+  }
+}
+
+void op_erase(const OpsRun& run, const OpView& op, OpResult* res) {
+  if (!start_write(run, run.counters.erases, res)) return;
+  res->status = run.pool.erase(op.key, run.now_ns);
+  if (res->status.ok() && run.hooks != nullptr && run.pool.ado().post_erase) {
+    run.hooks->on_key_signal(run.pool, KeySignal::kPostErase, op.key);
+  }
+}
+
+// The reply's status, and where the key's record is now (get, put); failures are counted,
+// but for the answers that are not failures (absent, exists).
+void finish_op_reply(const OpsRun& run, w::KvOp kind, OpResult* res) {
+  const Status& s = res->status;
+  res->reply.status = static_cast<int32_t>(s.code());
+  if (s.ok() && kind != w::KvOp::kErase) {
+    res->reply.record = res->info.record;
+    res->reply.version = res->info.version;
+    res->reply.record_bytes = static_cast<uint32_t>(res->info.record_bytes());
+  } else if (!s.ok() && s.code() != StatusCode::kNotFound &&
+             s.code() != StatusCode::kAlreadyExists) {
+    run.counters.failures.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
 Status Shard::ops(const Request& r, Out* out) {
   w::KvOpsHeader h;
   std::vector<OpView> list;
   FARMEM_TRY(parse_ops(r.payload, &h, &list));
   auto p = open_pool(h.pool, r.session);
   FARMEM_TRY(p);
-  OpsRun run{**p, r.session, (*p)->writable(r.session), context_.now_ns()};
+  const OpsRun run{**p,       r.session,   (*p)->writable(r.session), context_.now_ns(), region_,
+                   counters_, hooks_.get()};
   counters_.ops_messages.fetch_add(1, std::memory_order_relaxed);
   counters_.coalesced_ops.fetch_add(list.size(), std::memory_order_relaxed);
   out->reserve(sizeof(w::KvOpsReplyHeader) + list.size() * sizeof(w::KvOpReply));
@@ -31,103 +125,25 @@ Status Shard::ops(const Request& r, Out* out) {
     OpResult res;
     switch (kind) {
       case w::KvOp::kGet: {
-        // What the ops after this one need, at the least, must stay free.
+        // What the ops after this one need, at the least, must stay free (the fixed parts of
+        // a reply of kMaxOpsPerMessage operations fit in one message, values or not).
         const size_t rest = (list.size() - i - 1) * sizeof(w::KvOpReply);
-        FARMEM_ASSERT(
-            out->size() + sizeof(w::KvOpReply) + rest <= farmem::wire::kMaxRpcPayloadBytes,
-            "a kOps reply's fixed parts fit in one message");
-        const size_t room =
-            farmem::wire::kMaxRpcPayloadBytes - out->size() - sizeof(w::KvOpReply) - rest;
-        res = op_get(run, op, room);
+        op_get(run, op, kMaxRpcPayloadBytes - out->size() - sizeof(w::KvOpReply) - rest, &res);
         break;
       }
       case w::KvOp::kPut:
-        res = op_put(run, op);
+        op_put(run, op, &res);
         break;
       case w::KvOp::kErase:
-        res = op_erase(run, op);
+        op_erase(run, op, &res);
         break;
     }
-    finish_op_reply(kind, &res);
+    finish_op_reply(run, kind, &res);
     append(out, res.reply);
     if (res.value != nullptr) append_padded(out, res.value, res.info.value_bytes);
   }
-  FARMEM_ASSERT(out->size() <= farmem::wire::kMaxRpcPayloadBytes,
-                "a kOps reply fits in one message");
+  FARMEM_ASSERT(out->size() <= kMaxRpcPayloadBytes, "a kOps reply fits in one message");
   return OkStatus();
-}
-
-Shard::OpResult Shard::op_get(const OpsRun& run, const OpView& op, size_t room) {
-  OpResult res;
-  counters_.gets.fetch_add(1, std::memory_order_relaxed);
-  res.status = run.pool.check_readable(op.key, run.session);
-  if (!res.status.ok()) return res;
-  auto k = run.pool.lookup(op.key);
-  if (!k.ok()) {
-    res.status = k.status();
-    return res;
-  }
-  res.info = *k;
-  res.reply.value_bytes = res.info.value_bytes;
-  if (pad8(res.info.value_bytes) > room) {
-    res.reply.flags |= w::kReplyNeedsLocate;
-  } else {
-    res.value = region_.at(res.info.value);
-  }
-  if (hooks_ && run.pool.ado().post_get) signal(run.pool, KeySignal::kPostGet, op.key);
-  return res;
-}
-
-bool Shard::start_write(const OpsRun& run, std::atomic<uint64_t>& counter, OpResult* res) {
-  counter.fetch_add(1, std::memory_order_relaxed);
-  if (run.writable) return true;
-  res->status = PermissionDenied("pool is open read-only");
-  return false;
-}
-
-Shard::OpResult Shard::op_put(const OpsRun& run, const OpView& op) {
-  OpResult res;
-  if (!start_write(run, counters_.puts, &res)) return res;
-  bool existed = false;
-  res.status = run.pool.put(op.key, op.value.data(), static_cast<uint32_t>(op.value.size()),
-                            op.op.flags, run.now_ns, &res.info, &existed);
-  if (res.status.ok()) {
-    res.reply.value_bytes = res.info.value_bytes;
-    if (existed) res.reply.flags |= w::kReplyExisted;
-    if (!existed && hooks_ && run.pool.ado().post_put) {
-      signal(run.pool, KeySignal::kPostPut, op.key);
-    }
-  }
-  return res;
-}
-
-Shard::OpResult Shard::op_erase(const OpsRun& run, const OpView& op) {
-  OpResult res;
-  if (!start_write(run, counters_.erases, &res)) return res;
-  res.status = run.pool.erase(op.key, run.now_ns);
-  if (res.status.ok() && hooks_ && run.pool.ado().post_erase) {
-    signal(run.pool, KeySignal::kPostErase, op.key);
-  }
-  return res;
-}
-
-// The reply's status, and where the key's record is now (get, put); failures are counted,
-// but for the answers that are not failures (absent, exists).
-void Shard::finish_op_reply(w::KvOp kind, OpResult* res) {
-  const Status& s = res->status;
-  res->reply.status = static_cast<int32_t>(s.code());
-  if (s.ok() && kind != w::KvOp::kErase) {
-    res->reply.record = res->info.record;
-    res->reply.version = res->info.version;
-    res->reply.record_bytes = static_cast<uint32_t>(res->info.record_bytes());
-  } else if (!s.ok() && s.code() != StatusCode::kNotFound &&
-             s.code() != StatusCode::kAlreadyExists) {
-    counters_.failures.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-void Shard::signal(ServerPool& pool, KeySignal s, std::string_view key) {
-  hooks_->on_key_signal(pool, s, key);
 }
 
 Status Shard::locate(const Request& r, Out* out) {
