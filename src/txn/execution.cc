@@ -54,6 +54,19 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
   co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
 }
 
+// The header of slot `slot` of bucket_ (bucket b, just read) into *h; a record another
+// transaction holds aborts (kLockConflict).
+Task<Status> Transaction::unlocked_in_bucket(const Table& t, uint64_t b, uint32_t slot,
+                                             SlotHeader* h) {
+  std::memcpy(h, bucket_slot(t, slot), sizeof(*h));
+  if (h->lock != 0) {
+    conflict(t.primary_slot(b, slot), h->lock);
+    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
+    co_return e;
+  }
+  co_return OkStatus();
+}
+
 // One round trip: CAS the lock word at addr 0 -> our lock value, then (fenced) read `bytes`
 // from addr into *out. OK when locked; otherwise the transaction is aborted (kLockConflict,
 // `what`, or the transport's error) and that status returned.
@@ -226,12 +239,8 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   Status s = co_await find_slot(t, key, b, &slot);
   FARMEM_CO_TRY(s);
   SlotHeader h;
-  std::memcpy(&h, bucket_slot(t, slot), sizeof(h));
-  if (h.lock != 0) {
-    conflict(t.primary_slot(b, slot), h.lock);
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-    co_return e;
-  }
+  s = co_await unlocked_in_bucket(t, b, slot, &h);
+  FARMEM_CO_TRY(s);
   ctx_->cache.remember(t, key, slot);
   const char* v = bucket_slot(t, slot) + sizeof(SlotHeader);
   reads_.push_back({&t, key, b, slot, h.version, std::string(v, t.record_bytes())});
@@ -340,12 +349,8 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
 // kAlreadyExists, the record joining the read set; a locked record aborts.
 Task<Status> Transaction::already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot) {
   SlotHeader h;
-  std::memcpy(&h, bucket_slot(t, slot), sizeof(h));
-  if (h.lock != 0) {
-    conflict(t.primary_slot(b, slot), h.lock);
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-    co_return e;
-  }
+  Status s = co_await unlocked_in_bucket(t, b, slot, &h);
+  FARMEM_CO_TRY(s);
   if (find_read(t, key) == nullptr) {
     const char* v = bucket_slot(t, slot) + sizeof(SlotHeader);
     reads_.push_back({&t, key, b, slot, h.version, std::string(v, t.record_bytes())});

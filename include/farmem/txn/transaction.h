@@ -204,6 +204,8 @@ class Transaction {
   runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
   runtime::Task<Status> find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot);
   runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
+  runtime::Task<Status> unlocked_in_bucket(const Table& t, uint64_t b, uint32_t slot,
+                                           SlotHeader* h);
   runtime::Task<Status> already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
   runtime::Task<Status> read_cached(const Table& t, uint64_t key, uint64_t b, uint32_t slot,
                                     bool* found);
