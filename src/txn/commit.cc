@@ -140,20 +140,8 @@ Status Transaction::plan_commit(CommitPlan* plan) {
         fmt::format("the transaction's redo log needs {} bytes; log slots hold {}", bytes,
                     ctx_->options.log_slot_bytes));
   }
-  encode_log(records, id_, &plan->log, &plan->writes);
+  encode_log(records, bytes, id_, &plan->log, &plan->writes);
   return OkStatus();
-}
-
-// The redo log, from the state word on (the owner word stays): once it is complete at the
-// node, the transaction is committed whatever happens to this coordinator.
-Task<Status> Transaction::write_log(const CommitPlan& plan) {
-  ctx_->logs.set_committing(log_slot_.index);
-  log_written_ = true;
-  const GlobalAddress slot = ctx_->logs.address(log_slot_.index);
-  Status s = co_await ctx_->client->write(slot + kLogStateOffset, plan.log.data() + kLogStateOffset,
-                                          plan.log.size() - kLogStateOffset);
-  ++ctx_->counters.round_trips;
-  co_return s;
 }
 
 // Every image to every live replica, in batches of at most client::Batch::kMaxOps.
@@ -193,7 +181,14 @@ Task<Status> Transaction::commit() {
       co_return e;
     }
     ctx_->crash.point(CrashHook::At::kBeforeLog);
-    s = co_await write_log(plan);
+    // The redo log, from the state word on (the owner word stays): once it is complete at the
+    // node, the transaction is committed whatever happens to this coordinator.
+    ctx_->logs.set_committing(log_slot_.index);
+    log_written_ = true;
+    const GlobalAddress log_at = ctx_->logs.address(log_slot_.index) + kLogStateOffset;
+    s = co_await ctx_->client->write(log_at, plan.log.data() + kLogStateOffset,
+                                     plan.log.size() - kLogStateOffset);
+    ++ctx_->counters.round_trips;
     if (!s.ok()) {
       Status e = co_await finish_abort(fail_error(s));
       co_return e;

@@ -152,14 +152,6 @@ Task<Status> TxnClient::close() {
 
 const TxnCounters& TxnClient::counters() const { return ctx_->counters; }
 
-Transaction TxnClient::begin() {
-  return Transaction(ctx_.get(), TxnId{coordinator_, next_sequence_++}, false);
-}
-
-Transaction TxnClient::begin_read_only() {
-  return Transaction(ctx_.get(), TxnId{coordinator_, next_sequence_++}, true);
-}
-
 Task<Result<bool>> TxnClient::recover(GlobalAddress word, uint64_t holder) {
   auto r = co_await ctx_->recovery.recover(word, holder);
   co_return r;

@@ -14,6 +14,35 @@ namespace farmem::txn {
 
 using runtime::Task;
 
+// ---- local steps: the lock value, bucket images ----
+
+// The value this transaction writes into every lock word it takes: its log slot's address.
+uint64_t Transaction::lock_value() const {
+  FARMEM_ASSERT(log_slot_.index < ctx_->logs.count(), "locks name a transaction slot of ours");
+  return ctx_->logs.address(log_slot_.index).pack();
+}
+
+// The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
+uint32_t Transaction::find_in_bucket(const Table& t, uint64_t key) const {
+  for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+    if (holds(header_of(bucket_, slot_offset(t, s)), key)) return s;
+  }
+  return kSlotsPerBucket;
+}
+
+// The first slot of bucket_ (bucket b) neither present, locked nor claimed by this
+// transaction's inserts, or kSlotsPerBucket.
+uint32_t Transaction::free_slot_in_bucket(const Table& t, uint64_t b) const {
+  for (uint32_t i = 0; i < kSlotsPerBucket; ++i) {
+    const SlotHeader h = header_of(bucket_, slot_offset(t, i));
+    if ((h.flags & kSlotPresent) || h.lock != 0) continue;
+    bool claimed = false;
+    for (const auto& w : writes_) claimed |= w.table == &t && w.bucket == b && w.slot == i;
+    if (!claimed) return i;
+  }
+  return kSlotsPerBucket;
+}
+
 // ---- remote steps ----
 
 // Reads bucket b's primary (header + slots) into bucket_.
@@ -24,10 +53,12 @@ Task<Status> Transaction::read_bucket(const Table& t, uint64_t b) {
   co_return s;
 }
 
-// Reads bucket b into bucket_ and finds the slot of `key` in it. An error aborts; an absent key
-// gives absent()'s status.
+// Reads bucket b's primary into bucket_ (as read_bucket) and finds the slot of `key` in it. An
+// error aborts; an absent key gives absent()'s status.
 Task<Status> Transaction::find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot) {
-  Status s = co_await read_bucket(t, b);
+  bucket_.resize(t.bucket_bytes());
+  Status s = co_await ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
+  ++ctx_->counters.round_trips;
   if (!s.ok()) {
     Status e = co_await finish_abort(fail_error(s));
     co_return e;
@@ -54,17 +85,12 @@ Task<Status> Transaction::absent(const Table& t, uint64_t key, uint64_t b) {
   co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
 }
 
-// The header of slot `slot` of bucket_ (bucket b, just read) into *h; a record another
-// transaction holds aborts (kLockConflict).
-Task<Status> Transaction::unlocked_in_bucket(const Table& t, uint64_t b, uint32_t slot,
-                                             SlotHeader* h) {
-  std::memcpy(h, bucket_slot(t, slot), sizeof(*h));
-  if (h->lock != 0) {
-    conflict(t.primary_slot(b, slot), h->lock);
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-    co_return e;
-  }
-  co_return OkStatus();
+// A record or bucket another transaction holds (its lock word `word` names `holder`): aborts
+// with kLockConflict, `what`, and has recovery look at the holder.
+Task<Status> Transaction::abort_locked(GlobalAddress word, uint64_t holder, const char* what) {
+  conflict(word, holder);
+  Status e = co_await finish_abort(fail(AbortReason::kLockConflict, what));
+  co_return e;
 }
 
 // One round trip: CAS the lock word at addr 0 -> our lock value, then (fenced) read `bytes`
@@ -74,10 +100,12 @@ Task<Status> Transaction::lock_and_read(GlobalAddress addr, size_t bytes, std::s
                                         const char* what) {
   Status s = ensure_log_slot();
   uint64_t old = ~0ull;
+  uint64_t mine = 0;
   if (s.ok()) {
+    mine = lock_value();
     out->resize(bytes);
     client::Batch batch(*ctx_->client);
-    (void)batch.cas(addr, 0, lock_value(), &old);
+    (void)batch.cas(addr, 0, mine, &old);
     (void)batch.fence();  // the read sees what the previous holder wrote before it unlocked
     (void)batch.read(addr, out->data(), bytes);
     s = co_await batch.wait();
@@ -87,10 +115,9 @@ Task<Status> Transaction::lock_and_read(GlobalAddress addr, size_t bytes, std::s
     Status e = co_await finish_abort(fail_error(s));
     co_return e;
   }
-  FARMEM_ASSERT(old != lock_value(), "a transaction never locks a word it already holds");
+  FARMEM_ASSERT(old != mine, "a transaction never locks a word it already holds");
   if (old != 0) {
-    conflict(addr, old);
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, what));
+    Status e = co_await abort_locked(addr, old, what);
     co_return e;
   }
   co_return OkStatus();
@@ -117,64 +144,61 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     Status e = co_await finish_abort(fail_error(live));
     co_return e;
   }
-  uint32_t slot = ctx_->cache.find(t, key);
-  for (const auto& w : writes_) {
-    // A stale entry naming a slot this transaction already holds (for another key).
-    if (w.table == &t && w.bucket == b && w.slot == slot) slot = kSlotsPerBucket;
-  }
+  uint32_t slot = cached_slot_to_lock(t, key, b);
   if (slot < kSlotsPerBucket) {
-    Status s = co_await lock_cached(t, key, b, &slot);
+    // Forgotten until the lock is won (remembered again by adopt_locked): if the entry is stale
+    // and its slot is locked by someone else, the retry searches the bucket instead of aborting.
+    ctx_->cache.forget(t, key);
+    const GlobalAddress a = t.primary_slot(b, slot);
+    Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
     FARMEM_CO_TRY(s);
+    if (!holds(header_of(slot_), key)) {
+      // A stale cache entry: let go of the slot and search the bucket.
+      s = co_await unlock_one(a);
+      FARMEM_CO_TRY(s);
+      slot = kSlotsPerBucket;
+    }
   }
   if (slot == kSlotsPerBucket) {
     Status s = co_await find_slot(t, key, b, &slot);
-    FARMEM_CO_TRY(s);
+    if (!s.ok()) co_return s;  // moved, not copied: kNotFound is an everyday answer
     s = co_await lock_and_read(t.primary_slot(b, slot), t.slot_bytes(), &slot_, "record locked");
     FARMEM_CO_TRY(s);
   }
-  Status s = co_await adopt_locked(t, key, b, slot);
-  FARMEM_CO_TRY(s);
+  if (const char* changed = adopt_locked(t, key, b, slot)) {
+    Status e = co_await finish_abort(fail(AbortReason::kVersionChanged, changed));
+    co_return e;
+  }
   *entry = &writes_.back();
   co_return OkStatus();
 }
 
-// Locks the slot the cache names for `key` into slot_. When it no longer holds the key (a
-// stale entry) lets go of it and sets *slot to kSlotsPerBucket (search the bucket).
-Task<Status> Transaction::lock_cached(const Table& t, uint64_t key, uint64_t b, uint32_t* slot) {
-  // Forgotten until the lock is won (remembered again by adopt_locked): if the entry is stale
-  // and its slot is locked by someone else, the retry searches the bucket instead of aborting.
-  ctx_->cache.forget(t, key);
-  const GlobalAddress a = t.primary_slot(b, *slot);
-  Status s = co_await lock_and_read(a, t.slot_bytes(), &slot_, "record locked");
-  FARMEM_CO_TRY(s);
-  if (holds(header_of(slot_), key)) co_return OkStatus();
-  s = co_await unlock_one(a);
-  FARMEM_CO_TRY(s);
-  *slot = kSlotsPerBucket;
-  co_return OkStatus();
+// The slot the cache names for `key` (bucket b), unless this transaction holds that slot
+// already (a stale entry naming a slot it locked for another key); kSlotsPerBucket when none.
+uint32_t Transaction::cached_slot_to_lock(const Table& t, uint64_t key, uint64_t b) const {
+  const uint32_t slot = ctx_->cache.find(t, key);
+  for (const auto& w : writes_) {
+    if (w.table == &t && w.bucket == b && w.slot == slot) return kSlotsPerBucket;
+  }
+  return slot;
 }
 
-// The slot just locked and read into slot_ becomes a kLocked write entry; it must still hold
-// `key`, and a version of it read before must still be current.
-Task<Status> Transaction::adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot) {
+// The slot just locked and read into slot_ becomes a kLocked write entry (so that an abort
+// releases it). nullptr when it still holds `key` and a version of it read before is still
+// current; otherwise why the transaction must abort (kVersionChanged).
+const char* Transaction::adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot) {
   const SlotHeader h = header_of(slot_);
   writes_.push_back(
       {&t, key, b, slot, h.version, Kind::kLocked, slot_.substr(sizeof(h), t.record_bytes())});
-  if (!holds(h, key)) {
-    Status e = co_await finish_abort(fail(AbortReason::kVersionChanged, "record moved"));
-    co_return e;
-  }
+  if (!holds(h, key)) return "record moved";
   ctx_->cache.remember(t, key, slot);
   for (size_t i = 0; i < reads_.size(); ++i) {
     if (reads_[i].table != &t || reads_[i].key != key) continue;
-    if (reads_[i].slot != slot || reads_[i].version != h.version) {
-      Status e = co_await finish_abort(fail(AbortReason::kVersionChanged, "record changed"));
-      co_return e;
-    }
+    if (reads_[i].slot != slot || reads_[i].version != h.version) return "record changed";
     reads_.erase(reads_.begin() + static_cast<ptrdiff_t>(i));
     break;
   }
-  co_return OkStatus();
+  return nullptr;
 }
 
 // Locks bucket b's header and reads the bucket into bucket_ (or only re-reads it when this
@@ -208,67 +232,72 @@ Task<Status> Transaction::lock_bucket(const Table& t, uint64_t b, BucketLock** l
 Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value) {
   if (finished_) co_return finished_status();
   if (!t.valid()) co_return InvalidArgument("unknown table (not created or opened)");
-  if (const WriteEntry* w = find_write(t, key)) {
-    if (w->kind == Kind::kErase) co_return NotFound("erased by this transaction");
-    *value = w->value;
-    co_return OkStatus();
-  }
-  if (const ReadEntry* r = find_read(t, key)) {
-    if (r->slot == kSlotsPerBucket)
-      co_return NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
-    *value = r->value;
-    co_return OkStatus();
-  }
+  if (Status known; read_locally(t, key, value, &known)) co_return known;
   FARMEM_CO_TRY(check_room());
   const uint64_t b = t.bucket_of(key);
   if (Status live = t.check_bucket(b); !live.ok()) {
     Status e = co_await finish_abort(fail_error(live));
     co_return e;
   }
+  const size_t rb = t.record_bytes();
   const uint32_t cached = ctx_->cache.find(t, key);
   if (cached < kSlotsPerBucket) {
-    bool found = false;
-    Status s = co_await read_cached(t, key, b, cached, &found);
-    FARMEM_CO_TRY(s);
-    if (found) {
+    const GlobalAddress a = t.primary_slot(b, cached);
+    slot_.resize(t.slot_bytes());
+    Status s = co_await ctx_->client->read(a, slot_.data(), slot_.size());
+    ++ctx_->counters.round_trips;
+    if (!s.ok()) {
+      Status e = co_await finish_abort(fail_error(s));
+      co_return e;
+    }
+    const SlotHeader h = header_of(slot_);
+    if (holds(h, key)) {  // else a stale entry: search the bucket
+      if (h.lock != 0) {
+        Status e = co_await abort_locked(a, h.lock, "record locked");
+        co_return e;
+      }
+      reads_.push_back({&t, key, b, cached, h.version, slot_.substr(sizeof(h), rb)});
       *value = reads_.back().value;
       co_return OkStatus();
     }
   }
   uint32_t slot = kSlotsPerBucket;
   Status s = co_await find_slot(t, key, b, &slot);
-  FARMEM_CO_TRY(s);
-  SlotHeader h;
-  s = co_await unlocked_in_bucket(t, b, slot, &h);
-  FARMEM_CO_TRY(s);
+  if (!s.ok()) co_return s;  // moved, not copied: kNotFound is an everyday answer
+  const SlotHeader h = header_of(bucket_, slot_offset(t, slot));
+  if (h.lock != 0) {
+    Status e = co_await abort_locked(t.primary_slot(b, slot), h.lock, "record locked");
+    co_return e;
+  }
   ctx_->cache.remember(t, key, slot);
-  const char* v = bucket_slot(t, slot) + sizeof(SlotHeader);
-  reads_.push_back({&t, key, b, slot, h.version, std::string(v, t.record_bytes())});
+  reads_.push_back(
+      {&t, key, b, slot, h.version, bucket_.substr(slot_offset(t, slot) + sizeof(SlotHeader), rb)});
   *value = reads_.back().value;
   co_return OkStatus();
 }
 
-// Reads the slot the cache names for `key` (bucket b): *found when it holds the key unlocked
-// (then the last read entry is the record); a locked record aborts.
-Task<Status> Transaction::read_cached(const Table& t, uint64_t key, uint64_t b, uint32_t slot,
-                                      bool* found) {
-  slot_.resize(t.slot_bytes());
-  Status s = co_await ctx_->client->read(t.primary_slot(b, slot), slot_.data(), slot_.size());
-  ++ctx_->counters.round_trips;
-  if (!s.ok()) {
-    Status e = co_await finish_abort(fail_error(s));
-    co_return e;
+// Read-your-writes and repeated reads: true when the transaction has `key` already (in its
+// write or read set); then *s is the answer and, when OK, *value the record.
+bool Transaction::read_locally(const Table& t, uint64_t key, std::string* value, Status* s) {
+  if (const WriteEntry* w = find_write(t, key)) {
+    if (w->kind == Kind::kErase) {
+      *s = NotFound("erased by this transaction");
+    } else {
+      *value = w->value;
+      *s = OkStatus();
+    }
+    return true;
   }
-  const SlotHeader h = header_of(slot_);
-  if (!holds(h, key)) co_return OkStatus();  // a stale entry: search the bucket
-  if (h.lock != 0) {
-    conflict(t.primary_slot(b, slot), h.lock);
-    Status e = co_await finish_abort(fail(AbortReason::kLockConflict, "record locked"));
-    co_return e;
+  if (const ReadEntry* r = find_read(t, key)) {
+    if (r->slot == kSlotsPerBucket) {
+      *s = NotFound(fmt::format("no key {} in table '{}'", key, t.name()));
+    } else {
+      *value = r->value;
+      *s = OkStatus();
+    }
+    return true;
   }
-  reads_.push_back({&t, key, b, slot, h.version, slot_.substr(sizeof(h), t.record_bytes())});
-  *found = true;
-  co_return OkStatus();
+  return false;
 }
 
 Task<Status> Transaction::read_for_update(const Table& t, uint64_t key, std::string* value) {
@@ -348,12 +377,14 @@ Task<Status> Transaction::insert(const Table& t, uint64_t key, std::string_view 
 // An insert met `key` present in slot `slot` of bucket_ (bucket b, locked by this transaction):
 // kAlreadyExists, the record joining the read set; a locked record aborts.
 Task<Status> Transaction::already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot) {
-  SlotHeader h;
-  Status s = co_await unlocked_in_bucket(t, b, slot, &h);
-  FARMEM_CO_TRY(s);
+  const SlotHeader h = header_of(bucket_, slot_offset(t, slot));
+  if (h.lock != 0) {
+    Status e = co_await abort_locked(t.primary_slot(b, slot), h.lock, "record locked");
+    co_return e;
+  }
   if (find_read(t, key) == nullptr) {
-    const char* v = bucket_slot(t, slot) + sizeof(SlotHeader);
-    reads_.push_back({&t, key, b, slot, h.version, std::string(v, t.record_bytes())});
+    reads_.push_back({&t, key, b, slot, h.version,
+                      bucket_.substr(slot_offset(t, slot) + sizeof(SlotHeader), t.record_bytes())});
   }
   co_return AlreadyExists(fmt::format("key {} exists in table '{}'", key, t.name()));
 }

@@ -35,9 +35,9 @@ uint64_t put_entry(const LogRecord& r, uint64_t at, std::string* log) {
 
 }  // namespace
 
-void encode_log(const std::vector<LogRecord>& records, const TxnId& id, std::string* log,
-                std::vector<ImageWrite>* writes) {
-  const uint64_t bytes = encoded_log_bytes(records);
+void encode_log(const std::vector<LogRecord>& records, uint64_t bytes, const TxnId& id,
+                std::string* log, std::vector<ImageWrite>* writes) {
+  FARMEM_DCHECK(bytes == encoded_log_bytes(records), "the log's size is its records'");
   log->assign(bytes, '\0');
   uint64_t at = sizeof(LogSlotHeader);
   for (const LogRecord& r : records) {

@@ -35,12 +35,12 @@ struct ImageWrite {
 // The bytes of the log of `records`, header included.
 uint64_t encoded_log_bytes(const std::vector<LogRecord>& records);
 
-// Lays out the log of transaction `id` in *log (encoded_log_bytes(records) bytes): the entries,
-// then the header in state kLogCommitting with its checksum (owner_session left 0: it is not
-// written). Appends to *writes the in-place writes the log describes, in entry order; they
-// point into *log.
-void encode_log(const std::vector<LogRecord>& records, const TxnId& id, std::string* log,
-                std::vector<ImageWrite>* writes);
+// Lays out the log of transaction `id` in *log (`bytes` = encoded_log_bytes(records), which the
+// caller has checked against its log slot): the entries, then the header in state
+// kLogCommitting with its checksum (owner_session left 0: it is not written). Appends to
+// *writes the in-place writes the log describes, in entry order; they point into *log.
+void encode_log(const std::vector<LogRecord>& records, uint64_t bytes, const TxnId& id,
+                std::string* log, std::vector<ImageWrite>* writes);
 
 // The checksum of a log whose header and body are the `bytes` bytes at `log`.
 uint64_t log_checksum(const char* log, size_t bytes);

@@ -40,6 +40,15 @@ const char* abort_reason_name(AbortReason r) {
 Transaction::Transaction(TxnContext* ctx, TxnId id, bool read_only)
     : ctx_(ctx), log_slot_(ctx), id_(id), read_only_(read_only) {}
 
+// (TxnClient's, here beside the constructor they inline.)
+Transaction TxnClient::begin() {
+  return Transaction(ctx_.get(), TxnId{coordinator_, next_sequence_++}, false);
+}
+
+Transaction TxnClient::begin_read_only() {
+  return Transaction(ctx_.get(), TxnId{coordinator_, next_sequence_++}, true);
+}
+
 Transaction::Transaction(Transaction&&) noexcept = default;
 Transaction& Transaction::operator=(Transaction&&) noexcept = default;
 
@@ -68,12 +77,6 @@ Status Transaction::ensure_log_slot() {
   return OkStatus();
 }
 
-// The value this transaction writes into every lock word it takes: its log slot's address.
-uint64_t Transaction::lock_value() const {
-  FARMEM_ASSERT(log_slot_.index < ctx_->logs.count(), "locks name a transaction slot of ours");
-  return ctx_->logs.address(log_slot_.index).pack();
-}
-
 // ---- bookkeeping ----
 
 Status Transaction::finished_status() const {
@@ -98,56 +101,6 @@ Status Transaction::check_room() const {
   if (records < ctx_->options.max_records) return OkStatus();
   return ResourceExhausted(fmt::format("a transaction touches at most {} records and buckets",
                                        ctx_->options.max_records));
-}
-
-Transaction::ReadEntry* Transaction::find_read(const Table& t, uint64_t key) {
-  for (auto& r : reads_) {
-    if (r.table == &t && r.key == key) return &r;
-  }
-  return nullptr;
-}
-
-Transaction::WriteEntry* Transaction::find_write(const Table& t, uint64_t key) {
-  for (auto& w : writes_) {
-    if (w.table == &t && w.key == key) return &w;
-  }
-  return nullptr;
-}
-
-Transaction::BucketLock* Transaction::find_bucket(const Table& t, uint64_t bucket) {
-  for (auto& b : buckets_) {
-    if (b.table == &t && b.bucket == bucket) return &b;
-  }
-  return nullptr;
-}
-
-// Slot `slot` of the bucket in bucket_.
-const char* Transaction::bucket_slot(const Table& t, uint32_t slot) const {
-  return bucket_.data() + sizeof(BucketHeader) + slot * t.slot_bytes();
-}
-
-// The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
-uint32_t Transaction::find_in_bucket(const Table& t, uint64_t key) const {
-  for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
-    SlotHeader h;
-    std::memcpy(&h, bucket_slot(t, s), sizeof(h));
-    if (holds(h, key)) return s;
-  }
-  return kSlotsPerBucket;
-}
-
-// The first slot of bucket_ (bucket b) neither present, locked nor claimed by this
-// transaction's inserts, or kSlotsPerBucket.
-uint32_t Transaction::free_slot_in_bucket(const Table& t, uint64_t b) const {
-  for (uint32_t i = 0; i < kSlotsPerBucket; ++i) {
-    SlotHeader h;
-    std::memcpy(&h, bucket_slot(t, i), sizeof(h));
-    if ((h.flags & kSlotPresent) || h.lock != 0) continue;
-    bool claimed = false;
-    for (const auto& w : writes_) claimed |= w.table == &t && w.bucket == b && w.slot == i;
-    if (!claimed) return i;
-  }
-  return kSlotsPerBucket;
 }
 
 std::vector<Transaction::Access> Transaction::accesses() const {

@@ -57,6 +57,29 @@ struct Transaction::CommitPlan {
   std::vector<ImageWrite> writes;
 };
 
+// The entries of `key` (of bucket `bucket`) in the sets, or nullptr; linear searches (a
+// transaction touches at most max_records records), inline for the execution's hot path.
+inline Transaction::ReadEntry* Transaction::find_read(const Table& t, uint64_t key) {
+  for (auto& r : reads_) {
+    if (r.table == &t && r.key == key) return &r;
+  }
+  return nullptr;
+}
+
+inline Transaction::WriteEntry* Transaction::find_write(const Table& t, uint64_t key) {
+  for (auto& w : writes_) {
+    if (w.table == &t && w.key == key) return &w;
+  }
+  return nullptr;
+}
+
+inline Transaction::BucketLock* Transaction::find_bucket(const Table& t, uint64_t bucket) {
+  for (auto& b : buckets_) {
+    if (b.table == &t && b.bucket == bucket) return &b;
+  }
+  return nullptr;
+}
+
 inline constexpr uint64_t kZeroWord = 0;  // written to release a lock word or clear a log
 
 // The slot header at `at` of an image read from a node.
@@ -64,6 +87,11 @@ inline SlotHeader header_of(const std::string& image, size_t at = 0) {
   SlotHeader h;
   std::memcpy(&h, image.data() + at, sizeof(h));
   return h;
+}
+
+// Where slot `slot` starts in an image of its bucket.
+inline uint64_t slot_offset(const Table& t, uint32_t slot) {
+  return sizeof(BucketHeader) + slot * t.slot_bytes();
 }
 
 // Whether a slot with header h holds a present record of `key`.

@@ -198,23 +198,20 @@ class Transaction {
   ReadEntry* find_read(const Table& t, uint64_t key);
   WriteEntry* find_write(const Table& t, uint64_t key);
   BucketLock* find_bucket(const Table& t, uint64_t bucket);
-  const char* bucket_slot(const Table& t, uint32_t slot) const;
   uint32_t find_in_bucket(const Table& t, uint64_t key) const;
   uint32_t free_slot_in_bucket(const Table& t, uint64_t b) const;
+  bool read_locally(const Table& t, uint64_t key, std::string* value, Status* s);
   runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
   runtime::Task<Status> find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot);
   runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
-  runtime::Task<Status> unlocked_in_bucket(const Table& t, uint64_t b, uint32_t slot,
-                                           SlotHeader* h);
+  runtime::Task<Status> abort_locked(GlobalAddress word, uint64_t holder, const char* what);
   runtime::Task<Status> already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
-  runtime::Task<Status> read_cached(const Table& t, uint64_t key, uint64_t b, uint32_t slot,
-                                    bool* found);
   runtime::Task<Status> lock_and_read(GlobalAddress addr, size_t bytes, std::string* out,
                                       const char* what);
   runtime::Task<Status> unlock_one(GlobalAddress word);
   runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
-  runtime::Task<Status> lock_cached(const Table& t, uint64_t key, uint64_t b, uint32_t* slot);
-  runtime::Task<Status> adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
+  uint32_t cached_slot_to_lock(const Table& t, uint64_t key, uint64_t b) const;
+  const char* adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
   runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
   runtime::Task<Status> release_all();
   runtime::Task<Status> finish_abort(Status why);
@@ -227,7 +224,6 @@ class Transaction {
   // Validation and commit (src/txn/commit.cc).
   runtime::Task<Status> validate();
   Status plan_commit(CommitPlan* plan);
-  runtime::Task<Status> write_log(const CommitPlan& plan);
   runtime::Task<Status> write_images(const CommitPlan& plan);
   void keep_for_recovery(Status s);
 

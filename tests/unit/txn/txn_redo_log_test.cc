@@ -12,13 +12,20 @@
 namespace farmem::txn {
 namespace {
 
+// encode_log at the size the records need.
+void encode(const std::vector<LogRecord>& records, TxnId id, std::string* log,
+            std::vector<ImageWrite>* writes) {
+  encode_log(records, encoded_log_bytes(records), id, log, writes);
+}
+
 std::vector<LogRecord> sample_records() {
   std::vector<LogRecord> records;
   records.push_back({GlobalAddress(1, 4096).pack(),
                      {GlobalAddress(1, 4104).pack(), GlobalAddress(2, 8200).pack()},
-                     std::string("abcdefghijk", 11)});  // a slot image, padded to 16
+                     std::string("abcdefghijk", 11)});        // a slot image, padded to 16
   records.push_back({GlobalAddress(2, 640).pack(), {}, {}});  // a record only locked
-  records.push_back({GlobalAddress(3, 64).pack(), {GlobalAddress(3, 72).pack()},
+  records.push_back({GlobalAddress(3, 64).pack(),
+                     {GlobalAddress(3, 72).pack()},
                      std::string(8, '\x07')});  // a bucket's version word
   return records;
 }
@@ -27,7 +34,7 @@ TEST(TxnRedoLog, EncodedLogReadsBackEntryByEntry) {
   const std::vector<LogRecord> records = sample_records();
   std::string log;
   std::vector<ImageWrite> writes;
-  encode_log(records, TxnId{77, 5}, &log, &writes);
+  encode(records, TxnId{77, 5}, &log, &writes);
   EXPECT_EQ(log.size(), encoded_log_bytes(records));
   EXPECT_EQ(log.size(), sizeof(LogSlotHeader) + (16 + 16 + 16) + 16 + (16 + 8 + 8));
 
@@ -57,7 +64,7 @@ TEST(TxnRedoLog, EncodedLogReadsBackEntryByEntry) {
 TEST(TxnRedoLog, HeaderIsCommittingAndChecksummedAtItsOffsets) {
   std::string log;
   std::vector<ImageWrite> writes;
-  encode_log(sample_records(), TxnId{77, 5}, &log, &writes);
+  encode(sample_records(), TxnId{77, 5}, &log, &writes);
   LogSlotHeader h;
   std::memcpy(&h, log.data(), sizeof(h));
   EXPECT_EQ(h.owner_session, 0u);  // never written by a commit
@@ -86,7 +93,7 @@ TEST(TxnRedoLog, HeaderIsCommittingAndChecksummedAtItsOffsets) {
 TEST(TxnRedoLog, EntriesThatDoNotFitAreMalformed) {
   std::string log;
   std::vector<ImageWrite> writes;
-  encode_log(sample_records(), TxnId{1, 1}, &log, &writes);
+  encode(sample_records(), TxnId{1, 1}, &log, &writes);
   LogEntryView e;
 
   std::string cut = log.substr(0, log.size() - 8);  // the last image cut short
@@ -117,7 +124,7 @@ TEST(TxnRedoLog, EntriesThatDoNotFitAreMalformed) {
 TEST(TxnRedoLog, LogTouchesNodesOfItsLockWordsAndTargets) {
   std::string log;
   std::vector<ImageWrite> writes;
-  encode_log(sample_records(), TxnId{1, 1}, &log, &writes);
+  encode(sample_records(), TxnId{1, 1}, &log, &writes);
   EXPECT_TRUE(log_touches(log, 1));  // lock word and target
   EXPECT_TRUE(log_touches(log, 2));  // a target, and a lock only held
   EXPECT_TRUE(log_touches(log, 3));
