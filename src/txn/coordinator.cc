@@ -6,12 +6,13 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "context.h"
 #include "farmem/client/cluster.h"
 #include "farmem/ds/common/far_object.h"
 #include "farmem/txn/transaction.h"
-#include "transaction_entries.h"
 
 namespace farmem::txn {
 

@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
+#include <optional>
+#include <utility>
 
 #include "context.h"
-#include "farmem/common/check.h"
 #include "transaction_entries.h"
 
 namespace farmem::txn {

@@ -181,15 +181,17 @@ class Transaction {
   friend class TxnClient;  // begin() constructs transactions; nothing else
   Transaction(TxnContext* ctx, TxnId id, bool read_only);
 
-  // The read set, write set and bucket locks (src/txn/transaction_entries.h).
+  // The read set, write set and bucket locks, and a commit's redo log with the writes it
+  // describes (defined in src/txn/transaction_entries.h).
   enum class Kind : uint8_t;
   struct ReadEntry;
   struct WriteEntry;
   struct BucketLock;
-  struct CommitPlan;  // the redo log of a commit and the writes it describes (src/txn/commit.cc)
+  struct CommitPlan;
 
-  // Bookkeeping and aborts (src/txn/transaction.cc), execution (src/txn/execution.cc); each
-  // step is described where it is defined.
+  // Bookkeeping and aborts (src/txn/transaction.cc; the set lookups inline in
+  // transaction_entries.h), execution (src/txn/execution.cc); each step is described where it
+  // is defined.
   Status finished_status() const;
   Status check_write(const Table& table, std::string_view value, bool sized) const;
   Status check_room() const;
