@@ -1,10 +1,11 @@
 # farmem: the two commands of the README.
 #   make run   - install dependencies, build, run the op-rate benchmark on a local memory node
-#   make test  - install dependencies, check formatting, build with warnings as errors, run every
-#                test (release; the runtime and client unit tests repeated under load; the fuzz
-#                target; ASan+UBSan of everything; TSan of the unit tests). CI runs exactly this.
-# Other targets: build, unit, integration, asan, tsan, stress, format-check, format,
-# bench-compare, clean.
+#   make test  - install dependencies, check formatting and commit messages, build with warnings
+#                as errors, run clang-tidy, run every test (release; the runtime and client unit
+#                tests repeated under load; the fuzz target; ASan+UBSan of everything; TSan of the
+#                unit tests). CI runs exactly this.
+# Other targets: build, unit, integration, asan, tsan, stress, format-check, format, tidy,
+# commit-check, bench-compare, clean.
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -15,7 +16,8 @@ STRESS_REPEAT ?= 50
 STRESS_LOAD ?= 4
 WERROR ?= OFF
 
-.PHONY: run test deps build unit integration asan tsan stress format-check format bench-compare clean
+.PHONY: run test deps build unit integration asan tsan stress format-check format tidy \
+	commit-check bench-compare clean
 
 deps:
 	./scripts/install-deps
@@ -66,12 +68,23 @@ format-check: deps
 format: deps
 	./scripts/check-format --fix
 
+# clang-tidy on src/ and apps/ (.clang-tidy: functions of at most 80 lines, bugprone-*,
+# performance-*), against the release build's compile commands.
+tidy: build
+	JOBS=$(JOBS) ./scripts/check-tidy $(BUILD)
+
+# Commit subjects of at most 72 characters, each commit with a body that says why.
+commit-check:
+	./scripts/check-commits
+
 # CI: nothing may skip (FARMEM_CI), warnings are errors, each step's time is printed.
 test: export FARMEM_CI = 1
 test: deps
 	@start=$$(date +%s); step() { echo "== make test: $$1 done after $$(( $$(date +%s) - start )) s"; }; \
 	$(MAKE) --no-print-directory format-check && step format-check && \
+	$(MAKE) --no-print-directory commit-check && step commit-check && \
 	$(MAKE) --no-print-directory build WERROR=ON && step build && \
+	JOBS=$(JOBS) ./scripts/check-tidy $(BUILD) && step tidy && \
 	ctest --test-dir $(BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS) && step unit && \
 	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS) && step integration && \
 	$(MAKE) --no-print-directory stress WERROR=ON && step stress && \
