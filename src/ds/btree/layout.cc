@@ -5,6 +5,8 @@
 #include <xxh_x86dispatch.h>  // XXH3_64bits_dispatch: the AVX2/AVX-512 code when the CPU has it
 #endif
 
+#include "farmem/common/check.h"
+
 namespace farmem::ds::btree {
 
 uint64_t page_checksum(const char* image) {
@@ -157,6 +159,13 @@ uint32_t PageDraft::used() const {
 }
 
 void PageDraft::encode(char* out, uint32_t page_bytes) const {
+  const uint32_t used_bytes = used();
+  FARMEM_ASSERT(sizeof(PageHeader) + used_bytes <= page_bytes, "a draft fits its page");
+  FARMEM_ASSERT((low_infinite || low.size() <= kMaxKeyBytes) &&
+                    (high_infinite || high.size() <= kMaxKeyBytes),
+                "fences are keys within the key limit");
+  FARMEM_ASSERT(level < kMaxLevels && (level == 0 || child0 != 0) && tree_id != 0,
+                "a page's level is below the height limit, an internal page has child0");
   std::memset(out, 0, page_bytes);
   PageHeader h{};
   h.magic = kPageMagic;
@@ -167,7 +176,7 @@ void PageDraft::encode(char* out, uint32_t page_bytes) const {
   h.child0 = child0;
   h.low_len = low_infinite ? kInfinite : static_cast<uint16_t>(low.size());
   h.high_len = high_infinite ? kInfinite : static_cast<uint16_t>(high.size());
-  h.used = static_cast<uint16_t>(used());
+  h.used = static_cast<uint16_t>(used_bytes);
   h.tree_id = tree_id;
   char* p = out + sizeof(PageHeader);
   if (!low_infinite) {
@@ -203,6 +212,8 @@ std::string entry_head(std::string_view key, uint16_t vinfo, size_t tail) {
 }  // namespace
 
 std::string leaf_entry(std::string_view key, std::string_view value) {
+  FARMEM_ASSERT(!key.empty() && key.size() <= kMaxKeyBytes && value.size() < kOutOfPlace,
+                "a leaf entry's key and inline value fit their 16-bit fields");
   std::string e = entry_head(key, static_cast<uint16_t>(value.size()), value.size());
   if (!value.empty())
     std::memcpy(e.data() + kEntryHeaderBytes + key.size(), value.data(), value.size());
@@ -210,6 +221,9 @@ std::string leaf_entry(std::string_view key, std::string_view value) {
 }
 
 std::string out_of_place_entry(std::string_view key, uint64_t block, uint32_t value_bytes) {
+  FARMEM_ASSERT(
+      !key.empty() && key.size() <= kMaxKeyBytes && block != 0 && value_bytes <= kMaxValueBytes,
+      "an out-of-place entry names a block of a value within the limit");
   std::string e = entry_head(key, kOutOfPlace, kOutOfPlaceBytes);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size(), &block, 8);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size() + 8, &value_bytes, 4);
@@ -217,6 +231,8 @@ std::string out_of_place_entry(std::string_view key, uint64_t block, uint32_t va
 }
 
 std::string internal_entry(std::string_view key, uint64_t child) {
+  FARMEM_ASSERT(!key.empty() && key.size() <= kMaxKeyBytes && child != 0,
+                "an internal entry is a separator key and a child");
   std::string e = entry_head(key, 0, kChildBytes);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size(), &child, 8);
   return e;

@@ -71,9 +71,9 @@ struct HashTable::Wait {
 };
 
 inline GlobalAddress HashTable::slot_addr(const Buckets& b, const Match& m) {
-  FARMEM_ASSERT(m.bucket >= 0 && m.bucket < 4 && m.slot >= 0 &&
-                    m.slot < static_cast<int>(kSlotsPerBucket),
-                "a slot index within the two combined buckets");
+  FARMEM_ASSERT(
+      m.bucket >= 0 && m.bucket < 4 && m.slot >= 0 && m.slot < static_cast<int>(kSlotsPerBucket),
+      "a slot index within the two combined buckets");
   return b.addr[m.bucket] + offsetof(Bucket, slots) + 8 * static_cast<uint64_t>(m.slot);
 }
 
