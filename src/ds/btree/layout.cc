@@ -51,7 +51,7 @@ bool PageView::check_entries() const {
     if (o < first || o + kEntryHeaderBytes > end) return false;
     uint16_t k, v;
     std::memcpy(&k, image_ + o, 2);
-    std::memcpy(&v, image_ + o + 2, 2);
+    std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
     uint32_t tail = kChildBytes;
     if (h_.level == 0) tail = v == kOutOfPlace ? kOutOfPlaceBytes : v;
     if (k == 0 || k > kMaxKeyBytes || o + kEntryHeaderBytes + k + tail > end) return false;
@@ -68,7 +68,7 @@ std::string_view PageView::key(uint32_t i) const {
 
 bool PageView::out_of_place(uint32_t i) const {
   uint16_t v;
-  std::memcpy(&v, image_ + offset(i) + 2, 2);
+  std::memcpy(&v, image_ + offset(i) + kEntryVinfoAt, 2);
   return v == kOutOfPlace;
 }
 
@@ -76,7 +76,7 @@ std::string_view PageView::inline_value(uint32_t i) const {
   const uint16_t o = offset(i);
   uint16_t k, v;
   std::memcpy(&k, image_ + o, 2);
-  std::memcpy(&v, image_ + o + 2, 2);
+  std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
   return std::string_view(image_ + o + kEntryHeaderBytes + k, v);
 }
 
@@ -90,7 +90,7 @@ uint64_t PageView::block(uint32_t i) const {
 uint32_t PageView::block_value_bytes(uint32_t i) const {
   std::string_view k = key(i);
   uint32_t n;
-  std::memcpy(&n, k.data() + k.size() + 8, 4);
+  std::memcpy(&n, k.data() + k.size() + kOutOfPlaceSizeAt, 4);
   return n;
 }
 
@@ -98,7 +98,7 @@ std::string_view PageView::raw(uint32_t i) const {
   const uint16_t o = offset(i);
   uint16_t k, v;
   std::memcpy(&k, image_ + o, 2);
-  std::memcpy(&v, image_ + o + 2, 2);
+  std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
   uint32_t tail = kChildBytes;
   if (h_.level == 0) tail = v == kOutOfPlace ? kOutOfPlaceBytes : v;
   return std::string_view(image_ + o, kEntryHeaderBytes + k + tail);
@@ -205,7 +205,7 @@ std::string entry_head(std::string_view key, uint16_t vinfo, size_t tail) {
   std::string e(kEntryHeaderBytes + key.size() + tail, '\0');
   const uint16_t k = static_cast<uint16_t>(key.size());
   std::memcpy(e.data(), &k, 2);
-  std::memcpy(e.data() + 2, &vinfo, 2);
+  std::memcpy(e.data() + kEntryVinfoAt, &vinfo, 2);
   std::memcpy(e.data() + kEntryHeaderBytes, key.data(), key.size());
   return e;
 }
@@ -226,7 +226,7 @@ std::string out_of_place_entry(std::string_view key, uint64_t block, uint32_t va
       "an out-of-place entry names a block of a value within the limit");
   std::string e = entry_head(key, kOutOfPlace, kOutOfPlaceBytes);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size(), &block, 8);
-  std::memcpy(e.data() + kEntryHeaderBytes + key.size() + 8, &value_bytes, 4);
+  std::memcpy(e.data() + kEntryHeaderBytes + key.size() + kOutOfPlaceSizeAt, &value_bytes, 4);
   return e;
 }
 

@@ -25,8 +25,9 @@ void encode_kv_block(std::string_view key, std::string_view value, uint64_t owne
   std::memcpy(out->data(), &h, sizeof(h));
   std::memcpy(out->data() + sizeof(h), key.data(), key.size());
   if (!value.empty()) std::memcpy(out->data() + sizeof(h) + key.size(), value.data(), value.size());
-  h.checksum = kv_block_checksum(out->data() + 8, sizeof(h) - 8 + key.size() + value.size());
-  std::memcpy(out->data(), &h.checksum, 8);
+  h.checksum = kv_block_checksum(out->data() + kKvChecksumFrom,
+                                 sizeof(h) - kKvChecksumFrom + key.size() + value.size());
+  std::memcpy(out->data() + offsetof(KvBlockHeader, checksum), &h.checksum, sizeof(h.checksum));
 }
 
 }  // namespace farmem::ds

@@ -100,6 +100,13 @@ inline constexpr size_t write_back_bytes(uint32_t used) {
 inline constexpr uint32_t kEntryHeaderBytes = 4;
 inline constexpr uint32_t kOutOfPlaceBytes = 12;  // u64 block + u32 value bytes
 inline constexpr uint32_t kChildBytes = 8;
+// Inside an entry: u16 key_bytes at 0, u16 vinfo at kEntryVinfoAt, the key at kEntryHeaderBytes;
+// an out-of-place tail (after the key) holds the u64 block at 0, the u32 value bytes at
+// kOutOfPlaceSizeAt.
+inline constexpr uint32_t kEntryVinfoAt = 2;
+inline constexpr uint32_t kOutOfPlaceSizeAt = 8;
+static_assert(kEntryVinfoAt + sizeof(uint16_t) == kEntryHeaderBytes);
+static_assert(kOutOfPlaceSizeAt + sizeof(uint32_t) == kOutOfPlaceBytes);
 
 // The first 8 bytes of a key as a big-endian integer (zero-padded): keys compare like these
 // integers first, then byte by byte when the prefixes are equal.
