@@ -9,7 +9,12 @@ namespace farmem::ds::hash {
 
 using runtime::Task;
 
-Task<Status> HashTable::replace(OpContext& op, std::string_view value, bool insert_if_absent) {
+Task<Status> HashTable::replace(std::string_view key, std::string_view value,
+                                bool insert_if_absent) {
+  FARMEM_CO_TRY(check_sizes(key, value));
+  const KeyHash kh = hash_key(key);
+  ++(insert_if_absent ? stats_.puts : stats_.updates);
+  OpContext op(key, kh, shard_of(kh));
   NewBlock block;
   FARMEM_CO_TRY(co_await write_block(op, value, &block));
   op.block = &block;  // the first bucket read writes it
@@ -70,20 +75,12 @@ Task<Status> HashTable::replace(OpContext& op, std::string_view value, bool inse
 }
 
 Task<Status> HashTable::update(std::string_view key, std::string_view value) {
-  FARMEM_CO_TRY(check_sizes(key, value));
-  const KeyHash kh = hash_key(key);
-  ++stats_.updates;
-  OpContext op(key, kh, shard_of(kh));
-  Status st = co_await replace(op, value, false);
+  Status st = co_await replace(key, value, /*insert_if_absent=*/false);
   co_return st;
 }
 
 Task<Status> HashTable::put(std::string_view key, std::string_view value) {
-  FARMEM_CO_TRY(check_sizes(key, value));
-  const KeyHash kh = hash_key(key);
-  ++stats_.puts;
-  OpContext op(key, kh, shard_of(kh));
-  Status st = co_await replace(op, value, true);
+  Status st = co_await replace(key, value, /*insert_if_absent=*/true);
   co_return st;
 }
 

@@ -297,7 +297,10 @@ class HashTable {
                                                  const std::vector<Match>& matches, Wait& wait);
   // Frees an unused new block, or retires it when a slot may ever have named it.
   runtime::Task<Status> release_block(const NewBlock& block);
-  runtime::Task<Status> replace(OpContext& op, std::string_view value, bool insert_if_absent);
+  // update (insert_if_absent false) and put (true): checks, counts, and swings the key's slot
+  // to a new block.
+  runtime::Task<Status> replace(std::string_view key, std::string_view value,
+                                bool insert_if_absent);
   uint64_t grace_ns() const { return reclaimer_.grace_ns(); }
   static GlobalAddress slot_addr(const Buckets& b, const Match& m);
 
