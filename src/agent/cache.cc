@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "farmem/common/check.h"
 #include "farmem/common/log.h"
 
 namespace farmem::agent {
@@ -95,6 +96,7 @@ bool AgentCache::add_placeholder_locked(GlobalAddress base) {
     --it;
     auto found = table_.find(Key{*it});
     if (found == table_.end() || !found->second->ready || found->second.use_count() > 1) continue;
+    FARMEM_ASSERT(!found->second->is_static, "agent: a static entry on the dynamic LRU");
     counters_.cache_bytes -= entry_bytes_;
     ++counters_.evictions;
     table_.erase(found);
@@ -107,6 +109,7 @@ bool AgentCache::add_placeholder_locked(GlobalAddress base) {
   e->lru = lru_.begin();
   counters_.cache_bytes += entry_bytes_;
   table_.emplace(Key{base.pack()}, std::move(e));
+  check_dynamic_bytes_locked();
   return true;
 }
 
@@ -121,12 +124,14 @@ void AgentCache::apply_write(GlobalAddress addr, const uint8_t* data, uint32_t b
     if (it != table_.end()) {
       std::shared_ptr<CacheEntry>& e = it->second;
       if (!e->ready) {
+        FARMEM_ASSERT(!e->is_static, "agent: a static entry that is a placeholder");
         e->stale = true;
       } else {
         if (e.use_count() > 1) {  // being served: replace by a copy
           auto copy = std::make_shared<CacheEntry>(*e);
           e = std::move(copy);
         }
+        FARMEM_ASSERT(e->data.size() == entry_bytes_, "agent: a ready entry of the wrong size");
         std::memcpy(e->data.data() + (pos - base.offset()), data + (pos - addr.offset()),
                     stop - pos);
       }
@@ -139,12 +144,15 @@ void AgentCache::finish_stage(GlobalAddress base, std::vector<uint8_t> data, boo
   std::lock_guard lock(mu_);
   auto it = table_.find(Key{base.pack()});
   if (it == table_.end() || it->second->ready) return;
+  FARMEM_ASSERT(!it->second->is_static, "agent: a static entry that is a placeholder");
   if (!ok || it->second->stale) {
     lru_.erase(it->second->lru);
     counters_.cache_bytes -= entry_bytes_;
     table_.erase(it);
+    check_dynamic_bytes_locked();
     return;
   }
+  FARMEM_ASSERT(data.size() == entry_bytes_, "agent: a staged entry of the wrong size");
   it->second->data = std::move(data);
   it->second->ready = true;
   ++counters_.staged_entries;
@@ -162,7 +170,9 @@ Status AgentCache::put_static(GlobalAddress base, std::vector<uint8_t> data) {
     lru_.erase(it->second->lru);
     counters_.cache_bytes -= entry_bytes_;
     table_.erase(it);
+    check_dynamic_bytes_locked();
   }
+  FARMEM_ASSERT(data.size() == entry_bytes_, "agent: a static entry of the wrong size");
   auto e = std::make_shared<CacheEntry>();
   e->base = base;
   e->data = std::move(data);
@@ -184,6 +194,7 @@ void AgentCache::invalidate(GlobalAddress addr, uint64_t bytes) {
       continue;
     }
     if (it->second->is_static) {
+      FARMEM_ASSERT(counters_.static_bytes >= entry_bytes_, "agent: static bytes underflow");
       counters_.static_bytes -= entry_bytes_;
     } else {
       lru_.erase(it->second->lru);
@@ -191,6 +202,14 @@ void AgentCache::invalidate(GlobalAddress addr, uint64_t bytes) {
     }
     table_.erase(it);
   }
+  check_dynamic_bytes_locked();
+}
+
+void AgentCache::check_dynamic_bytes_locked() const {
+  // Every dynamic entry (placeholders included) is on the LRU list and counted once.
+  FARMEM_ASSERT(counters_.cache_bytes == lru_.size() * entry_bytes_,
+                "agent: dynamic cache bytes differ from its LRU entries");
+  FARMEM_ASSERT(counters_.cache_bytes <= options_.cache_bytes, "agent: dynamic cache over budget");
 }
 
 void AgentCache::set_bandwidths(double host_bw, double node_bw) {

@@ -184,66 +184,98 @@ void AgentCore::forward_loop() {
   cluster_->release_thread_client();
 }
 
+// One forwarding round's work: its jobs' node operations and answers, and the entries its
+// cache misses want staged.
+struct AgentCore::RoundWork {
+  std::vector<NodeOp> writes, reads;
+  std::vector<size_t> write_jobs, read_jobs;  // the job of each write / read
+  std::vector<Done> done;                     // parallel to the jobs
+  std::vector<GlobalAddress> stage;
+};
+
 void AgentCore::round(std::vector<Job>& jobs) {
   ++rounds_;
-  std::vector<NodeOp> writes, reads;
-  std::vector<size_t> write_jobs, read_jobs;
-  std::vector<Done> done(jobs.size());
-  std::vector<GlobalAddress> stage;
+  RoundWork w;
+  w.done.resize(jobs.size());
+  plan_round(jobs, &w);
+  // Writes first: a read later in the round (or any later round) finds them at the node.
+  if (!w.writes.empty()) write_round(jobs, &w);
+  if (!w.reads.empty()) read_round(&w);
+  answer_round(jobs, &w);
+  // Staging starts after this round's writes are at their nodes; a later write marks the
+  // placeholder stale.
+  queue_stages(w.stage);
+}
+
+// Applies the round's writes to the cache and looks its reads up: what misses becomes a node
+// read into the answer's buffer.
+void AgentCore::plan_round(std::vector<Job>& jobs, RoundWork* w) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& j = jobs[i];
-    done[i].token = j.token;
+    Done& d = w->done[i];
+    d.token = j.token;
     if (j.op == wire::Op::kWrite) {
       cache_.apply_write(j.addr, j.data.data(), static_cast<uint32_t>(j.bytes));
-      writes.push_back(NodeOp{j.addr, j.data.data(), static_cast<uint32_t>(j.bytes), {}});
-      write_jobs.push_back(i);
+      w->writes.push_back(NodeOp{j.addr, j.data.data(), static_cast<uint32_t>(j.bytes), {}});
+      w->write_jobs.push_back(i);
     } else if (j.op == wire::Op::kRead) {
       ++host_reads_;
-      done[i].bytes = static_cast<uint32_t>(j.bytes);
-      done[i].hit = cache_.lookup(j.addr, static_cast<uint32_t>(j.bytes), &stage, j.use_dynamic);
-      if (!done[i].hit) {
-        done[i].data.resize(j.bytes);
-        reads.push_back(NodeOp{j.addr, done[i].data.data(), static_cast<uint32_t>(j.bytes), {}});
-        read_jobs.push_back(i);
+      d.bytes = static_cast<uint32_t>(j.bytes);
+      d.hit = cache_.lookup(j.addr, static_cast<uint32_t>(j.bytes), &w->stage, j.use_dynamic);
+      if (!d.hit) {
+        d.data.resize(j.bytes);
+        w->reads.push_back(NodeOp{j.addr, d.data.data(), static_cast<uint32_t>(j.bytes), {}});
+        w->read_jobs.push_back(i);
       }
     }
   }
-  // Writes first: a read later in the round (or any later round) finds them at the node.
-  if (!writes.empty()) {
-    run_node_ops(&writes, true, options_.aggregation);
-    for (size_t k = 0; k < writes.size(); ++k) {
-      Job& j = jobs[write_jobs[k]];
-      pending_write_bytes_ -= j.bytes;
-      done[write_jobs[k]].status = writes[k].status;
-      if (!writes[k].status.ok() && j.acked) {
-        log::error("farmem-agent: write-back of {} bytes at node {} offset {} failed: {}", j.bytes,
-                   j.addr.node(), j.addr.offset(), writes[k].status.to_string());
-        if (write_error_.ok()) write_error_ = writes[k].status;
-      }
+}
+
+// Sends the round's writes; an acked write that failed is logged and kept for the next flush.
+void AgentCore::write_round(std::vector<Job>& jobs, RoundWork* w) {
+  run_node_ops(&w->writes, true, options_.aggregation);
+  for (size_t k = 0; k < w->writes.size(); ++k) {
+    Job& j = jobs[w->write_jobs[k]];
+    const Status& status = w->writes[k].status;
+    pending_write_bytes_ -= j.bytes;
+    w->done[w->write_jobs[k]].status = status;
+    if (!status.ok() && j.acked) {
+      log::error("farmem-agent: write-back of {} bytes at node {} offset {} failed: {}", j.bytes,
+                 j.addr.node(), j.addr.offset(), status.to_string());
+      if (write_error_.ok()) write_error_ = status;
     }
   }
-  if (!reads.empty()) {
-    const uint64_t t0 = now_ns();
-    const uint64_t before = node_batches_.load();
-    run_node_ops(&reads, false, options_.aggregation);
-    const uint64_t t = std::max<uint64_t>(1, now_ns() - t0);
-    uint64_t bytes = 0;
-    for (size_t k = 0; k < reads.size(); ++k) {
-      done[read_jobs[k]].status = reads[k].status;
-      if (!reads[k].status.ok()) done[read_jobs[k]].data.clear();
-      bytes += reads[k].bytes;
-    }
-    if (node_batches_.load() - before < reads.size()) {
-      aggregated_ += reads.size() - (node_batches_.load() - before);
-    }
-    const double bw = static_cast<double>(bytes) * 1e9 / static_cast<double>(t);
-    const uint64_t old = node_bw_.load();
-    node_bw_ = old == 0 ? static_cast<uint64_t>(bw) : static_cast<uint64_t>(0.8 * old + 0.2 * bw);
+}
+
+// Reads the round's misses from the nodes, counting the reads aggregation saved and the node
+// link's bandwidth.
+void AgentCore::read_round(RoundWork* w) {
+  const uint64_t t0 = now_ns();
+  const uint64_t before = node_batches_.load();
+  run_node_ops(&w->reads, false, options_.aggregation);
+  const uint64_t t = std::max<uint64_t>(1, now_ns() - t0);
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < w->reads.size(); ++k) {
+    Done& d = w->done[w->read_jobs[k]];
+    d.status = w->reads[k].status;
+    if (!w->reads[k].status.ok()) d.data.clear();
+    bytes += w->reads[k].bytes;
   }
+  if (node_batches_.load() - before < w->reads.size()) {
+    aggregated_ += w->reads.size() - (node_batches_.load() - before);
+  }
+  const double bw = static_cast<double>(bytes) * 1e9 / static_cast<double>(t);
+  const uint64_t old = node_bw_.load();
+  node_bw_ = old == 0 ? static_cast<uint64_t>(bw) : static_cast<uint64_t>(0.8 * old + 0.2 * bw);
+}
+
+// Runs the round's other jobs (pin, invalidate) and answers every job, except flushes (they
+// wait for staging: answer_flushes) and writes acked when queued.
+void AgentCore::answer_round(std::vector<Job>& jobs, RoundWork* w) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& j = jobs[i];
     if (j.op == wire::Op::kPinStatic) {
-      done[i].status = load_static(j.addr, j.bytes);
+      w->done[i].status = load_static(j.addr, j.bytes);
     } else if (j.op == wire::Op::kInvalidate) {
       cache_.invalidate(j.addr, j.bytes);
     } else if (j.op == wire::Op::kFlush) {
@@ -252,10 +284,12 @@ void AgentCore::round(std::vector<Job>& jobs) {
     } else if (j.op == wire::Op::kWrite && j.acked) {
       continue;  // answered when queued
     }
-    deliver(j.worker, std::move(done[i]));
+    deliver(j.worker, std::move(w->done[i]));
   }
-  // Staging starts after this round's writes are at their nodes; a later write marks the
-  // placeholder stale.
+}
+
+// Hands the entries to stage to the staging workers; a full queue drops the placeholder.
+void AgentCore::queue_stages(const std::vector<GlobalAddress>& stage) {
   for (GlobalAddress base : stage) {
     bool queued = false;
     {

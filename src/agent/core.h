@@ -84,7 +84,14 @@ class AgentCore {
  private:
   void forward_loop();
   void stage_loop();
+  // One forwarding round over the jobs taken from the queue, in steps.
+  struct RoundWork;
   void round(std::vector<Job>& jobs);
+  void plan_round(std::vector<Job>& jobs, RoundWork* w);
+  void write_round(std::vector<Job>& jobs, RoundWork* w);
+  void read_round(RoundWork* w);
+  void answer_round(std::vector<Job>& jobs, RoundWork* w);
+  void queue_stages(const std::vector<GlobalAddress>& stage);
   // Posts ops to the memory nodes (grouped per node into Batches when `aggregate`) and waits.
   void run_node_ops(std::vector<NodeOp>* ops, bool write, bool aggregate);
   Status load_static(GlobalAddress addr, uint64_t bytes);

@@ -5,6 +5,8 @@
 
 #include <bit>
 
+#include "farmem/common/check.h"
+
 namespace farmem::far {
 
 Result<std::unique_ptr<SegmentPool>> SegmentPool::create(uint64_t budget_bytes,
@@ -77,11 +79,14 @@ uint8_t* SegmentPool::take() {
 }
 
 void SegmentPool::give(uint8_t* segment) {
+  FARMEM_ASSERT(contains(segment) && static_cast<uint64_t>(segment - base_) % segment_bytes_ == 0,
+                "far: a segment given back that is not one of the pool's");
   if (tenant_ != nullptr) {
     release_warm_if_pressured();
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (warm_.size() < warm_cap_) {
+        FARMEM_ASSERT(free_.size() + warm_.size() < total_, "far: more segments given than taken");
         warm_.push_back(segment);
         warm_count_.store(static_cast<uint32_t>(warm_.size()), std::memory_order_relaxed);
         return;
@@ -95,6 +100,7 @@ void SegmentPool::give(uint8_t* segment) {
 
 void SegmentPool::put_free(uint8_t* segment) {
   std::lock_guard<std::mutex> lock(mu_);
+  FARMEM_ASSERT(free_.size() + warm_.size() < total_, "far: more segments given than taken");
   free_.push_back(segment);
   free_count_.store(static_cast<uint32_t>(free_.size()), std::memory_order_relaxed);
 }

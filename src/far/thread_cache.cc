@@ -6,6 +6,7 @@
 #include <new>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/huge_page_allocator.h"
 
@@ -89,6 +90,7 @@ Entry* ThreadCache::adopt(GlobalAddress remote, uint32_t bytes, bool zero_fill, 
 }
 
 void ThreadCache::release(Entry* e) {
+  FARMEM_ASSERT(e->refs > 0, "far: an entry released with no reference left");
   if (--e->refs > 0) return;
   if (e->flags & (kFetching | kWriteback)) {
     e->flags |= kFreePending;  // the fetch or the write-back finishes the free
@@ -98,6 +100,8 @@ void ThreadCache::release(Entry* e) {
 }
 
 void ThreadCache::finish_free(Entry* e) {
+  FARMEM_ASSERT(!(e->flags & (kFetching | kWriteback)),
+                "far: an entry freed while a fetch or write-back uses it");
   if (e->local != nullptr) kill_slot(header_of(e->local));
   if (e->flags & kOwnsRemote) pending_frees_.push_back(PendingFree{e->remote, e->bytes});
   recycle(e);
@@ -233,6 +237,7 @@ Task<Status> ThreadCache::fetch(Entry* e) {
     co_return OkStatus();
   }
   const bool nt = e->flags & kNonTemporal;
+  FARMEM_ASSERT(!(e->flags & kWriteback), "far: an absent entry is being written back");
   e->flags |= kFetching;
   // A free slot without a coroutine of its own (the common case); else wait for space.
   uint8_t* data = try_slot(e, e->bytes, nt, kSlotFilling);
@@ -262,6 +267,8 @@ Task<Status> ThreadCache::fetch(Entry* e) {
   }
   e->flags &= ~kFetching;
   SlotHeader* h = header_of(data);
+  FARMEM_ASSERT(state_of(h) == kSlotFilling && h->entry == e,
+                "far: a fetch's slot is no longer filling for its entry");
   if (!st.ok() || (e->flags & kFreePending)) {
     kill_slot(h);
     if (e->flags & kFreePending) finish_free(e);
@@ -406,6 +413,7 @@ Task<Status> ThreadCache::write_back(std::vector<Entry*>* entries) {
     }
     for (size_t j = i; j < end; ++j) {
       Entry* e = (*entries)[j];
+      FARMEM_ASSERT(e->flags & kWriteback, "far: an entry written back without kWriteback");
       e->flags &= ~kWriteback;
       if (!s.ok()) e->flags |= kDirty;  // not written: keep it (and its slot)
       ++stats_.writebacks;
@@ -455,6 +463,7 @@ Task<ThreadCache::SegmentOutcome> ThreadCache::evacuate_segment(Segment seg, uin
     }
     ++handled;
     uint8_t* data = reinterpret_cast<uint8_t*>(h + 1);
+    FARMEM_ASSERT(e->local == data, "far: a live slot's entry points elsewhere");
     const bool hot = stamp_of(h) >= hot_since && !(e->flags & kNonTemporal);
     if (hot) {
       if (uint8_t* to = compact_slot(e, e->bytes)) {

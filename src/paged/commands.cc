@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "farmem/client/thread_client.h"
+#include "farmem/common/check.h"
 #include "farmem/runtime/when_all.h"
 #include "pager.h"
 
@@ -180,7 +181,9 @@ runtime::Task<Status> free_region(PageManager::Impl* m, RegionState* r) {
     if (p.state != PageState::kMissing) resident += reg->page_bytes();
   }
   for (const PageMeta& p : r->pages) {
-    if (p.pinned) m->pinned_bytes -= reg->page_bytes();
+    if (!p.pinned) continue;
+    FARMEM_ASSERT(m->pinned_bytes >= reg->page_bytes(), "paged: pinned bytes underflow");
+    m->pinned_bytes -= reg->page_bytes();
   }
   m->unreserve(resident);
   m->footprint_bytes.fetch_sub(reg->size());
@@ -275,6 +278,7 @@ runtime::Task<Status> advise_pages(PageManager::Impl* m, RegionState* r, uint64_
       m->pinned_bytes += pb;
       r->counters.pinned_pages.fetch_add(1, std::memory_order_relaxed);
     } else if (advice != Advice::kStatic && meta.pinned) {
+      FARMEM_ASSERT(m->pinned_bytes >= pb, "paged: pinned bytes underflow");
       meta.pinned = false;
       m->pinned_bytes -= pb;
       r->counters.pinned_pages.fetch_sub(1, std::memory_order_relaxed);

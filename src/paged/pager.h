@@ -1,5 +1,11 @@
 // Internal: the pager thread's state (PageManager::Impl) and the page table (RegionState).
 // Everything here belongs to the pager thread unless a comment says otherwise.
+//
+// Where the pager's parts are defined: pager.cc (its loop: commands, userfaultfd events),
+// fault.cc (missing and write-protect faults, read-ahead, fetch groups), evict.cc (CLOCK and
+// eviction), cleaner.cc (proactive write-back, flush), budget.cc (resident bytes against the
+// budget), uffd_ops.cc (wake, protect, install), commands.cc (commands of application threads),
+// staging.h (staging buffers), page_manager.cc (the public API on application threads).
 #pragma once
 
 #include <atomic>
@@ -19,6 +25,7 @@
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/task.h"
 #include "installer.h"
+#include "staging.h"
 
 namespace farmem::paged {
 
@@ -103,6 +110,10 @@ struct Command {
 };
 
 struct PageManager::Impl {
+  explicit Impl(const PageManagerOptions& o) : options(o), staging(o.max_inflight) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   PageManager* self = nullptr;
   client::Cluster* cluster = nullptr;
   PageManagerOptions options;
@@ -146,6 +157,8 @@ struct PageManager::Impl {
   void unreserve(uint64_t bytes);
   // Bytes counted against the budget now (every tenant's, if shared).
   uint64_t used_bytes() const;
+  // Asserts that the shared budget's tenant is charged exactly the resident bytes.
+  void check_charge() const;
 
   struct ClockEntry {
     RegionState* region;
@@ -168,55 +181,61 @@ struct PageManager::Impl {
   uint32_t inflight_fetches = 0;
 
   // Page-aligned staging buffers by size, and a zero page per size.
-  std::map<uint64_t, std::vector<uint8_t*>> staging_free;
-  std::map<uint64_t, uint8_t*> zero_pages;
+  StagingPool staging;
 
   client::ThreadClient* client = nullptr;
   runtime::Scheduler* scheduler = nullptr;
 
   ~Impl();
-  // The pager thread.
+  // The pager thread's loop (pager.cc).
   void run(std::promise<Status>* started);
-  Status post(Command* cmd);
+  Status post(Command* cmd);  // (application threads: page_manager.cc)
   bool drain_commands();
   bool read_events();
   void on_fault(uintptr_t addr, uint64_t flags);
+  uint64_t deadline() const;
+  [[noreturn]] void fatal(const RegionState* r, uint64_t page, const char* what,
+                          const Status& cause) const;
+
+  // Faults (fault.cc).
   void on_missing(RegionState* r, uint64_t page, bool write);
   void on_write_protect(RegionState* r, uint64_t page);
   void read_ahead(RegionState* r, uint64_t from);
   static constexpr size_t kReadAheadGroup = 16;  // pages per read-ahead fetch
   void start_pending();
+
+  // Eviction (evict.cc) and the cleaner (cleaner.cc).
+  bool pick_victim(RegionState** r, uint64_t* page);
   void maybe_start_cleaner();
+
+  // The budget (budget.cc).
   void recompute_budget();
 
-  // Page operations (pager thread).
+  // Page operations (uffd_ops.cc).
   uint8_t* page_addr(const RegionState* r, uint64_t page) const;
   void wake(RegionState* r, uint64_t page);
+  // Write-protects a dirty page for its write-back (on), or makes a dirty page writable (off).
   void protect(RegionState* r, uint64_t page, bool on);
   void install(RegionState* r, uint64_t page, const void* src, bool writable);
   // Installs `pages` of r: on an installer thread if there are any and no thread is `awaited`
   // (waiting for them: a fault's group) (the coroutine resumes when they are mapped), else here.
   Installer::Await install_all(RegionState* r, const std::vector<InstallIo>& pages, bool awaited);
-  bool pick_victim(RegionState** r, uint64_t* page);
-  uint8_t* get_staging(uint64_t bytes);
-  void put_staging(uint8_t* buf, uint64_t bytes);
-  uint8_t* zero_page(uint64_t bytes);
-  uint64_t deadline() const;
-  [[noreturn]] void fatal(const RegionState* r, uint64_t page, const char* what,
-                          const Status& cause) const;
-  void release_region_memory(RegionState* r);
 };
 
 // Coroutines of the pager thread (free functions: no capturing lambda coroutines).
-runtime::Task<bool> reserve_room(PageManager::Impl* m, uint64_t bytes, bool must);
+// fault.cc:
 runtime::Task<Status> fetch_group(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                   bool fault, bool write_fault, bool evict_for_room);
 runtime::Task<void> fault_task(PageManager::Impl* m, RegionState* r, std::vector<uint64_t> pages,
                                bool fault, bool write_fault);
+// evict.cc:
+runtime::Task<bool> reserve_room(PageManager::Impl* m, uint64_t bytes, bool must);
 runtime::Task<void> evict_batch(PageManager::Impl* m,
                                 std::vector<PageManager::Impl::ClockEntry> victims);
+// cleaner.cc:
 runtime::Task<void> cleaner(PageManager::Impl* m);
 runtime::Task<Status> clean_pages(PageManager::Impl* m, RegionState* r);
+// commands.cc:
 runtime::Task<void> run_command(PageManager::Impl* m, Command* cmd);
 
 // The file-preload client (preload_client.cc): asks every memory node to load its stripes

@@ -101,6 +101,9 @@ class AgentCache {
   // One lookup's outcome for the adaptive model. Requires mu_.
   void account_locked(bool hit, bool shadow_hit, uint64_t bytes, uint64_t staged);
   void decide_locked();
+  // Asserts that cache_bytes counts the dynamic entries (the LRU) within the budget. Requires
+  // mu_.
+  void check_dynamic_bytes_locked() const;
 
   const AgentOptions options_;
   const uint64_t entry_bytes_;

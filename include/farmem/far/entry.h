@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "farmem/client/global_address.h"
+#include "farmem/common/check.h"
 
 namespace farmem::far {
 
@@ -79,6 +80,7 @@ inline uint64_t slot_size(const SlotHeader* h) {
 }
 // Marks a live or filling slot dead (its entry may be reused afterwards).
 inline void kill_slot(SlotHeader* h) {
+  FARMEM_ASSERT(state_of(h) != kSlotDead, "far: a dead slot killed again");
   h->dead_bytes = h->entry->bytes;
   h->stamp_state = kSlotDead;
 }

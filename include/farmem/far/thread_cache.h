@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "farmem/client/thread_client.h"
+#include "farmem/common/check.h"
 #include "farmem/far/entry.h"
 #include "farmem/far/object_manager.h"
 #include "farmem/runtime/task.h"
@@ -112,6 +113,8 @@ class ThreadCache {
     return epoch_;
   }
   void scope_exit(uint64_t epoch) {
+    FARMEM_ASSERT(epoch >= live_base_ && live_[epoch - live_base_] > 0 && live_scopes_ > 0,
+                  "far: a scope exits that did not enter");
     --live_[epoch - live_base_];
     --live_scopes_;
     while (live_.size() > 1 && live_.front() == 0) {

@@ -195,5 +195,17 @@ TEST(AgentCache, InvalidateDropsStaticAndDynamicEntries) {
   EXPECT_FALSE(c.lookup(GlobalAddress(0, 5 << 20), 4096, &stage));
 }
 
+TEST(AgentCacheDeathTest, EntriesOfTheWrongSizeAbort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  AgentCache c(small_options());
+  EXPECT_DEATH((void)c.put_static(GlobalAddress(0, 0), std::vector<uint8_t>(kPage, 1)),
+               "static entry of the wrong size");
+  std::vector<GlobalAddress> stage;
+  EXPECT_FALSE(c.lookup(GlobalAddress(0, 0), kPage, &stage));
+  ASSERT_EQ(stage.size(), 1u);
+  EXPECT_DEATH(c.finish_stage(stage[0], std::vector<uint8_t>(kPage, 1), true),
+               "staged entry of the wrong size");
+}
+
 }  // namespace
 }  // namespace farmem::agent
