@@ -6,8 +6,10 @@
 #include <algorithm>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

@@ -2,6 +2,7 @@
 // trip reads the slot word and the block it names together), falling back to a lookup of both
 // buckets (hash_table.h, docs/formats/hash_table/protocols.md "lookup").
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

@@ -1,6 +1,7 @@
 // HashTable: the table object (creating, opening and destroying a table, its metadata and
 // options) and the key hash. Operations are in directory.cc, lookup.cc, get.cc, insert.cc,
-// update.cc and split.cc; the state their steps share is in op_context.h.
+// update.cc and split.cc; the state their steps share is in op_context.h,
+// the geometry helpers in geometry.h.
 #include "farmem/ds/hash/hash_table.h"
 
 #include <fmt/format.h>
@@ -13,7 +14,9 @@
 #include <cstring>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

@@ -2,8 +2,10 @@
 // the only slot holding the key (hash_table.h, docs/formats/hash_table/protocols.md "insert").
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

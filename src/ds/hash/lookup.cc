@@ -3,7 +3,9 @@
 // docs/formats/hash_table/protocols.md "lookup").
 #include <algorithm>
 
+#include "farmem/common/check.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

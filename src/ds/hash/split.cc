@@ -7,9 +7,11 @@
 #include <cstring>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/common/lease_lock.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {
@@ -319,6 +321,7 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
   // Entries first (readers only look below the published depth, and check bucket headers),
   // then depth and epoch. Recomputed from the current entries, so running it twice is harmless.
   const uint32_t new_g = std::max(g, d + 1);
+  FARMEM_ASSERT(new_g <= kMaxDepth, "the entries fit the directory (checked just above)");
   entries.resize(size_t{1} << new_g);
   for (size_t i = size_t{1} << g; i < entries.size(); ++i) {
     entries[i] = entries[i & ((size_t{1} << g) - 1)];

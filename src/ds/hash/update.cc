@@ -3,6 +3,7 @@
 // docs/formats/hash_table/protocols.md "update").
 #include "farmem/ds/common/retry.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
 #include "op_context.h"
 
 namespace farmem::ds::hash {

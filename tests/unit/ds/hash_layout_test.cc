@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "ds/hash/op_context.h"
+#include "ds/hash/geometry.h"
 #include "farmem/ds/hash/layout.h"
 
 namespace farmem::ds::hash {
