@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "farmem/common/check.h"
+
 namespace farmem::client {
 
 int ChunkAllocator::class_of(uint64_t bytes) {
@@ -11,6 +13,7 @@ int ChunkAllocator::class_of(uint64_t bytes) {
 }
 
 GlobalAddress ChunkAllocator::take(int cls) {
+  FARMEM_ASSERT(cls >= 0 && cls < kClasses, "size class out of range");
   auto& fl = free_[cls];
   if (!fl.empty()) {
     GlobalAddress a = fl.back();
@@ -25,19 +28,24 @@ GlobalAddress ChunkAllocator::take(int cls) {
     add_chunk(next.chunk, next.bytes);
     --chunks_;  // counted when it arrived
   }
+  FARMEM_ASSERT(left_ >= need, "carving past the end of the current chunk");
   GlobalAddress a = cursor_;
   cursor_ = cursor_ + need;
   left_ -= need;
   return a;
 }
 
-void ChunkAllocator::give_back(int cls, GlobalAddress addr) { free_[cls].push_back(addr); }
+void ChunkAllocator::give_back(int cls, GlobalAddress addr) {
+  FARMEM_ASSERT(cls >= 0 && cls < kClasses, "size class out of range");
+  free_[cls].push_back(addr);
+}
 
 void ChunkAllocator::add_chunk(GlobalAddress chunk, uint64_t bytes) {
   // The tail of the previous chunk goes to the free lists, largest fitting class first.
   while (left_ >= kMinClassBytes) {
     int cls = 0;
     while (cls + 1 < kClasses && class_bytes(cls + 1) <= left_) ++cls;
+    FARMEM_ASSERT(class_bytes(cls) <= left_, "a chunk's tail split past its end");
     free_[cls].push_back(cursor_);
     cursor_ = cursor_ + class_bytes(cls);
     left_ -= class_bytes(cls);

@@ -57,7 +57,7 @@ Result<ThreadClient*> Cluster::thread_client() {
   if (it != clients_.end()) return it->second.get();
   std::unique_ptr<ThreadClient> tc(new ThreadClient(*this, next_index_++));
   // The first connection fills nodes_; later ones only read it (under mu_).
-  Status s = tc->connect_all();
+  Status s = tc->connect_all(nodes_);
   FARMEM_TRY(s);
   ThreadClient* raw = tc.get();
   clients_.emplace(id, std::move(tc));

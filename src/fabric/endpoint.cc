@@ -317,6 +317,7 @@ Status Endpoint::post_raw_request(const wire::RpcHeader& header, const void* pay
   if (UCS_PTR_IS_ERR(r)) {
     worker_->unregister_reply(wait);
     worker_->release_op(wait);
+    FARMEM_ASSERT(c->remaining > 0, "the reply's count was taken back twice");
     --c->remaining;
   }
   return finish_post(r, send, c, deadline_ns, "RPC request");

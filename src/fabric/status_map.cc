@@ -26,8 +26,7 @@ StatusCode map_ucs_code(ucs_status_t s) {
     case UCS_ERR_INVALID_PARAM:
     case UCS_ERR_INVALID_ADDR:
       return StatusCode::kInvalidArgument;
-    case UCS_ERR_UNSUPPORTED:
-      return StatusCode::kInternal;
+    case UCS_ERR_UNSUPPORTED:  // like every other code: ours to fix
     default:
       return StatusCode::kInternal;
   }

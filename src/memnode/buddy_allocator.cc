@@ -4,6 +4,8 @@
 
 #include <bit>
 
+#include "farmem/common/check.h"
+
 namespace farmem::memnode {
 namespace {
 
@@ -33,7 +35,14 @@ BuddyAllocator::BuddyAllocator(uint64_t capacity_bytes, uint64_t reserved_bytes)
   }
 }
 
-void BuddyAllocator::add_free(uint64_t offset, uint32_t order) { free_[order].insert(offset); }
+void BuddyAllocator::add_free(uint64_t offset, uint32_t order) {
+  FARMEM_ASSERT(order >= kMinOrder && order <= kMaxOrder, "block order out of range");
+  FARMEM_ASSERT(offset >= reserved_ && offset + (1ull << order) <= capacity_,
+                "free block outside the managed range");
+  FARMEM_ASSERT((offset & ((1ull << order) - 1)) == 0, "free block not naturally aligned");
+  const bool added = free_[order].insert(offset).second;
+  FARMEM_ASSERT(added, "block already on its free list");
+}
 
 Result<BuddyAllocator::Block> BuddyAllocator::allocate(uint64_t bytes, uint64_t alignment) {
   if (bytes == 0) return InvalidArgument("cannot allocate 0 bytes");
@@ -59,8 +68,10 @@ Result<BuddyAllocator::Block> BuddyAllocator::allocate(uint64_t bytes, uint64_t 
     --order;
     add_free(off + (1ull << order), order);  // upper half stays free
   }
-  allocated_.emplace(off, want);
+  const bool fresh = allocated_.emplace(off, want).second;
+  FARMEM_ASSERT(fresh, "a free block was also live");
   used_ += 1ull << want;
+  FARMEM_ASSERT(used_ <= capacity_, "more bytes in use than the region holds");
   return Block{off, 1ull << want};
 }
 
@@ -71,6 +82,7 @@ Status BuddyAllocator::free(uint64_t offset) {
   }
   uint32_t order = it->second;
   allocated_.erase(it);
+  FARMEM_ASSERT(used_ >= reserved_ + (1ull << order), "freeing more bytes than are in use");
   used_ -= 1ull << order;
   uint64_t off = offset;
   while (order < kMaxOrder) {

@@ -58,7 +58,7 @@ const char* refusal_name(int kind) {
 
 Result<std::unique_ptr<Door>> Door::open(NodeState& node, std::vector<ServerWorker*> workers,
                                          int stop_fd) {
-  std::unique_ptr<Door> d(new Door(node, std::move(workers), stop_fd));
+  std::unique_ptr<Door> d(new Door(node, std::move(workers)));  // stop_fd only goes to epoll
   auto addr = resolve_listen(node.config.listen, node.config.port);
   FARMEM_TRY(addr);
   d->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

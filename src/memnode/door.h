@@ -53,8 +53,8 @@ class Door {
   // Refusal kinds, each logged once (then only counted).
   enum class Refusal { kJunk, kVersion, kKey, kFull, kTimeout, kClosed, kCount };
 
-  Door(NodeState& node, std::vector<ServerWorker*> workers, int stop_fd)
-      : node_(node), workers_(std::move(workers)), stop_fd_(stop_fd) {}
+  Door(NodeState& node, std::vector<ServerWorker*> workers)
+      : node_(node), workers_(std::move(workers)) {}
   void accept_all();
   void on_readable(int fd);
   void expire(uint64_t now);
@@ -66,7 +66,6 @@ class Door {
 
   NodeState& node_;
   std::vector<ServerWorker*> workers_;
-  int stop_fd_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   uint16_t port_ = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
 #include "farmem/fabric/wire.h"
 
 namespace farmem::memnode {
@@ -9,7 +10,8 @@ namespace farmem::memnode {
 Result<BuddyAllocator::Block> Heap::allocate(uint64_t bytes, uint64_t alignment, uint64_t owner) {
   auto b = allocator_.allocate(bytes, alignment);
   FARMEM_TRY(b);
-  owner_of_[b->offset] = owner;
+  const bool fresh = owner_of_.emplace(b->offset, owner).second;
+  FARMEM_ASSERT(fresh, "the allocator handed out a block the heap holds");
   owned_[owner].insert(b->offset);
   return b;
 }
@@ -24,13 +26,14 @@ Status Heap::free(uint64_t offset, uint64_t requester) {
     return InvalidArgument(
         fmt::format("offset {:#x} belongs to another client session; only it may free it", offset));
   }
-  FARMEM_TRY(allocator_.free(offset));
+  const Status freed = allocator_.free(offset);
+  FARMEM_ASSERT(freed.ok(), "a heap allocation is not live in the allocator");
   owner_of_.erase(it);
   auto o = owned_.find(owner);
-  if (o != owned_.end()) {
-    o->second.erase(offset);
-    if (o->second.empty()) owned_.erase(o);
-  }
+  FARMEM_ASSERT(o != owned_.end(), "an allocation's owner holds nothing");
+  const size_t erased = o->second.erase(offset);
+  FARMEM_ASSERT(erased == 1, "an allocation is missing from its owner's set");
+  if (o->second.empty()) owned_.erase(o);
   return OkStatus();
 }
 
@@ -39,8 +42,11 @@ size_t Heap::release(uint64_t owner) {
   if (o == owned_.end()) return 0;
   size_t n = 0;
   for (uint64_t offset : o->second) {
-    if (allocator_.free(offset).ok()) ++n;
-    owner_of_.erase(offset);
+    const Status freed = allocator_.free(offset);
+    FARMEM_ASSERT(freed.ok(), "a heap allocation is not live in the allocator");
+    ++n;
+    const size_t erased = owner_of_.erase(offset);
+    FARMEM_ASSERT(erased == 1, "an owned allocation has no owner entry");
   }
   owned_.erase(o);
   return n;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
 #include "farmem/fabric/wire.h"
 
 namespace farmem::memnode {
@@ -24,8 +25,9 @@ Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t 
     return ResourceExhausted(fmt::format("object table is full ({} objects)", kMaxObjects));
   }
   Object o{wire::kObjectOwnerBit | next_++, std::string(name), ephemeral_session, pinned};
-  by_name_.emplace(o.name, o.id);
-  by_id_.emplace(o.id, o);
+  const bool named = by_name_.emplace(o.name, o.id).second;
+  const bool numbered = by_id_.emplace(o.id, o).second;
+  FARMEM_ASSERT(named && numbered, "object names and ids must be unique");
   return o;
 }
 
@@ -33,7 +35,9 @@ Result<ObjectTable::Object> ObjectTable::open(std::string_view name) const {
   FARMEM_TRY(check_name(name));
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return NotFound(fmt::format("no object named '{}'", name));
-  return by_id_.at(it->second);
+  auto o = by_id_.find(it->second);
+  FARMEM_ASSERT(o != by_id_.end(), "a named object has no id entry");
+  return o->second;
 }
 
 Result<ObjectTable::Object> ObjectTable::find(uint64_t id) const {
@@ -52,7 +56,8 @@ Status ObjectTable::persist(uint64_t id) {
 Status ObjectTable::remove(uint64_t id) {
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return NotFound(fmt::format("no object with id {:#x}", id));
-  by_name_.erase(it->second.name);
+  const size_t erased = by_name_.erase(it->second.name);
+  FARMEM_ASSERT(erased == 1, "an object has no name entry");
   by_id_.erase(it);
   return OkStatus();
 }

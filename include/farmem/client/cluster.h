@@ -69,7 +69,6 @@ class Cluster {
 
  private:
   explicit Cluster(const ClusterConfig& config) : config_(config) {}
-  friend class ThreadClient;
 
   ClusterConfig config_;
   std::unique_ptr<fabric::Context> context_;

@@ -21,39 +21,38 @@
 // reached only over TCP use served operations (client/served_ops.h: the node performs them and
 // a Batch costs one round trip); RDMA uses UCX. ClientOptions::one_sided forces a path.
 //
-// Batch posts several operations and waits for all of them (doorbell batching).
+// Batch (batch.h) posts several operations and waits for all of them (doorbell batching).
 //
 // Direct access (shared memory): when the client option direct_access is on and UCX maps a
 // node's region into this process (fabric::Endpoint::direct_base()), operations on that node
-// are plain CPU instructions on the mapping instead of UCX calls: writes are memcpy + release
-// fence (complete, and visible at the node, when they return), CAS/FAA are seq_cst CPU atomics
-// (the same instructions UCX's shared-memory transports use, so they are atomic with other
-// clients' UCX atomics), and reads prefetch their first cache lines when posted and copy when
-// awaited. An awaited read, CAS or FAA yields once first if other coroutines are ready, so that
-// their cache misses overlap; a Batch defers its reads to wait() and performs its writes and
-// atomics at once, in posting order.
+// are plain CPU instructions on the mapping instead of UCX calls: writes are complete, and
+// visible at the node, when they return; CAS/FAA are atomic with other clients' UCX atomics;
+// reads (and awaited CAS/FAA) are performed when awaited, after one yield if other coroutines
+// are ready, so that their cache misses overlap (op_awaitable.h, batch.h).
 // Bounds and alignment checks, counters, throttle credits and errors are unchanged; a failed
 // node gives its kPeerFailed status to direct operations too. direct(node) tells which path a
 // node uses.
+//
+// The control plane (allocation, named objects, roots, statistics, raw RPCs) is one RPC to one
+// node per call (control_plane.cc; wire formats in docs/formats/control.md).
 // Thread safety: the owning thread only.
 #pragma once
 
-#include <array>
-#include <coroutine>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "farmem/client/batch.h"
 #include "farmem/client/chunk_allocator.h"
 #include "farmem/client/cluster_config.h"
 #include "farmem/client/global_address.h"
 #include "farmem/client/node_session.h"
+#include "farmem/client/op_awaitable.h"
 #include "farmem/client/served_ops.h"
+#include "farmem/client/stats.h"
 #include "farmem/common/result.h"
 #include "farmem/fabric/completion.h"
 #include "farmem/fabric/endpoint.h"
@@ -66,159 +65,7 @@
 namespace farmem::client {
 
 class Cluster;
-class ThreadClient;
-
-struct NodeStats {
-  uint16_t node_id = 0;
-  uint64_t capacity_bytes = 0;
-  uint64_t used_bytes = 0;
-  uint64_t rpcs_served = 0;
-  uint64_t connections = 0;
-  uint64_t roots = 0;
-  uint64_t allocations = 0;
-  uint16_t worker_count = 0;
-  uint64_t uptime_ms = 0;
-  uint64_t objects = 0;         // named objects
-  uint64_t sessions_total = 0;  // sessions opened since the node started
-  uint64_t refused = 0;         // door connections refused
-  uint64_t rpcs_dropped = 0;    // requests dropped (session gone, flood)
-};
-
-// Per-thread counters, readable at any time by the owning thread.
-struct ClientCounters {
-  uint64_t reads = 0, writes = 0, cas = 0, faa = 0, rpcs = 0;
-  uint64_t throttled = 0;  // operations that waited for a throttle credit
-};
-
-enum class OpKind : uint8_t { kRead, kWrite, kCas, kFaa };
-
-// One one-sided operation. Created by ThreadClient; co_await it once, right away.
-class [[nodiscard]] OpAwaitable {
- public:
-  OpAwaitable(ThreadClient* c, OpKind kind, GlobalAddress addr, void* buf, size_t bytes,
-              uint64_t expected, uint64_t desired, uint64_t* result, uint64_t deadline_ns);
-  OpAwaitable(const OpAwaitable&) = delete;
-  OpAwaitable& operator=(const OpAwaitable&) = delete;
-
-  bool await_ready();
-  void await_suspend(std::coroutine_handle<> h);
-  Status await_resume();
-
- private:
-  static void on_complete(fabric::Completion* c);
-  static void on_credit(runtime::Throttle::Waiter* w);
-  void post();
-  bool post_direct(fabric::Endpoint* ep, GlobalAddress addr);
-  void post_served(fabric::Endpoint* ep);
-  void finish_deferred();
-
-  ThreadClient* client_;
-  OpKind kind_;
-  bool posted_ = false;
-  bool credit_ = false;
-  uint8_t* deferred_ = nullptr;  // direct read or atomic posted, performed in await_resume
-  GlobalAddress addr_;
-  void* buf_;
-  size_t bytes_;
-  uint64_t expected_;
-  uint64_t* result_;
-  uint64_t deadline_ns_;               // 0: the client's op_timeout_ms
-  std::unique_ptr<ServedOps> served_;  // the node performs it (TCP)
-  fabric::Completion completion_;
-  runtime::Throttle::Waiter waiter_;
-  std::coroutine_handle<> handle_;
-};
-
-// Several operations posted together, completed together.
-class Batch {
- public:
-  static constexpr size_t kMaxOps = 64;
-  // deadline_ns: absolute (now_ns() clock) for every operation of the batch; 0 = the client's
-  // op_timeout_ms from when each is posted.
-  explicit Batch(ThreadClient& client, uint64_t deadline_ns = 0)
-      : client_(&client), deadline_ns_(deadline_ns) {
-    completion_.notify = &Batch::on_complete;
-    completion_.owner = this;
-  }
-  Batch(const Batch&) = delete;
-  Batch& operator=(const Batch&) = delete;
-  // (Inline, with the rare work out of line: a Batch is built for every round trip, and a
-  // direct one that was waited on has nothing to release.)
-  ~Batch() {
-    if (!waited_ || completion_.remaining > 0) settle();
-  }
-
-  // Each posts at once. A posting error is returned and also reported by wait().
-  Status read(GlobalAddress addr, void* dst, size_t bytes);
-  Status write(GlobalAddress addr, const void* src, size_t bytes);
-  Status cas(GlobalAddress addr, uint64_t expected, uint64_t desired, uint64_t* old_value);
-  Status faa(GlobalAddress addr, uint64_t add, uint64_t* old_value);
-  // Operations posted after the fence are ordered after those before it (write-then-unlock).
-  Status fence();
-  size_t size() const { return ops_; }
-  // Direct reads wait here until wait() (or until a later write, CAS, FAA or fence of this batch
-  // performs them first, keeping program order); beyond this many, the oldest are performed.
-  static constexpr size_t kMaxDeferredReads = 16;
-
-  struct WaitAwaitable {
-    Batch* b;
-    bool await_ready();
-    void await_suspend(std::coroutine_handle<> h);
-    Status await_resume();
-  };
-  // Completes when every posted operation is complete at its memory node.
-  WaitAwaitable wait() { return WaitAwaitable{this}; }
-
- private:
-  friend struct WaitAwaitable;
-  Status admit(GlobalAddress addr, size_t bytes, bool atomic, bool mutating, fabric::Endpoint** ep,
-               uint64_t* raddr);
-  static void on_complete(fabric::Completion* c);
-  // The local address of `addr` when this batch may access its node directly, else null.
-  uint8_t* direct_target(fabric::Endpoint* ep, GlobalAddress addr) const;
-  // Performs the deferred reads in posting order (a failed node fails them instead).
-  void perform_deferred_reads();
-  // The served operations of ep's node in this batch (created on first use), or null when the
-  // node does not use served operations.
-  ServedOps* served_for(fabric::Endpoint* ep, uint16_t node);
-  // The destructor's work for a batch not waited on or still in flight: counts its operations
-  // (ThreadClient::pace), flushes its UCX writes and waits for UCX to let go of it.
-  void settle();
-
-  struct DeferredRead {
-    void* dst;
-    const uint8_t* src;
-    size_t bytes;
-    fabric::Endpoint* ep;
-  };
-  ThreadClient* client_;
-  uint64_t deadline_ns_;
-  fabric::Completion completion_;
-  std::coroutine_handle<> handle_;
-  Status first_error_;
-  // What only operations off the direct path need, created on first use: a direct batch
-  // allocates nothing and releases nothing.
-  struct OffDirect {
-    OffDirect();
-    ~OffDirect();  // out of line: a ServedOps is large
-    // Per served node, in first-use order (a ServedOps never moves).
-    std::vector<std::unique_ptr<ServedOps>> served;
-    std::vector<fabric::Endpoint*> written;  // endpoints needing a flush
-  };
-  OffDirect& off_direct();
-  std::unique_ptr<OffDirect> off_;
-  size_t ops_ = 0;
-  // CAS/FAA operands UCX reads until completion; each is written before it is posted, so the
-  // array is left uninitialised (a Batch is built for every round trip).
-  std::array<uint64_t, kMaxOps> operands_;
-  std::array<DeferredRead, kMaxDeferredReads> deferred_;
-  uint32_t deferred_count_ = 0;
-  bool posted_through_ucx_ = false;  // some operation of this batch went through UCX
-  // A fence followed UCX-posted operations: later operations go through UCX as well, because
-  // only UCX orders them after the ones in flight (ucp_worker_fence).
-  bool ucx_fenced_ = false;
-  bool waited_ = false;
-};
+struct NodeInfo;
 
 class ThreadClient {
  public:
@@ -335,15 +182,10 @@ class ThreadClient {
   std::string transports() const;
   uint32_t index() const { return index_; }
 
- private:
-  friend class Cluster;
-  friend class OpAwaitable;
-  friend class Batch;
-  ThreadClient(Cluster& cluster, uint32_t index);
-  Status connect_all();
-  // Opens the session with one node and checks the UCX connection with an echo RPC.
-  Status connect_node(size_t index);
-  // The local mapping of ep's region if this operation may use the direct path, else null.
+  // ---- the data path's view (OpAwaitable, Batch, and operations built like them) ----
+  // Whether operations take throttle credits (ClientOptions::throttle is not off).
+  bool throttling() const { return throttle_on_; }
+  // The local mapping of ep's region if operations may use the direct path, else null.
   uint8_t* direct_base(fabric::Endpoint* ep) const {
     return direct_access_ ? ep->direct_base() : nullptr;
   }
@@ -360,6 +202,15 @@ class ThreadClient {
     if ((before ^ posted_ops_) >= kOpsPerProgress) [[unlikely]]
       progress_and_check();
   }
+
+ private:
+  friend class Cluster;  // creates and connects clients
+  ThreadClient(Cluster& cluster, uint32_t index);
+  // Connects to every node not named down; the first client of the cluster fills in `nodes`
+  // (ids, region sizes, worker counts), later ones check them. Called under Cluster's lock.
+  Status connect_all(std::vector<NodeInfo>& nodes);
+  // Opens the session with one node and checks the UCX connection with an echo RPC.
+  Status connect_node(NodeInfo& node);
   void progress_and_check();
   static constexpr uint64_t kOpsPerProgress = 1024;  // a power of two (pace)
   static_assert((kOpsPerProgress & (kOpsPerProgress - 1)) == 0);

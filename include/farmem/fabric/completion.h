@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "farmem/common/check.h"
 #include "farmem/common/status.h"
 
 namespace farmem::fabric {
@@ -24,6 +25,7 @@ struct Completion {
   }
   // Called by the fabric for each pending operation that finished.
   void complete_one(Status s) {
+    FARMEM_ASSERT(remaining > 0, "an operation completed twice, or one never counted");
     if (!s.ok()) fail(std::move(s));
     if (--remaining == 0 && notify != nullptr) notify(this);
   }

@@ -219,5 +219,14 @@ TEST(ChunkAllocatorTest, SpareChunksWaitUntilTheCurrentOneIsUsedUp) {
   EXPECT_EQ(a.chunks(), 3u);
 }
 
+// A size class outside 0..kClasses-1 is a caller's bug (class_of gives -1 for sizes that are not
+// small): it stops the process rather than index past the free lists.
+TEST(ChunkAllocatorDeathTest, SizeClassOutOfRangeAborts) {
+  ChunkAllocator a;
+  a.add_chunk(GlobalAddress(1, 0x10000), 4096);
+  EXPECT_DEATH((void)a.take(ChunkAllocator::kClasses), "size class out of range");
+  EXPECT_DEATH(a.give_back(-1, GlobalAddress(1, 0x10000)), "size class out of range");
+}
+
 }  // namespace
 }  // namespace farmem::client
