@@ -23,6 +23,16 @@ struct Counter {
   const farmem_ado_store_ops* ops;
 };
 
+// A counter value: one little-endian int64_t.
+constexpr uint64_t kCounterBytes = sizeof(int64_t);
+
+// Whether *s starts with `prefix`; if so, the prefix is taken off.
+bool take_prefix(std::string_view* s, std::string_view prefix) {
+  if (!s->starts_with(prefix)) return false;
+  s->remove_prefix(prefix.size());
+  return true;
+}
+
 int32_t reply(Counter* c, const farmem_ado_work* w, std::string_view text, int32_t status) {
   c->ops->respond(c->store, w->work_id, 0, text.data(), text.size());
   return status;
@@ -51,15 +61,15 @@ int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {
   farmem_ado_value v = w->values[0];
   if (w->value_count == 0) return reply(c, w, "add: no target value", FARMEM_ADO_E_INVALID);
   if (v.bytes == 0) {  // an empty value becomes a counter
-    int32_t s = c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, 8, &v);
+    int32_t s = c->ops->resize_value(c->store, w->work_id, w->key, w->key_bytes, kCounterBytes, &v);
     if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
   }
-  if (v.bytes != 8)
+  if (v.bytes != kCounterBytes)
     return reply(c, w, "add: the value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
   int64_t count = 0;
-  std::memcpy(&count, v.data, 8);
+  std::memcpy(&count, v.data, sizeof(count));
   count += delta;
-  std::memcpy(v.data, &count, 8);
+  std::memcpy(v.data, &count, sizeof(count));
   return reply(c, w, std::to_string(count), FARMEM_ADO_OK);
 }
 
@@ -85,8 +95,8 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
   auto* c = static_cast<Counter*>(self);
   if (w->flags & FARMEM_ADO_WORK_SIGNAL) return FARMEM_ADO_NOT_MINE;
   std::string_view req(reinterpret_cast<const char*>(w->request), w->request_bytes);
-  if (req.starts_with("add:")) return do_add(c, w, req.substr(4));
-  if (req.starts_with("append:")) return do_append(c, w, req.substr(7));
+  if (take_prefix(&req, "add:")) return do_add(c, w, req);
+  if (take_prefix(&req, "append:")) return do_append(c, w, req);
   if (req == "read") {
     if (w->value_count == 0) return reply(c, w, "read: no target value", FARMEM_ADO_E_INVALID);
     c->ops->respond(c->store, w->work_id, 0, w->values[0].data, w->values[0].bytes);

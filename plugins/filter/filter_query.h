@@ -23,6 +23,7 @@
 
 namespace farmem::ado_filter {
 
+inline constexpr uint32_t kFieldBytes = sizeof(int64_t);  // field i is at byte kFieldBytes * i
 inline constexpr uint32_t kMaxTopK = 32;
 inline constexpr uint32_t kLayerText = 0;
 inline constexpr uint32_t kLayerResult = 1;
@@ -137,7 +138,7 @@ class Accumulator {
   };
   Eval evaluate(const uint8_t* value, uint64_t value_bytes) const {
     uint32_t need = std::max(q_.field, q_.cmp == Cmp::kNone ? 0u : q_.where_field) + 1;
-    if (value_bytes < uint64_t{need} * 8) return {Outcome::kSkipped, 0};
+    if (value_bytes < uint64_t{need} * kFieldBytes) return {Outcome::kSkipped, 0};
     if (q_.cmp != Cmp::kNone && !passes(field(value, q_.where_field))) {
       return {Outcome::kNoMatch, 0};
     }
@@ -190,7 +191,7 @@ class Accumulator {
  private:
   static int64_t field(const uint8_t* value, uint32_t i) {
     uint64_t u = 0;
-    std::memcpy(&u, value + uint64_t{i} * 8, 8);
+    std::memcpy(&u, value + uint64_t{i} * kFieldBytes, kFieldBytes);
     return static_cast<int64_t>(u);
   }
   bool passes(int64_t x) const {

@@ -35,6 +35,13 @@ void say(Testing* t, const farmem_ado_work* w, std::string_view text) {
 
 int64_t number(std::string_view s) { return std::strtoll(std::string(s).c_str(), nullptr, 10); }
 
+// Whether *s starts with `prefix`; if so, the prefix is taken off.
+bool take_prefix(std::string_view* s, std::string_view prefix) {
+  if (!s->starts_with(prefix)) return false;
+  s->remove_prefix(prefix.size());
+  return true;
+}
+
 int32_t callback(Testing* t, const farmem_ado_work* w, std::string_view req) {
   size_t colon = req.find(':');
   std::string_view op = req.substr(0, colon);
@@ -93,17 +100,17 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
   if (req == "hang") {
     for (;;) pause();
   }
-  if (req.starts_with("sleep:")) {
-    usleep(static_cast<useconds_t>(number(req.substr(6)) * 1000));
+  if (take_prefix(&req, "sleep:")) {
+    usleep(static_cast<useconds_t>(number(req) * 1000));
     say(t, w, "slept");
     return FARMEM_ADO_OK;
   }
-  if (req.starts_with("echo:")) {
-    say(t, w, req.substr(5));
+  if (take_prefix(&req, "echo:")) {
+    say(t, w, req);
     return FARMEM_ADO_OK;
   }
-  if (req.starts_with("respond:")) {
-    int64_t n = number(req.substr(8));
+  if (take_prefix(&req, "respond:")) {
+    int64_t n = number(req);
     std::vector<char> kib(1024, 'r');
     for (int64_t i = 0; i < n; ++i) {
       int32_t s =
@@ -112,8 +119,8 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
     }
     return FARMEM_ADO_OK;
   }
-  if (req.starts_with("write:")) {
-    std::string_view text = req.substr(6);
+  if (take_prefix(&req, "write:")) {
+    std::string_view text = req;
     if (w->value_count == 0 || w->values[0].bytes < text.size()) return FARMEM_ADO_E_INVALID;
     std::memcpy(w->values[0].data, text.data(), text.size());
     say(t, w, "wrote");
@@ -131,7 +138,7 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
     say(t, w, t->params);
     return FARMEM_ADO_OK;
   }
-  if (req.starts_with("status:")) return static_cast<int32_t>(number(req.substr(7)));
+  if (take_prefix(&req, "status:")) return static_cast<int32_t>(number(req));
   if (req == "erase-me") return FARMEM_ADO_ERASE_TARGET;
   if (req.starts_with("create:") || req.starts_with("open:") || req.starts_with("erase:") ||
       req.starts_with("unlock:")) {

@@ -41,11 +41,11 @@ void lock_words(const Table& t, const char* bucket, GlobalAddress at, bool promo
     if (out->want_held && out->held.size() < kMaxHolders) out->held.push_back({where, word});
   };
   uint64_t word = 0;
-  std::memcpy(&word, bucket, 8);
+  std::memcpy(&word, bucket + offsetof(BucketHeader, lock), kLockWordBytes);
   note(word, at);
   for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
     const uint64_t off = sizeof(BucketHeader) + s * t.slot_bytes();
-    std::memcpy(&word, bucket + off, 8);
+    std::memcpy(&word, bucket + off + offsetof(SlotHeader, lock), kLockWordBytes);
     note(word, at + off);
   }
 }
@@ -159,7 +159,7 @@ Task<Result<PromoteReport>> promote_table(client::ThreadClient* c, TxnClient* tc
     if (*settled) ++report.logs_rolled_forward;
   }
   for (const GlobalAddress& word : scan.stray) {
-    Status s = co_await c->write(word, &kZero, 8);
+    Status s = co_await c->write(word, &kZero, kLockWordBytes);
     FARMEM_CO_TRY(s);
   }
   report.locks_cleared = scan.stray.size();

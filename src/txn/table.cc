@@ -182,7 +182,8 @@ Status Table::check_bucket(uint64_t b) const {
 Task<Status> Table::refresh(client::ThreadClient* c) {
   if (!valid()) co_return InvalidArgument("unknown table (not created or opened)");
   uint64_t failed = 0;
-  Status s = co_await c->read(meta_address_ + offsetof(TableMeta, failed_nodes), &failed, 8);
+  Status s =
+      co_await c->read(meta_address_ + offsetof(TableMeta, failed_nodes), &failed, sizeof(failed));
   FARMEM_CO_TRY(s);
   meta_.failed_nodes = failed;
   co_return OkStatus();

@@ -1,6 +1,8 @@
 // Pool: an open pool of the key-value store (kv/store.h), the handle every key-value operation
 // runs on. Obtained from Store::create_pool / open_pool on the Store's thread; used on that
-// thread only; destroyed before its Store and when none of its operations is running.
+// thread only; destroyed before its Store and when none of its operations is running. It uses
+// its Store's client, coalescer, location cache and counters through the Store's PoolContext
+// (src/kv/client/pool_context.h).
 //
 // Operations (coroutines, run from plain code with runtime::sync_wait; Status/Result, never throw):
 //   put(key, value, flags, &existed)  insert or replace. kPutCreateOnly: kAlreadyExists if the
@@ -47,10 +49,14 @@
 
 namespace farmem::kv {
 
-class Store;
+struct PoolContext;
 
 class Pool {
  public:
+  // Made by Store::create_pool / open_pool from the node's reply (`context` is the Store's;
+  // `id` is the pool's local id, the location cache's seed).
+  Pool(PoolContext* context, std::string name, uint16_t node, const wire::KvPoolReply& reply,
+       uint32_t id);
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -86,6 +92,9 @@ class Pool {
   runtime::Task<Result<AdoResult>> invoke_put_ado(std::string_view key, std::string_view value,
                                                   std::string_view request, uint32_t flags = 0);
 
+  // Closes the handle, as Store::close_pool(*this) does.
+  runtime::Task<Status> close();
+
   // ---- what it is ----
   const std::string& name() const { return name_; }
   uint64_t handle() const { return handle_; }
@@ -97,8 +106,6 @@ class Pool {
   bool one_sided() const { return one_sided_; }  // gets try one-sided reads first
 
  private:
-  friend class Store;
-  Pool(Store* store, std::string name, uint16_t node, const wire::KvPoolReply& reply, uint32_t id);
   Status check_key(std::string_view key) const;
   Status check_open() const;
   // One-sided read of the record at `loc`, validated for `key`: true and *value set if valid.
@@ -118,7 +125,7 @@ class Pool {
                                           uint32_t flags, uint64_t value_size);
   void remember(uint64_t hash, const wire::KvOpReply& reply);
 
-  Store* store_;
+  PoolContext* context_;
   std::string name_;
   uint64_t handle_;
   uint16_t node_;

@@ -4,8 +4,9 @@
 // on one shard (worker) of one node, with MCAS-style direct transfers, locks and a secondary
 // index, and records laid out so that clients may read them one-sidedly (Storm). A Store is
 // the per-thread client, like ds::hash::HashTable's handles: open one per thread over that
-// thread's client::ThreadClient; it holds the thread's request coalescer (kv/coalescer.h) and
-// its location cache (kv/location_cache.h), and its pools (kv/pool.h) run every operation.
+// thread's client::ThreadClient; it holds the thread's request coalescer (kv/coalescer.h), its
+// location cache (kv/location_cache.h) and its counters, which its pools (kv/pool.h) share
+// through a PoolContext (src/kv/client/pool_context.h), and its pools run every operation.
 //
 // Pools are placed by name: the node is Cluster::root_node(name) (XXH3 over the sorted node
 // ids, as roots are), the shard is chosen by the node. Pool operations here:
@@ -34,8 +35,6 @@
 
 #include "farmem/client/thread_client.h"
 #include "farmem/common/result.h"
-#include "farmem/kv/coalescer.h"
-#include "farmem/kv/location_cache.h"
 #include "farmem/kv/types.h"
 #include "farmem/kv/wire.h"
 #include "farmem/runtime/task.h"
@@ -43,6 +42,7 @@
 namespace farmem::kv {
 
 class Pool;
+struct PoolContext;
 
 // How gets read (Storm's one-two-sided gets):
 //   kRpc          every get is a (coalesced) RPC;
@@ -93,11 +93,7 @@ class Store {
   client::ThreadClient& client() { return *client_; }
 
  private:
-  friend class Pool;
   Store(client::ThreadClient* client, const StoreOptions& options);
-  // An RPC to `node` (the client's deadline); the reply lands in *reply, resized to its length.
-  runtime::Task<Status> call(uint16_t node, wire::KvOpcode opcode, std::string request,
-                             std::vector<uint8_t>* reply, uint32_t reply_capacity);
   runtime::Task<Result<std::unique_ptr<Pool>>> open_or_create(wire::KvOpcode opcode,
                                                               std::string name,
                                                               uint64_t capacity_bytes,
@@ -106,11 +102,9 @@ class Store {
 
   client::ThreadClient* client_;
   StoreOptions options_;
-  uint64_t timeout_ns_;
-  Coalescer coalescer_;
-  LocationCache cache_;
+  // What the pools share: coalescer, location cache, counters. Destroyed after the pools.
+  std::unique_ptr<PoolContext> context_;
   uint32_t next_pool_id_ = 1;
-  StoreStats stats_;
 };
 
 }  // namespace farmem::kv

@@ -57,7 +57,23 @@ inline constexpr uint32_t kMaxAdoResponses = 64;
 
 // Pool handle: opaque to clients except for routing, issued by the node.
 //   bits 63..56 worker (the pool's shard), 55..32 slot, 31..0 generation (never 0).
-inline constexpr uint32_t pool_worker(uint64_t pool) { return static_cast<uint32_t>(pool >> 56); }
+inline constexpr unsigned kPoolWorkerShift = 56;
+inline constexpr unsigned kPoolSlotShift = 32;
+inline constexpr uint64_t kPoolSlotMask = (uint64_t{1} << (kPoolWorkerShift - kPoolSlotShift)) - 1;
+inline constexpr uint32_t pool_worker(uint64_t pool) {
+  return static_cast<uint32_t>(pool >> kPoolWorkerShift);
+}
+// The node's side of the layout (the kv service's shards).
+inline constexpr uint32_t pool_slot(uint64_t pool) {
+  return static_cast<uint32_t>((pool >> kPoolSlotShift) & kPoolSlotMask);
+}
+inline constexpr uint32_t pool_generation(uint64_t pool) { return static_cast<uint32_t>(pool); }
+inline constexpr uint64_t make_pool_handle(uint32_t worker, uint32_t slot, uint32_t generation) {
+  return (uint64_t{worker} << kPoolWorkerShift) | (uint64_t{slot} << kPoolSlotShift) | generation;
+}
+static_assert(pool_worker(make_pool_handle(0xAB, 0xCDEF01, 7)) == 0xAB);
+static_assert(pool_slot(make_pool_handle(0xAB, 0xCDEF01, 7)) == 0xCDEF01);
+static_assert(pool_generation(make_pool_handle(0xAB, 0xCDEF01, 7)) == 7);
 
 // ---- pools ----
 inline constexpr uint32_t kPoolCreateOnly = 1u;  // create: fail kAlreadyExists if it exists
@@ -326,9 +342,20 @@ struct KvRecordHeader {
 static_assert(sizeof(KvRecordHeader) == 32);
 static_assert(offsetof(KvRecordHeader, version) == 8);
 static_assert(offsetof(KvRecordHeader, checksum) == 24);
+// The header bytes the checksum covers: [kRecordSummedBegin, kRecordSummedEnd) = version,
+// key_bytes, value_bytes (the state word and the checksum itself are not covered).
+inline constexpr size_t kRecordSummedBegin = offsetof(KvRecordHeader, version);
+inline constexpr size_t kRecordSummedEnd = offsetof(KvRecordHeader, checksum);
+inline constexpr size_t kRecordSummedBytes = kRecordSummedEnd - kRecordSummedBegin;
+static_assert(kRecordSummedBytes == 16);
+static_assert(offsetof(KvRecordHeader, key_bytes) == kRecordSummedBegin + sizeof(uint64_t));
+static_assert(offsetof(KvRecordHeader, value_bytes) + sizeof(uint32_t) == kRecordSummedEnd);
 inline constexpr uint64_t kRecordAlign = 64;
+inline constexpr unsigned kRecordStateBits = 8;  // the state word's low bits: KvRecordState
+inline constexpr uint64_t kRecordStateMask = (uint64_t{1} << kRecordStateBits) - 1;
+inline constexpr uint64_t kMaxRecordVersion = ~uint64_t{0} >> kRecordStateBits;  // versions: 1..
 inline constexpr uint64_t record_state(uint64_t version, KvRecordState s) {
-  return (version << 8) | s;
+  return (version << kRecordStateBits) | s;
 }
 
 static_assert(sizeof(KvOpsHeader) + sizeof(KvOpRequest) + kMaxKeyBytes == kMaxRpcPayloadBytes);

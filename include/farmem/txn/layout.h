@@ -69,6 +69,15 @@ static_assert(offsetof(SlotHeader, version) == 8 && offsetof(SlotHeader, key) ==
 static_assert(offsetof(SlotHeader, flags) == 24);
 static_assert(std::is_trivially_copyable_v<SlotHeader>);
 
+// Lock words come first in buckets and slots. A commit writes a slot from its version on (its
+// lock word stays: the image is slot_bytes - kSlotImageOffset bytes) and a bucket's version
+// word alone.
+inline constexpr uint64_t kLockWordBytes = sizeof(uint64_t);
+inline constexpr uint64_t kSlotImageOffset = offsetof(SlotHeader, version);
+inline constexpr uint64_t kBucketVersionOffset = offsetof(BucketHeader, version);
+static_assert(offsetof(SlotHeader, lock) == 0 && offsetof(BucketHeader, lock) == 0);
+static_assert(kSlotImageOffset == 8 && kBucketVersionOffset == 8);
+
 inline constexpr uint64_t slot_bytes(uint32_t record_bytes) {
   return sizeof(SlotHeader) + (uint64_t{record_bytes} + 7) / 8 * 8;
 }
@@ -116,6 +125,14 @@ static_assert(sizeof(LogSlotHeader) == 64);
 static_assert(offsetof(LogSlotHeader, state) == 8 && offsetof(LogSlotHeader, checksum) == 16);
 static_assert(offsetof(LogSlotHeader, body_bytes) == 24 &&
               offsetof(LogSlotHeader, txn_coordinator) == 32);
+// owner_session is written once, when the slot is created; a commit writes its log from the
+// state word on. The checksum covers the bytes after it: [kLogChecksummedFrom, 64 + body_bytes).
+inline constexpr uint64_t kLogOwnerOffset = offsetof(LogSlotHeader, owner_session);
+inline constexpr uint64_t kLogStateOffset = offsetof(LogSlotHeader, state);
+inline constexpr uint64_t kLogChecksumOffset = offsetof(LogSlotHeader, checksum);
+inline constexpr uint64_t kLogChecksummedFrom = offsetof(LogSlotHeader, body_bytes);
+static_assert(kLogOwnerOffset == 0 && kLogStateOffset == 8);
+static_assert(kLogChecksumOffset == 16 && kLogChecksummedFrom == 24);
 
 // One entry: the lock word the transaction holds, where its new image goes (one target per
 // replica; none for a record only locked), then the image padded to 8 bytes.
@@ -125,8 +142,9 @@ struct LogEntryHeader {
   uint32_t image_bytes;
 };
 static_assert(sizeof(LogEntryHeader) == 16);
+inline constexpr uint64_t kLogTargetBytes = sizeof(uint64_t);  // one packed GlobalAddress
 inline constexpr uint64_t log_entry_bytes(uint32_t targets, uint32_t image_bytes) {
-  return sizeof(LogEntryHeader) + 8ull * targets + (uint64_t{image_bytes} + 7) / 8 * 8;
+  return sizeof(LogEntryHeader) + kLogTargetBytes * targets + (uint64_t{image_bytes} + 7) / 8 * 8;
 }
 static_assert(log_entry_bytes(2, 33) == 16 + 16 + 40);
 

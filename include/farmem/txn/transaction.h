@@ -46,7 +46,6 @@
 // Thread safety: a Transaction belongs to one coroutine; a TxnClient to one thread.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,7 +54,6 @@
 #include <vector>
 
 #include "farmem/client/thread_client.h"
-#include "farmem/ds/common/direct_mapped_cache.h"
 #include "farmem/ds/common/retry.h"
 #include "farmem/runtime/task.h"
 #include "farmem/txn/table.h"
@@ -87,6 +85,7 @@ struct TxnCounters {
 };
 
 class Transaction;
+class TxnContext;
 
 struct TxnClientOptions {
   int cache_log2 = 16;             // address cache entries 2^cache_log2 (< 0: none)
@@ -98,7 +97,8 @@ struct TxnClientOptions {
 
 // The coordinator of one thread: transaction ids, the address cache, its log slots on one
 // memory node (owned by the persistent object "txn/logs"), and recovery of locks whose holder's
-// coordinator has ended.
+// coordinator has ended. What its transactions and recoveries share (client, options, counters,
+// cache, log slots) is its TxnContext (src/txn/context.h).
 class TxnClient {
  public:
   static runtime::Task<Result<std::unique_ptr<TxnClient>>> create(client::ThreadClient* c,
@@ -113,7 +113,7 @@ class TxnClient {
   Transaction begin();
   Transaction begin_read_only();
   client::ThreadClient* client() const { return client_; }
-  const TxnCounters& counters() const { return counters_; }
+  const TxnCounters& counters() const;
   uint64_t coordinator() const { return coordinator_; }
 
   // Recovery (runs in this surviving client): if the coordinator whose log slot `holder` is
@@ -127,76 +127,26 @@ class TxnClient {
   // complete committing log has a lock or a replica on `dead_node` (named down in this client):
   // kBusy when its coordinator's session is still open (it may still write in place),
   // otherwise rolls it forward (true; entries whose primary died are applied by version, see
-  // apply_unlocked). false when there is nothing to settle (not committing: nothing of it is in
-  // place; or not touching the dead node: recovered as usual when met).
+  // src/txn/recovery.h). false when there is nothing to settle (not committing: nothing of it
+  // is in place; or not touching the dead node: recovered as usual when met).
   runtime::Task<Result<bool>> settle_for_promotion(uint64_t holder, uint16_t dead_node);
 
  private:
-  friend class Transaction;
-  struct CacheEntry {
-    uint64_t key;
-    uint32_t tag;
-    uint32_t slot_plus_one;  // 0: empty
-  };
-  enum class CrashAt : uint8_t { kNever, kBeforeLog, kAfterLog, kAfterWrite };
-  TxnClient(client::ThreadClient* c, TxnClientOptions options);
-  uint32_t cached_slot(const Table& t, uint64_t key);  // kSlotsPerBucket when unknown
-  void remember(const Table& t, uint64_t key, uint32_t slot);
-  void forget(const Table& t, uint64_t key);
-  GlobalAddress log_slot(uint32_t i) const {
-    return log_base_ + uint64_t{i} * options_.log_slot_bytes;
-  }
-  static constexpr uint32_t kNoSlot = UINT32_MAX;
-  uint32_t take_slot();
-  void give_slot(uint32_t i) { free_slots_.push_back(i); }
-  struct Check {
-    uint64_t holder = 0;
-    uint64_t at_ns = 0;
-    bool dead = false;
-  };
-  Check* find_check(uint64_t holder);
-  runtime::Task<Result<bool>> recover_slot(GlobalAddress word, uint64_t holder, bool* dead);
-  // Reads the log of `slot` (whose header h was just read) into *log: true when it is complete
-  // and committing (state 1, checksum holds), false when not committing or torn.
-  runtime::Task<Result<bool>> read_log(GlobalAddress slot, const LogSlotHeader& h,
-                                       std::string* log);
-  runtime::Task<Status> roll_forward(uint64_t holder, const std::string& log);
-  // For an entry whose primary lock word is on a node named down (its primary died): writes
-  // the image to every target whose version is older than the image's (nobody can have
-  // locked the record since: its lock was on the dead node, and promotion applies this before
-  // the backups serve as primaries).
-  runtime::Task<Status> apply_unlocked(const std::vector<GlobalAddress>& targets, const char* image,
-                                       uint32_t image_bytes);
-  // Test hook (FARMEM_TXN_CRASH_AT=before_log|after_log|after_write): SIGKILL at that point,
-  // or SIGSTOP with FARMEM_TXN_CRASH_SIGNAL=stop (the commit goes on after SIGCONT).
-  void crash_point(CrashAt at) const;
+  TxnClient(client::ThreadClient* c, std::unique_ptr<TxnContext> ctx);
 
   client::ThreadClient* client_;
-  TxnClientOptions options_;
+  std::unique_ptr<TxnContext> ctx_;  // shared with its transactions (which hold a pointer)
   uint64_t coordinator_;
   uint64_t next_sequence_ = 1;
-  ds::DirectMappedCache<CacheEntry> cache_;
-  TxnCounters counters_;
-  GlobalAddress log_base_;  // log_slots + 1 slots (the last one for recoveries)
-  std::vector<uint32_t> free_slots_;
-  std::array<Check, 16> checks_{};  // recent liveness checks (bounded)
-  uint32_t next_check_ = 0;
-  uint64_t window_start_ns_ = 0;  // liveness questions asked since then (bounded)
-  uint32_t window_checks_ = 0;
-  bool recovering_ = false;
-  CrashAt crash_at_ = CrashAt::kNever;
-  bool crash_stops_ = false;
 };
 
 class Transaction {
  public:
-  Transaction(Transaction&&) = default;
-  Transaction& operator=(Transaction&&) = default;
+  Transaction(Transaction&&) noexcept;
+  Transaction& operator=(Transaction&&) noexcept;
   // Finish every transaction (commit or abort): an unfinished one's locks stay (naming a log
   // slot that is then never reused, so that they are recovered once this coordinator ends).
-  ~Transaction() {
-    if (!finished_ && (!writes_.empty() || !buckets_.empty())) log_slot_.retire();
-  }
+  ~Transaction();
 
   const TxnId& id() const { return id_; }
   bool read_only() const { return read_only_; }
@@ -228,100 +178,77 @@ class Transaction {
   std::vector<Access> accesses() const;
 
  private:
-  friend class TxnClient;
-  Transaction(TxnClient* tc, TxnId id, bool read_only)
-      : tc_(tc), log_slot_(tc), id_(id), read_only_(read_only) {}
+  friend class TxnClient;  // begin() constructs transactions; nothing else
+  Transaction(TxnContext* ctx, TxnId id, bool read_only);
 
-  enum class Kind : uint8_t { kLocked, kUpdate, kInsert, kErase };
-  struct ReadEntry {
-    const Table* table;
-    uint64_t key;
-    uint64_t bucket;
-    uint32_t slot;     // kSlotsPerBucket: an absent key (validated by the bucket header)
-    uint64_t version;  // slot's or bucket's
-    std::string value;
-  };
-  struct WriteEntry {
-    const Table* table;
-    uint64_t key;
-    uint64_t bucket;
-    uint32_t slot;
-    uint64_t version;  // the slot's version when locked
-    Kind kind;
-    std::string value;
-  };
-  struct BucketLock {
-    const Table* table;
-    uint64_t bucket;
-    uint64_t version;  // when locked
-    bool changed;      // an insert or erase of this transaction
-  };
+  // The read set, write set and bucket locks, and a commit's redo log with the writes it
+  // describes (defined in src/txn/transaction_entries.h).
+  enum class Kind : uint8_t;
+  struct ReadEntry;
+  struct WriteEntry;
+  struct BucketLock;
+  struct CommitPlan;
 
-  Status check_write(const Table& table, std::string_view value, bool sized);
-  // kResourceExhausted once the transaction touches max_records records and buckets (its read
-  // and write sets are searched linearly and must fit a log slot).
+  // Bookkeeping and aborts (src/txn/transaction.cc; the set lookups inline in
+  // transaction_entries.h), execution (src/txn/execution.cc); each step is described where it
+  // is defined.
+  Status finished_status() const;
+  Status check_write(const Table& table, std::string_view value, bool sized) const;
   Status check_room() const;
   Status fail(AbortReason reason, std::string_view what);
   Status fail_error(Status s);
   ReadEntry* find_read(const Table& t, uint64_t key);
   WriteEntry* find_write(const Table& t, uint64_t key);
   BucketLock* find_bucket(const Table& t, uint64_t bucket);
-  // Reads bucket b's primary (header + slots) into bucket_.
-  runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
-  // The slot of `key` in bucket_ holding a present record, or kSlotsPerBucket.
   uint32_t find_in_bucket(const Table& t, uint64_t key) const;
-  const SlotHeader* bucket_slot(const Table& t, uint32_t slot) const;
-  // `key` is not in bucket_ (bucket b, just read): kInvisible if another transaction holds the
-  // bucket's lock, else remembers the bucket's version for validation and returns kNotFound.
+  uint32_t free_slot_in_bucket(const Table& t, uint64_t b) const;
+  bool read_locally(const Table& t, uint64_t key, std::string* value, Status* s);
+  runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
+  runtime::Task<Status> find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot);
   runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
-  // One round trip: CAS the lock word at addr 0 -> our lock value, then (fenced) read `bytes`
-  // from addr into *out. OK when locked; otherwise the transaction is aborted (kLockConflict,
-  // `what`, or the transport's error) and that status returned.
+  runtime::Task<Status> abort_locked(GlobalAddress word, uint64_t holder, const char* what);
+  runtime::Task<Status> already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
   runtime::Task<Status> lock_and_read(GlobalAddress addr, size_t bytes, std::string* out,
                                       const char* what);
-  // Locks and reads the record; on success adds a kLocked write entry.
+  runtime::Task<Status> unlock_one(GlobalAddress word);
   runtime::Task<Status> lock_record(const Table& t, uint64_t key, WriteEntry** entry);
+  uint32_t cached_slot_to_lock(const Table& t, uint64_t key, uint64_t b) const;
+  const char* adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
   runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
-  runtime::Task<Status> validate();
   runtime::Task<Status> release_all();
   runtime::Task<Status> finish_abort(Status why);
-  // The log slot this transaction's locks name, taken at its first lock (kResourceExhausted
-  // when all are in use); returned when the transaction ends.
   Status ensure_log_slot();
-  uint64_t lock_value() const { return tc_->log_slot(log_slot_.index).pack(); }
+  uint64_t lock_value() const;
   void conflict(GlobalAddress word, uint64_t holder) {
     conflict_word_ = word;
     conflict_holder_ = holder;
   }
-  struct Op {
-    GlobalAddress addr;
-    const char* src;
-    size_t bytes;
-  };
-  // The redo log of the commit (in *log) and the writes it describes (pointing into *log).
-  Status plan_commit(std::string* log, std::vector<Op>* ops);
-  runtime::Task<Status> write_ops(const std::vector<Op>& ops);
-  // A log slot held by a transaction (movable; given back when dropped).
+  // Validation and commit (src/txn/commit.cc).
+  runtime::Task<Status> validate();
+  Status plan_commit(CommitPlan* plan);
+  runtime::Task<Status> write_images(const CommitPlan& plan);
+  void keep_for_recovery(Status s);
+
+  // A log slot held by a transaction (movable; given back to its coordinator when dropped).
   struct SlotHold {
-    TxnClient* tc = nullptr;
-    uint32_t index = TxnClient::kNoSlot;
+    static constexpr uint32_t kNone = UINT32_MAX;
+    TxnContext* ctx = nullptr;
+    uint32_t index = kNone;
     SlotHold() = default;
-    explicit SlotHold(TxnClient* t) : tc(t) {}
-    SlotHold(SlotHold&& o) noexcept : tc(o.tc), index(std::exchange(o.index, TxnClient::kNoSlot)) {}
+    explicit SlotHold(TxnContext* c) : ctx(c) {}
+    SlotHold(SlotHold&& o) noexcept : ctx(o.ctx), index(std::exchange(o.index, kNone)) {}
     SlotHold& operator=(SlotHold&& o) noexcept {
-      std::swap(tc, o.tc);
+      std::swap(ctx, o.ctx);
       std::swap(index, o.index);
       return *this;
     }
     ~SlotHold() { reset(); }
-    void reset() {
-      if (index != TxnClient::kNoSlot) tc->give_slot(std::exchange(index, TxnClient::kNoSlot));
-    }
+    void reset();
     // The slot's log may be stale (a failed clear): never reuse it.
-    void retire() { index = TxnClient::kNoSlot; }
+    void retire();
   };
 
-  TxnClient* tc_ = nullptr;
+  TxnContext* ctx_ = nullptr;
   SlotHold log_slot_;
   bool log_written_ = false;  // the slot's state may be kLogCommitting: clear it when unlocking
   GlobalAddress conflict_word_;

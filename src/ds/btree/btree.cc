@@ -1,5 +1,6 @@
-// BTree: creation, opening, the read path (locate, get, scan) and the diagnostic walk.
-// Writes, locks, splits and unlinking are in write.cc.
+// BTree: creation, opening and the read path (fetch, locate, get, scan). Page locks and
+// write-back are in page_lock.cc, leaf writes in write.cc, splits in split.cc, unlinking in
+// unlink.cc, the diagnostic walk in check.cc.
 #include "farmem/ds/btree/btree.h"
 
 #include <fmt/format.h>
@@ -172,8 +173,8 @@ Task<Result<std::unique_ptr<BTree>>> BTree::open(client::ThreadClient* c, std::s
   std::unique_ptr<BTree> t(
       new BTree(c, o, std::move(*object), m.page_bytes, m.inline_value_bytes, m.tree_id));
   t->meta_ = *root;
-  uint32_t reads = 0;
-  Status st = co_await t->refresh_root(&reads);
+  OpContext op;
+  Status st = co_await t->refresh_root(op);
   FARMEM_CO_TRY(st);
   co_return t;
 }
@@ -195,21 +196,21 @@ Task<void> BTree::reclaim(bool wait_for_all) { co_await reclaimer_.reclaim(wait_
 // ------------------------------------------------------------------------------------------
 // Reading pages
 
-Task<Status> BTree::read_page(GlobalAddress a, char* buf, uint32_t* reads) {
-  ++*reads;
+Task<Status> BTree::read_page(OpContext& op, GlobalAddress a, char* buf) {
+  ++op.round_trips;
   ++stats_.page_reads;
   Status st = co_await client_->read(a, buf, page_bytes_);
   co_return st;
 }
 
-Task<Status> BTree::refresh_root(uint32_t* reads) {
+Task<Status> BTree::refresh_root(OpContext& op) {
   uint64_t root = 0;
   Status st = co_await client_->read(meta_, &root, 8);
   FARMEM_CO_TRY(st);
   BufRef buf(this);
   PageView v;
   bool foreign = false;
-  st = co_await fetch(GlobalAddress::unpack(root), buf.get(), &v, &foreign, reads);
+  st = co_await fetch(op, GlobalAddress::unpack(root), buf.get(), &v, &foreign);
   FARMEM_CO_TRY(st);
   if (foreign) co_return Internal("the B+tree's root page is not a live page of the tree");
   // Another coroutine may have seen a newer root meanwhile: keep the higher one.
@@ -220,13 +221,13 @@ Task<Status> BTree::refresh_root(uint32_t* reads) {
   co_return OkStatus();
 }
 
-Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign, uint32_t* reads,
+Task<Status> BTree::fetch(OpContext& op, GlobalAddress a, char* buf, PageView* v, bool* foreign,
                           bool locked) {
   *foreign = false;
   runtime::Backoff backoff(client_->backoff_policy(), client_->scheduler());
   uint64_t torn_since = 0;
   for (uint32_t attempt = 0;; ++attempt) {
-    Status st = co_await read_page(a, buf, reads);
+    Status st = co_await read_page(op, a, buf);
     FARMEM_CO_TRY(st);
     const PageView::Check c = v->parse(buf, page_bytes_, tree_id_);
     if (c == PageView::Check::kWhole) {
@@ -261,8 +262,8 @@ Task<Status> BTree::fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign
   }
 }
 
-Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, GlobalAddress* addr,
-                           PageView* v, uint32_t* reads) {
+Task<Status> BTree::locate(OpContext& op, std::string_view key, uint32_t level, char* buf,
+                           GlobalAddress* addr, PageView* v) {
   GlobalAddress a;
   Via via = Via::kRoot;
   if (level == 0) {
@@ -270,13 +271,13 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
     if (!a.is_null()) via = Via::kHint;
   }
   if (a.is_null()) {
-    if (root_.is_null()) FARMEM_CO_TRY(co_await refresh_root(reads));
+    if (root_.is_null()) FARMEM_CO_TRY(co_await refresh_root(op));
     a = root_;
   }
   bool refreshed = false;
   for (uint32_t steps = 0; steps < options_.max_attempts; ++steps) {
     bool foreign = false;
-    Status st = co_await fetch(a, buf, v, &foreign, reads);
+    Status st = co_await fetch(op, a, buf, v, &foreign);
     FARMEM_CO_TRY(st);
     if (foreign || v->below(key)) {
       // A stale pointer (the cache, or a page unlinked since its parent was read): start over
@@ -302,7 +303,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
       // Started below the level wanted: the cached root is stale, or the tree is lower.
       if (!refreshed) {
         refreshed = true;
-        FARMEM_CO_TRY(co_await refresh_root(reads));
+        FARMEM_CO_TRY(co_await refresh_root(op));
         if (root_level_ >= level) {
           a = root_;
           via = Via::kRoot;
@@ -318,7 +319,7 @@ Task<Status> BTree::locate(std::string_view key, uint32_t level, char* buf, Glob
   co_return RetriesExhausted("B+tree descent (pages kept moving)", options_.max_attempts);
 }
 
-Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value, uint32_t* reads) {
+Task<Status> BTree::read_value(OpContext& op, const PageView& v, uint32_t i, std::string* value) {
   if (!v.out_of_place(i)) {
     value->assign(v.inline_value(i));
     co_return OkStatus();
@@ -326,7 +327,7 @@ Task<Status> BTree::read_value(const PageView& v, uint32_t i, std::string* value
   const std::string_view key = v.key(i);
   std::string buf(kv_block_bytes(key.size(), v.block_value_bytes(i)), '\0');
   ++stats_.block_reads;
-  ++*reads;
+  ++op.round_trips;
   Status st = co_await client_->read(GlobalAddress::unpack(v.block(i)), buf.data(), buf.size());
   FARMEM_CO_TRY(st);
   KvBlockView b;
@@ -348,7 +349,7 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
   FARMEM_CO_TRY(check_key(key));
   ++stats_.gets;
   BufRef buf(this);
-  uint32_t reads = 0;
+  OpContext op;  // this get's own round trips (coroutines of the handle interleave)
   Result<bool> result = false;
   for (uint32_t attempt = 0;; ++attempt) {
     GlobalAddress a;
@@ -361,7 +362,7 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
     if (attempt == 0) {
       a = cache_.leaf_for(key);
       if (!a.is_null()) {
-        ++reads;
+        ++op.round_trips;
         ++stats_.page_reads;
         st = co_await client_->read(a, buf.get(), page_bytes_);
         if (!st.ok()) {
@@ -375,7 +376,7 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
       }
     }
     if (!located) {
-      st = co_await locate(key, 0, buf.get(), &a, &v, &reads);
+      st = co_await locate(op, key, 0, buf.get(), &a, &v);
       if (!st.ok()) {
         result = st;
         break;
@@ -391,12 +392,12 @@ Task<Result<bool>> BTree::get(std::string_view key, std::string* value) {
       result = true;
       break;
     }
-    st = co_await read_value(v, i, value, &reads);
+    st = co_await read_value(op, v, i, value);
     if (st.code() == StatusCode::kUnavailable && attempt < options_.max_attempts) continue;
     result = st.ok() ? Result<bool>(true) : Result<bool>(st);
     break;
   }
-  stats_.get_page_reads += reads;
+  stats_.get_page_reads += op.round_trips;
   co_return result;
 }
 
@@ -406,11 +407,11 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
   if (!from.empty()) FARMEM_CO_TRY(check_key(from));
   ++stats_.scans;
   BufRef buf(this);
-  uint32_t reads = 0;
+  OpContext op;
   std::string next(from);  // every key < next has been dealt with
   GlobalAddress a;
   PageView v;
-  Status st = co_await locate(next, 0, buf.get(), &a, &v, &reads);
+  Status st = co_await locate(op, next, 0, buf.get(), &a, &v);
   FARMEM_CO_TRY(st);
   for (;;) {
     // v covers next: take its keys >= next, then move on to its high fence.
@@ -419,7 +420,7 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
       if (!to.empty() && k >= to) co_return OkStatus();
       if (limit != 0 && out->size() >= limit) co_return OkStatus();
       std::string value;
-      st = co_await read_value(v, i, &value, &reads);
+      st = co_await read_value(op, v, i, &value);
       if (st.code() == StatusCode::kUnavailable) break;  // re-read this page (below)
       FARMEM_CO_TRY(st);
       out->emplace_back(std::string(k), std::move(value));
@@ -437,74 +438,14 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
       // The sibling covers [high, ...) unless it changed since: checked below.
       a = GlobalAddress::unpack(v.sibling());
       bool foreign = false;
-      st = co_await fetch(a, buf.get(), &v, &foreign, &reads);
+      st = co_await fetch(op, a, buf.get(), &v, &foreign);
       FARMEM_CO_TRY(st);
       if (!foreign && !v.below(next) && !v.beyond(next) && v.leaf()) continue;
       ++stats_.restarts;
     }
-    st = co_await locate(next, 0, buf.get(), &a, &v, &reads);
+    st = co_await locate(op, next, 0, buf.get(), &a, &v);
     FARMEM_CO_TRY(st);
   }
 }
-
-// ------------------------------------------------------------------------------------------
-// The diagnostic walk
-
-Task<Status> BTree::check(std::vector<uint64_t>* pages) {
-  pages->clear();
-  uint32_t reads = 0;
-  FARMEM_CO_TRY(co_await refresh_root(&reads));
-  BufRef buf(this);
-  // The leftmost page of each level, from the root down by child0.
-  std::vector<GlobalAddress> leftmost;
-  GlobalAddress a = root_;
-  for (;;) {
-    PageView v;
-    bool foreign = false;
-    FARMEM_CO_TRY(co_await fetch(a, buf.get(), &v, &foreign, &reads));
-    if (foreign) co_return Internal("the leftmost path reaches a dead or foreign page");
-    leftmost.push_back(a);
-    if (v.leaf()) break;
-    a = GlobalAddress::unpack(v.header().child0);
-  }
-  std::reverse(leftmost.begin(), leftmost.end());
-  for (uint32_t level = 0; level < leftmost.size(); ++level) {
-    uint64_t count = 0;
-    std::string prev_high;
-    bool first = true;
-    for (GlobalAddress p = leftmost[level]; !p.is_null();) {
-      PageView v;
-      bool foreign = false;
-      FARMEM_CO_TRY(co_await fetch(p, buf.get(), &v, &foreign, &reads));
-      const std::string where =
-          fmt::format("page {}:{:#x} at level {}", p.node(), p.offset(), level);
-      if (foreign) co_return Internal(where + " is dead or foreign but linked");
-      if (v.level() != level) co_return Internal(where + " has the wrong level");
-      if (!v.check_entries()) co_return Internal(where + " has an entry outside the page");
-      if (first != v.low_infinite() || (!first && v.low() != prev_high)) {
-        co_return Internal(where + "'s low fence is not its left neighbour's high fence");
-      }
-      for (uint32_t i = 0; i < v.count(); ++i) {
-        if (v.below(v.key(i)) || v.beyond(v.key(i)) || (i > 0 && !(v.key(i - 1) < v.key(i)))) {
-          co_return Internal(where + " holds a key out of order or outside its fences");
-        }
-      }
-      ++count;
-      first = false;
-      if (v.high_infinite()) {
-        if (v.sibling() != 0) co_return Internal(where + " is rightmost but has a sibling");
-        break;
-      }
-      prev_high.assign(v.high());
-      p = GlobalAddress::unpack(v.sibling());
-      if (p.is_null()) co_return Internal(where + " has a high fence but no sibling");
-    }
-    pages->push_back(count);
-  }
-  co_return OkStatus();
-}
-
-// ------------------------------------------------------------------------------------------
-// Blocking wrappers
 
 }  // namespace farmem::ds::btree

@@ -5,6 +5,8 @@
 #include <xxh_x86dispatch.h>  // XXH3_64bits_dispatch: the AVX2/AVX-512 code when the CPU has it
 #endif
 
+#include "farmem/common/check.h"
+
 namespace farmem::ds::btree {
 
 uint64_t page_checksum(const char* image) {
@@ -49,7 +51,7 @@ bool PageView::check_entries() const {
     if (o < first || o + kEntryHeaderBytes > end) return false;
     uint16_t k, v;
     std::memcpy(&k, image_ + o, 2);
-    std::memcpy(&v, image_ + o + 2, 2);
+    std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
     uint32_t tail = kChildBytes;
     if (h_.level == 0) tail = v == kOutOfPlace ? kOutOfPlaceBytes : v;
     if (k == 0 || k > kMaxKeyBytes || o + kEntryHeaderBytes + k + tail > end) return false;
@@ -66,7 +68,7 @@ std::string_view PageView::key(uint32_t i) const {
 
 bool PageView::out_of_place(uint32_t i) const {
   uint16_t v;
-  std::memcpy(&v, image_ + offset(i) + 2, 2);
+  std::memcpy(&v, image_ + offset(i) + kEntryVinfoAt, 2);
   return v == kOutOfPlace;
 }
 
@@ -74,7 +76,7 @@ std::string_view PageView::inline_value(uint32_t i) const {
   const uint16_t o = offset(i);
   uint16_t k, v;
   std::memcpy(&k, image_ + o, 2);
-  std::memcpy(&v, image_ + o + 2, 2);
+  std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
   return std::string_view(image_ + o + kEntryHeaderBytes + k, v);
 }
 
@@ -88,7 +90,7 @@ uint64_t PageView::block(uint32_t i) const {
 uint32_t PageView::block_value_bytes(uint32_t i) const {
   std::string_view k = key(i);
   uint32_t n;
-  std::memcpy(&n, k.data() + k.size() + 8, 4);
+  std::memcpy(&n, k.data() + k.size() + kOutOfPlaceSizeAt, 4);
   return n;
 }
 
@@ -96,7 +98,7 @@ std::string_view PageView::raw(uint32_t i) const {
   const uint16_t o = offset(i);
   uint16_t k, v;
   std::memcpy(&k, image_ + o, 2);
-  std::memcpy(&v, image_ + o + 2, 2);
+  std::memcpy(&v, image_ + o + kEntryVinfoAt, 2);
   uint32_t tail = kChildBytes;
   if (h_.level == 0) tail = v == kOutOfPlace ? kOutOfPlaceBytes : v;
   return std::string_view(image_ + o, kEntryHeaderBytes + k + tail);
@@ -157,6 +159,13 @@ uint32_t PageDraft::used() const {
 }
 
 void PageDraft::encode(char* out, uint32_t page_bytes) const {
+  const uint32_t used_bytes = used();
+  FARMEM_ASSERT(sizeof(PageHeader) + used_bytes <= page_bytes, "a draft fits its page");
+  FARMEM_ASSERT((low_infinite || low.size() <= kMaxKeyBytes) &&
+                    (high_infinite || high.size() <= kMaxKeyBytes),
+                "fences are keys within the key limit");
+  FARMEM_ASSERT(level < kMaxLevels && (level == 0 || child0 != 0) && tree_id != 0,
+                "a page's level is below the height limit, an internal page has child0");
   std::memset(out, 0, page_bytes);
   PageHeader h{};
   h.magic = kPageMagic;
@@ -167,7 +176,7 @@ void PageDraft::encode(char* out, uint32_t page_bytes) const {
   h.child0 = child0;
   h.low_len = low_infinite ? kInfinite : static_cast<uint16_t>(low.size());
   h.high_len = high_infinite ? kInfinite : static_cast<uint16_t>(high.size());
-  h.used = static_cast<uint16_t>(used());
+  h.used = static_cast<uint16_t>(used_bytes);
   h.tree_id = tree_id;
   char* p = out + sizeof(PageHeader);
   if (!low_infinite) {
@@ -196,13 +205,15 @@ std::string entry_head(std::string_view key, uint16_t vinfo, size_t tail) {
   std::string e(kEntryHeaderBytes + key.size() + tail, '\0');
   const uint16_t k = static_cast<uint16_t>(key.size());
   std::memcpy(e.data(), &k, 2);
-  std::memcpy(e.data() + 2, &vinfo, 2);
+  std::memcpy(e.data() + kEntryVinfoAt, &vinfo, 2);
   std::memcpy(e.data() + kEntryHeaderBytes, key.data(), key.size());
   return e;
 }
 }  // namespace
 
 std::string leaf_entry(std::string_view key, std::string_view value) {
+  FARMEM_ASSERT(!key.empty() && key.size() <= kMaxKeyBytes && value.size() < kOutOfPlace,
+                "a leaf entry's key and inline value fit their 16-bit fields");
   std::string e = entry_head(key, static_cast<uint16_t>(value.size()), value.size());
   if (!value.empty())
     std::memcpy(e.data() + kEntryHeaderBytes + key.size(), value.data(), value.size());
@@ -210,13 +221,18 @@ std::string leaf_entry(std::string_view key, std::string_view value) {
 }
 
 std::string out_of_place_entry(std::string_view key, uint64_t block, uint32_t value_bytes) {
+  FARMEM_ASSERT(
+      !key.empty() && key.size() <= kMaxKeyBytes && block != 0 && value_bytes <= kMaxValueBytes,
+      "an out-of-place entry names a block of a value within the limit");
   std::string e = entry_head(key, kOutOfPlace, kOutOfPlaceBytes);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size(), &block, 8);
-  std::memcpy(e.data() + kEntryHeaderBytes + key.size() + 8, &value_bytes, 4);
+  std::memcpy(e.data() + kEntryHeaderBytes + key.size() + kOutOfPlaceSizeAt, &value_bytes, 4);
   return e;
 }
 
 std::string internal_entry(std::string_view key, uint64_t child) {
+  FARMEM_ASSERT(!key.empty() && key.size() <= kMaxKeyBytes && child != 0,
+                "an internal entry is a separator key and a child");
   std::string e = entry_head(key, 0, kChildBytes);
   std::memcpy(e.data() + kEntryHeaderBytes + key.size(), &child, 8);
   return e;

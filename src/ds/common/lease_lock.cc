@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 
 namespace farmem::ds {
@@ -54,6 +55,9 @@ Task<Result<LeaseLock::Attempt>> LeaseLock::acquire(uint64_t deadline_ns) {
 }
 
 Task<Status> LeaseLock::release() {
+  // Only a holder releases, and a holder's word names its session (try_acquire refuses without
+  // one): releasing with no session would "succeed" on a free word it never held.
+  FARMEM_ASSERT(me_ != 0, "a lease lock is released by the session that holds it");
   uint64_t found = 0;
   Status s = co_await client_->cas(word_, me_, 0, &found);
   FARMEM_CO_TRY(s);

@@ -7,20 +7,19 @@
 #include <cstring>
 
 #include "farmem/client/cluster.h"
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/common/lease_lock.h"
 #include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
+#include "op_context.h"
 
 namespace farmem::ds::hash {
 
 using client::Batch;
 using runtime::Task;
 
-std::string subtable_image(uint32_t main_log2, uint32_t depth, uint32_t suffix);
-
 namespace {
-
-uint64_t mask(uint32_t depth) { return depth >= 64 ? ~0ull : (1ull << depth) - 1; }
 
 // Reads of a whole subtable and CAS rounds are cut into pieces of this many bytes / operations.
 constexpr uint64_t kSplitReadBytes = 256 * 1024;
@@ -42,7 +41,7 @@ Task<Result<bool>> HashTable::split(Shard& s, const KeyHash& kh) {
   const GlobalAddress sub = subtable_of(s, kh);
   SubtableHeader h{};
   FARMEM_CO_TRY(co_await client_->read(sub, &h, sizeof(h)));
-  if (h.local_depth > kMaxDepth || (kh.h1 & mask(h.local_depth)) != h.suffix) {
+  if (h.local_depth > kMaxDepth || (kh.h1 & suffix_mask(h.local_depth)) != h.suffix) {
     co_return false;  // our directory is stale
   }
   if (h.lock == 0 && h.local_depth >= max_depth_) {
@@ -197,12 +196,13 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
     }
   }
   const uint32_t d = h.local_depth;
+  OpContext op(s);  // (a split's reads are not the inserting operation's round trips)
   for (size_t first = 0; first < items.size(); first += kSplitOpsPerBatch) {
     const size_t n = std::min(kSplitOpsPerBatch, items.size() - first);
     std::vector<Match> cands;
     for (size_t i = 0; i < n; ++i) cands.push_back(Match{0, 0, items[first + i].word, 0, 0});
     std::vector<std::string> bufs;
-    FARMEM_CO_TRY(co_await read_blocks(s, cands, &bufs, nullptr));
+    FARMEM_CO_TRY(co_await read_blocks(op, cands, &bufs));
     for (size_t i = 0; i < n; ++i) {
       KvBlockView v;
       size_t need = 0;
@@ -321,12 +321,13 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
   // Entries first (readers only look below the published depth, and check bucket headers),
   // then depth and epoch. Recomputed from the current entries, so running it twice is harmless.
   const uint32_t new_g = std::max(g, d + 1);
+  FARMEM_ASSERT(new_g <= kMaxDepth, "the entries fit the directory (checked just above)");
   entries.resize(size_t{1} << new_g);
   for (size_t i = size_t{1} << g; i < entries.size(); ++i) {
     entries[i] = entries[i & ((size_t{1} << g) - 1)];
   }
   for (uint64_t i = 0; i < entries.size(); ++i) {
-    if ((i & mask(d)) != x) continue;
+    if ((i & suffix_mask(d)) != x) continue;
     entries[i] = dir_entry(((i >> d) & 1) ? intent.intent_half1 : intent.intent_half0, d + 1);
   }
   const uint64_t record[4] = {intent.intent_sub, intent.intent_half0, intent.intent_half1,
@@ -375,7 +376,7 @@ Task<Status> HashTable::publish_split(Shard& s, GlobalAddress sub, uint32_t d, u
   }
   size_t pointing = 0, mine = 0;
   for (uint64_t i = 0; st.ok() && i < entries.size(); ++i) {
-    if ((i & mask(d)) != x) continue;
+    if ((i & suffix_mask(d)) != x) continue;
     ++mine;
     if (dir_entry_offset(entries[i]) == sub.offset()) ++pointing;
   }
@@ -412,7 +413,8 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
     Status rel = co_await (*dl)->release();
     FARMEM_CO_TRY(rel);
   }
-  FARMEM_CO_TRY(co_await refresh_directory(s));
+  OpContext op(s);  // (recovery's reads are not the waiting operation's round trips)
+  FARMEM_CO_TRY(co_await refresh_directory(op));
   bool pointed = false;
   for (uint64_t e : s.entries) pointed = pointed || dir_entry_offset(e) == sub.offset();
   if (!pointed || (h.half0 != 0 && h.half1 != 0)) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 
 namespace farmem::kv {
@@ -161,6 +162,10 @@ void Coalescer::post(Lane* lane, OpsMessage* m) {
     fail(m, NotFound(fmt::format("no memory node with id {}", lane->node_)));
     return;
   }
+  FARMEM_ASSERT(!m->slots.empty() && m->slots.size() == m->request.count() &&
+                    m->request.count() <= w::kMaxOpsPerMessage &&
+                    m->request.bytes() <= w::kMaxRpcPayloadBytes,
+                "a kOps message fits the wire limits");
   m->done.remaining = 0;
   m->done.status = OkStatus();
   Status s = lane->ep_->post_rpc(static_cast<uint16_t>(w::KvOpcode::kOps), m->request.data(),
@@ -194,6 +199,7 @@ void Coalescer::on_done(fabric::Completion* c) {
 
 void Coalescer::finish(OpsMessage* m) {
   NodeWindow* win = m->window;
+  FARMEM_ASSERT(win->in_flight > 0, "a finished message was in flight");
   --win->in_flight;
   if (!win->blocked.empty() && !window_pending_) {
     window_pending_ = true;  // posting is not allowed inside a completion callback

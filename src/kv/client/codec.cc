@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "farmem/common/check.h"
+
 namespace farmem::kv {
 namespace {
 
@@ -24,6 +26,10 @@ void OpsRequest::reset(uint64_t pool) {
 
 void OpsRequest::add(w::KvOp op, uint8_t flags, std::string_view key, std::string_view value) {
   if (op != w::KvOp::kPut) value = {};
+  // The buffer holds one message: callers check fits() first (the coalescer asserts each
+  // message's size before it is posted; checking every operation too is for debug builds).
+  FARMEM_DCHECK(fits(key.size(), value.size(), w::kMaxOpsPerMessage),
+                "a kOps message stays within the wire limits");
   bytes_ += write_op(buf_.get() + bytes_, op, flags, key, value);
   ++count_;
   const uint32_t count = count_;

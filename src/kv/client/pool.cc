@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
 #include "farmem/kv/codec.h"
 #include "farmem/kv/record.h"
-#include "farmem/kv/store.h"
+#include "pool_context.h"
 
 namespace farmem::kv {
 
@@ -20,16 +19,17 @@ namespace {
 constexpr uint8_t kPutFlags = w::kPutCreateOnly | w::kPutDontOverwrite;
 }
 
-Pool::Pool(Store* store, std::string name, uint16_t node, const w::KvPoolReply& reply, uint32_t id)
-    : store_(store),
+Pool::Pool(PoolContext* context, std::string name, uint16_t node, const w::KvPoolReply& reply,
+           uint32_t id)
+    : context_(context),
       name_(std::move(name)),
       handle_(reply.pool),
       node_(node),
       id_(id),
       capacity_bytes_(reply.capacity_bytes),
       created_((reply.flags & w::kPoolReplyCreated) != 0),
-      one_sided_(store->one_sided(node)),
-      lane_(&store->coalescer_, reply.pool, node, store->client_->endpoint(node)) {}
+      one_sided_(context->one_sided(node)),
+      lane_(&context->coalescer, reply.pool, node, context->client->endpoint(node)) {}
 
 Pool::~Pool() = default;
 
@@ -49,12 +49,21 @@ Status Pool::check_open() const {
 }
 
 void Pool::remember(uint64_t hash, const w::KvOpReply& reply) {
-  store_->cache_.store(id_, hash, RecordLocation{reply.record, reply.version, reply.record_bytes});
+  context_->cache.store(id_, hash, RecordLocation{reply.record, reply.version, reply.record_bytes});
+}
+
+Task<Status> Pool::close() {
+  if (!open_) co_return InvalidArgument(fmt::format("pool '{}' is not open", name_));
+  std::vector<uint8_t> reply;
+  Status s = co_await call(w::KvOpcode::kPoolClose, encode_pool_ref(handle_), &reply, 0);
+  // Whatever the node answered, this handle is done (a session's handles close with it).
+  open_ = false;
+  co_return s;
 }
 
 Task<Status> Pool::call(w::KvOpcode opcode, std::string request, std::vector<uint8_t>* reply,
                         uint32_t reply_capacity) {
-  Status s = co_await store_->call(node_, opcode, std::move(request), reply, reply_capacity);
+  Status s = co_await context_->call(node_, opcode, std::move(request), reply, reply_capacity);
   co_return s;
 }
 
@@ -77,18 +86,34 @@ bool accept_copy(const RecordLocation& loc, std::string_view key, std::string* v
   return true;
 }
 
+// The same for a copy in the get's frame: the value is copied out into *value.
+bool accept_frame_copy(uint8_t* copy, const RecordLocation& loc, std::string_view key,
+                       std::string* value) {
+  uint64_t value_bytes = 0;
+  const size_t at = check_record_copy(copy, loc.record_bytes, key, loc.version, &value_bytes);
+  if (at == 0) return false;
+  value->assign(reinterpret_cast<const char*>(copy + at), value_bytes);
+  return true;
+}
+
+// The value size a cached record of `key` suggests (the get's reply budget): its record's
+// bytes after the header and key.
+size_t value_bytes_hint(const RecordLocation& loc, std::string_view key) {
+  return loc.record_bytes - std::min<size_t>(loc.record_bytes, record_bytes(key.size(), 0));
+}
+
 }  // namespace
 
 Task<bool> Pool::read_record(const RecordLocation& loc, std::string_view key, std::string* value) {
   value->resize(loc.record_bytes);
-  Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), value->data(),
-                                            loc.record_bytes);
+  Status s = co_await context_->client->read(GlobalAddress(node_, loc.record), value->data(),
+                                             loc.record_bytes);
   co_return s.ok() && accept_copy(loc, key, value);
 }
 
 Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
   FARMEM_CO_TRY(check_key(key));
-  StoreStats& st = store_->stats_;
+  StoreStats& st = context_->stats;
   ++st.gets;
   uint64_t hash = 0;
   size_t hint = 0;
@@ -96,25 +121,19 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     hash = LocationCache::key_hash(id_, key);
     // The cache entry is likely a cache miss: start loading it and let the thread's other
     // coroutines run meanwhile, when there are any (as the hash table's speculative get does).
-    store_->cache_.prefetch(hash);
-    runtime::Scheduler& sched = store_->client_->scheduler();
+    context_->cache.prefetch(hash);
+    runtime::Scheduler& sched = context_->client->scheduler();
     if (sched.others_ready()) co_await sched.yield();
     RecordLocation loc;
-    if (store_->cache_.lookup(id_, hash, &loc)) {
+    if (context_->cache.lookup(id_, hash, &loc)) {
       ++st.get_round_trips;
       // Inline rather than read_record(): the hit path is the one that counts.
       bool hit = false;
       if (loc.record_bytes <= kFrameRecordBytes) {
         alignas(8) uint8_t copy[kFrameRecordBytes];  // frames are not over-aligned
-        Status s = co_await store_->client_->read(GlobalAddress(node_, loc.record), copy,
-                                                  loc.record_bytes);
-        uint64_t value_bytes = 0;
-        const size_t at =
-            s.ok() ? check_record_copy(copy, loc.record_bytes, key, loc.version, &value_bytes) : 0;
-        if (at != 0) {
-          value->assign(reinterpret_cast<const char*>(copy + at), value_bytes);
-          hit = true;
-        }
+        Status s = co_await context_->client->read(GlobalAddress(node_, loc.record), copy,
+                                                   loc.record_bytes);
+        hit = s.ok() && accept_frame_copy(copy, loc, key, value);
       } else {
         hit = co_await read_record(loc, key, value);
       }
@@ -122,7 +141,7 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
         ++st.one_sided_hits;
         co_return true;
       }
-      hint = loc.record_bytes - std::min<size_t>(loc.record_bytes, 32 + key.size());
+      hint = value_bytes_hint(loc, key);
     }
     ++st.one_sided_misses;
   }
@@ -131,11 +150,11 @@ Task<Result<bool>> Pool::get(std::string_view key, std::string* value) {
     slot.op = w::KvOp::kGet;
     slot.value = value;
     ++st.get_round_trips;
-    co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {}, hint);
+    co_await context_->coalescer.submit(&lane_, &slot, 0, key, {}, hint);
     FARMEM_CO_TRY(slot.status);
     const w::KvOpReply& r = slot.reply;
     if (r.status == static_cast<int32_t>(StatusCode::kNotFound)) {
-      if (one_sided_) store_->cache_.forget(id_, hash);
+      if (one_sided_) context_->cache.forget(id_, hash);
       co_return false;
     }
     FARMEM_CO_TRY(op_status(r.status, w::KvOp::kGet, name_, key.size()));
@@ -175,7 +194,7 @@ Task<Result<bool>> Pool::get_located(std::string_view key, std::string* value) {
   value->resize(bytes);
   Status s;
   if (bytes > 0) {
-    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), value->data(), bytes);
+    s = co_await context_->client->read(GlobalAddress(node_, loc->address), value->data(), bytes);
   }
   Status r = co_await release(loc->token, 0);
   FARMEM_CO_TRY(s);
@@ -192,18 +211,18 @@ Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t fla
         fmt::format("values are at most {} bytes, not {}", w::kMaxValueBytes, value.size()));
   }
   if (existed != nullptr) *existed = false;
-  ++store_->stats_.puts;
+  ++context_->stats.puts;
   if (!put_fits_message(key.size(), value.size())) {
     Status s = co_await put_direct(key, value.data(), value.size(), flags, existed);
     co_return s;
   }
   OpSlot slot;
   slot.op = w::KvOp::kPut;
-  co_await store_->coalescer_.submit(&lane_, &slot, flags, key, value);
+  co_await context_->coalescer.submit(&lane_, &slot, flags, key, value);
   FARMEM_CO_TRY(slot.status);
   const uint64_t hash = one_sided_ ? LocationCache::key_hash(id_, key) : 0;
   if (slot.reply.status != 0) {
-    if (one_sided_) store_->cache_.forget(id_, hash);
+    if (one_sided_) context_->cache.forget(id_, hash);
     co_return op_status(slot.reply.status, w::KvOp::kPut, name_, key.size());
   }
   if (existed != nullptr) *existed = (slot.reply.flags & w::kReplyExisted) != 0;
@@ -213,12 +232,12 @@ Task<Status> Pool::put(std::string_view key, std::string_view value, uint8_t fla
 
 Task<Status> Pool::erase(std::string_view key) {
   FARMEM_CO_TRY(check_key(key));
-  ++store_->stats_.erases;
+  ++context_->stats.erases;
   OpSlot slot;
   slot.op = w::KvOp::kErase;
-  co_await store_->coalescer_.submit(&lane_, &slot, 0, key, {});
+  co_await context_->coalescer.submit(&lane_, &slot, 0, key, {});
   FARMEM_CO_TRY(slot.status);
-  if (one_sided_) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+  if (one_sided_) context_->cache.forget(id_, LocationCache::key_hash(id_, key));
   co_return op_status(slot.reply.status, w::KvOp::kErase, name_, key.size());
 }
 
@@ -233,9 +252,9 @@ Task<Result<w::KvLocateReply>> Pool::locate(std::string_view key, w::LocateMode 
   FARMEM_CO_TRY(s);
   w::KvLocateReply r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
-  ++store_->stats_.locates;
+  ++context_->stats.locates;
   if (one_sided_ && mode != w::LocateMode::kRead) {
-    store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+    context_->cache.forget(id_, LocationCache::key_hash(id_, key));
   }
   co_return r;
 }
@@ -256,7 +275,7 @@ Task<Result<uint64_t>> Pool::get_direct(std::string_view key, void* buffer, uint
     s = OutOfRange(
         fmt::format("the value of {} bytes does not fit in a {}-byte buffer", bytes, capacity));
   } else if (bytes > 0) {
-    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
+    s = co_await context_->client->read(GlobalAddress(node_, loc->address), buffer, bytes);
   }
   Status r = co_await release(loc->token, 0);
   FARMEM_CO_TRY(s);
@@ -287,7 +306,7 @@ Task<Status> Pool::put_direct(std::string_view key, const void* value, uint64_t 
   if (loc->length < bytes) {
     s = ProtocolError(fmt::format("locate gave {} bytes for a {}-byte value", loc->length, bytes));
   } else if (bytes > 0) {
-    s = co_await store_->client_->write(GlobalAddress(node_, loc->address), value, bytes);
+    s = co_await context_->client->write(GlobalAddress(node_, loc->address), value, bytes);
   }
   Status r = co_await release(loc->token, s.ok() ? 0 : w::kReleaseAbort);
   FARMEM_CO_TRY(s);
@@ -304,7 +323,7 @@ Task<Result<uint64_t>> Pool::read_range(std::string_view key, uint64_t offset, v
   const uint64_t bytes = std::min(loc->length, length);
   Status s;
   if (bytes > 0) {
-    s = co_await store_->client_->read(GlobalAddress(node_, loc->address), buffer, bytes);
+    s = co_await context_->client->read(GlobalAddress(node_, loc->address), buffer, bytes);
   }
   Status r = co_await release(loc->token, 0);
   FARMEM_CO_TRY(s);
@@ -323,7 +342,7 @@ Task<Status> Pool::write_range(std::string_view key, uint64_t offset, const void
     s = OutOfRange(fmt::format("bytes [{}, {}) pass the end of the {}-byte value", offset,
                                offset + length, loc->value_bytes));
   } else {
-    s = co_await store_->client_->write(GlobalAddress(node_, loc->address), data, length);
+    s = co_await context_->client->write(GlobalAddress(node_, loc->address), data, length);
   }
   Status r = co_await release(loc->token, 0);
   FARMEM_CO_TRY(s);
@@ -353,8 +372,7 @@ Task<Result<FindMatch>> Pool::find(std::string_view expression, uint64_t start) 
         fmt::format("find expressions are 1..{} bytes", w::kMaxFindExpressionBytes));
   }
   // Each request examines a bounded number of keys; the loop is bounded by one op timeout.
-  const uint64_t deadline =
-      now_ns() + uint64_t{store_->client_->cluster().config().options.op_timeout_ms} * 1'000'000;
+  const uint64_t deadline = now_ns() + context_->op_timeout_ns();
   for (;;) {
     std::vector<uint8_t> reply;
     Status s = co_await call(w::KvOpcode::kFind, encode_find(handle_, start, expression), &reply,
@@ -440,7 +458,7 @@ Task<Result<AdoResult>> Pool::invoke(w::KvOpcode opcode, std::string_view key,
   FARMEM_CO_TRY(s);
   AdoResult r;
   FARMEM_CO_TRY(decode_ado(reply.data(), reply.size(), &r));
-  if (one_sided_ && !key.empty()) store_->cache_.forget(id_, LocationCache::key_hash(id_, key));
+  if (one_sided_ && !key.empty()) context_->cache.forget(id_, LocationCache::key_hash(id_, key));
   co_return r;
 }
 
@@ -455,7 +473,5 @@ Task<Result<AdoResult>> Pool::invoke_put_ado(std::string_view key, std::string_v
   auto r = co_await invoke(w::KvOpcode::kInvokePutAdo, key, value, request, flags, 0);
   co_return r;
 }
-
-// ---- blocking twins --------------------------------------------------------------------------
 
 }  // namespace farmem::kv

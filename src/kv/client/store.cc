@@ -5,6 +5,7 @@
 #include "farmem/client/cluster.h"
 #include "farmem/kv/codec.h"
 #include "farmem/kv/pool.h"
+#include "pool_context.h"
 
 namespace farmem::kv {
 
@@ -32,25 +33,6 @@ Result<KvMode> parse_kv_mode(std::string_view text) {
 
 namespace {
 
-CoalescerOptions coalescer_options(client::ThreadClient* c, const StoreOptions& o) {
-  CoalescerOptions co;
-  co.coalesce = o.coalesce;
-  co.max_in_flight = o.max_in_flight;
-  co.max_ops = o.max_batch;
-  co.timeout_ns = uint64_t{c->cluster().config().options.op_timeout_ms} * 1'000'000;
-  return co;
-}
-
-// Whether gets on some node of the cluster read one-sidedly (else the cache stays unallocated).
-bool uses_cache(client::ThreadClient* c, const StoreOptions& o) {
-  if (o.mode == KvMode::kRpc) return false;
-  if (o.mode == KvMode::kOneTwoSided) return true;
-  for (const auto& n : c->cluster().nodes()) {
-    if (c->endpoint(n.node_id) != nullptr && !c->served(n.node_id)) return true;
-  }
-  return false;
-}
-
 Status check_name(std::string_view name) {
   if (name.empty() || name.size() > w::kMaxPoolNameBytes) {
     return InvalidArgument(
@@ -64,8 +46,7 @@ Status check_name(std::string_view name) {
 Store::Store(client::ThreadClient* client, const StoreOptions& options)
     : client_(client),
       options_(options),
-      coalescer_(client, coalescer_options(client, options)),
-      cache_(uses_cache(client, options) ? options.location_cache_log2 : -1) {}
+      context_(std::make_unique<PoolContext>(client, options)) {}
 
 Store::~Store() = default;
 
@@ -88,33 +69,13 @@ Result<std::unique_ptr<Store>> Store::open(client::ThreadClient* client, StoreOp
 
 uint16_t Store::node_of(std::string_view name) const { return client_->cluster().root_node(name); }
 
-bool Store::one_sided(uint16_t node) const {
-  switch (options_.mode) {
-    case KvMode::kRpc:
-      return false;
-    case KvMode::kOneTwoSided:
-      return cache_.enabled();
-    case KvMode::kAuto:
-      return cache_.enabled() && client_->endpoint(node) != nullptr && !client_->served(node);
-  }
-  return false;
-}
+bool Store::one_sided(uint16_t node) const { return context_->one_sided(node); }
 
 StoreStats Store::stats() const {
-  StoreStats s = stats_;
-  s.ops_messages = coalescer_.messages();
-  s.coalesced_ops = coalescer_.ops();
+  StoreStats s = context_->stats;
+  s.ops_messages = context_->coalescer.messages();
+  s.coalesced_ops = context_->coalescer.ops();
   return s;
-}
-
-Task<Status> Store::call(uint16_t node, w::KvOpcode opcode, std::string request,
-                         std::vector<uint8_t>* reply, uint32_t reply_capacity) {
-  reply->resize(reply_capacity);
-  uint32_t got = 0;
-  Status s = co_await client_->rpc(node, static_cast<uint16_t>(opcode), request.data(),
-                                   request.size(), reply->data(), reply_capacity, &got);
-  reply->resize(s.ok() ? got : 0);
-  co_return s;
 }
 
 Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, std::string name,
@@ -126,13 +87,13 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_or_create(w::KvOpcode opcode, st
   }
   const uint16_t node = node_of(name);
   std::vector<uint8_t> reply;
-  Status s =
-      co_await call(node, opcode, encode_pool_request(name, capacity_bytes, expected_count, flags),
-                    &reply, sizeof(w::KvPoolReply));
+  Status s = co_await context_->call(
+      node, opcode, encode_pool_request(name, capacity_bytes, expected_count, flags), &reply,
+      sizeof(w::KvPoolReply));
   FARMEM_CO_TRY(s);
   w::KvPoolReply r;
   FARMEM_CO_TRY(decode_fixed(reply.data(), reply.size(), &r));
-  co_return std::unique_ptr<Pool>(new Pool(this, std::move(name), node, r, next_pool_id_++));
+  co_return std::make_unique<Pool>(context_.get(), std::move(name), node, r, next_pool_id_++);
 }
 
 Task<Result<std::unique_ptr<Pool>>> Store::create_pool(std::string name, uint64_t capacity_bytes,
@@ -155,20 +116,15 @@ Task<Result<std::unique_ptr<Pool>>> Store::open_pool(std::string name, uint32_t 
 }
 
 Task<Status> Store::close_pool(Pool& pool) {
-  if (!pool.open_) co_return InvalidArgument(fmt::format("pool '{}' is not open", pool.name_));
-  std::vector<uint8_t> reply;
-  Status s =
-      co_await call(pool.node_, w::KvOpcode::kPoolClose, encode_pool_ref(pool.handle_), &reply, 0);
-  // Whatever the node answered, this handle is done (a session's handles close with it).
-  pool.open_ = false;
+  Status s = co_await pool.close();
   co_return s;
 }
 
 Task<Status> Store::delete_pool(std::string name) {
   FARMEM_CO_TRY(check_name(name));
   std::vector<uint8_t> reply;
-  Status s = co_await call(node_of(name), w::KvOpcode::kPoolDelete,
-                           encode_pool_request(name, 0, 0, 0), &reply, 0);
+  Status s = co_await context_->call(node_of(name), w::KvOpcode::kPoolDelete,
+                                     encode_pool_request(name, 0, 0, 0), &reply, 0);
   co_return s;
 }
 
@@ -178,8 +134,8 @@ Task<Result<std::vector<PoolListing>>> Store::list_pools() {
     uint32_t start = 0;
     for (;;) {
       std::vector<uint8_t> reply;
-      Status s = co_await call(n.node_id, w::KvOpcode::kPoolList, encode_list(start), &reply,
-                               w::kMaxRpcPayloadBytes);
+      Status s = co_await context_->call(n.node_id, w::KvOpcode::kPoolList, encode_list(start),
+                                         &reply, w::kMaxRpcPayloadBytes);
       FARMEM_CO_TRY(s);
       uint32_t entries = 0, total = 0;
       FARMEM_CO_TRY(decode_list(reply.data(), reply.size(), n.node_id, &all, &entries, &total));
@@ -192,8 +148,8 @@ Task<Result<std::vector<PoolListing>>> Store::list_pools() {
 
 Task<Result<std::vector<w::KvShardStats>>> Store::shard_stats(uint16_t node) {
   std::vector<uint8_t> reply;
-  Status s =
-      co_await call(node, w::KvOpcode::kShardStats, std::string(), &reply, w::kMaxRpcPayloadBytes);
+  Status s = co_await context_->call(node, w::KvOpcode::kShardStats, std::string(), &reply,
+                                     w::kMaxRpcPayloadBytes);
   FARMEM_CO_TRY(s);
   std::vector<w::KvShardStats> out;
   FARMEM_CO_TRY(decode_shard_stats(reply.data(), reply.size(), &out));

@@ -12,13 +12,15 @@ namespace w = wire;
 
 uint64_t record_checksum(uint64_t version, uint32_t key_bytes, uint32_t value_bytes,
                          const void* key, const void* value) {
-  uint8_t fixed[16];
-  std::memcpy(fixed, &version, 8);
-  std::memcpy(fixed + 8, &key_bytes, 4);
-  std::memcpy(fixed + 12, &value_bytes, 4);
+  // The covered header bytes, as the header lays them out.
+  w::KvRecordHeader h{};
+  h.version = version;
+  h.key_bytes = key_bytes;
+  h.value_bytes = value_bytes;
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, fixed, sizeof(fixed));
+  XXH3_64bits_update(&st, reinterpret_cast<const uint8_t*>(&h) + w::kRecordSummedBegin,
+                     w::kRecordSummedBytes);
   XXH3_64bits_update(&st, key, key_bytes);
   XXH3_64bits_update(&st, value, value_bytes);
   return XXH3_64bits_digest(&st);
@@ -34,10 +36,12 @@ size_t check_record_copy(uint8_t* copy, size_t bytes, std::string_view key, uint
       h.key_bytes != key.size() || record_bytes(h.key_bytes, h.value_bytes) != bytes) {
     return 0;
   }
-  // [8, 24) || key || value, made contiguous by moving the 16 bytes over the checksum field:
-  // the same bytes record_checksum hashes, in one call.
-  std::memmove(copy + 16, copy + 8, 16);
-  if (XXH3_64bits(copy + 16, bytes - 16) != h.checksum) return 0;
+  // The covered header bytes || key || value, made contiguous by moving the covered bytes up
+  // against the key (over the checksum field): the bytes record_checksum hashes, in one call.
+  constexpr size_t kSummedAt = kHeader - w::kRecordSummedBytes;
+  static_assert(kSummedAt >= w::kRecordSummedBegin);
+  std::memmove(copy + kSummedAt, copy + w::kRecordSummedBegin, w::kRecordSummedBytes);
+  if (XXH3_64bits(copy + kSummedAt, bytes - kSummedAt) != h.checksum) return 0;
   if (std::memcmp(copy + kHeader, key.data(), key.size()) != 0) return 0;
   *value_bytes = h.value_bytes;
   return kHeader + key.size();

@@ -24,7 +24,11 @@
 // next one starts a fresh process, except after a failed launch (a plugin that does not load or
 // refuses): for launch_retry_ns invocations get the same error at once without a new process
 // (a configure of other plugins or parameters ends the wait). Nothing here blocks: processes are
-// watched through the worker (WorkerContext::watch_fd) and read in poll(). Thread safety: the
+// watched through the worker (WorkerContext::watch_fd) and read in poll().
+//
+// Files: ado_manager.cc (the processes: launch, stop, pool events, polling),
+// ado_invocations.cc (the queue: invocations, signals, dispatch, answers) and ado_callbacks.h
+// (the plugins' store callbacks); ado_pool.h holds the per-pool state. Thread safety: the
 // shard's worker thread.
 #pragma once
 
@@ -37,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ado_pool.h"
 #include "ado_process.h"
 #include "hooks.h"
 #include "server_pool.h"
@@ -63,82 +68,54 @@ class AdoManager : public PoolHooks {
   pid_t pid_of(uint64_t pool) const;
 
  private:
-  struct Grant {
-    uint64_t token = 0;
-    std::string key;
-    wire::LocateMode mode = wire::LocateMode::kRead;
-    uint64_t address = 0;
-    uint64_t bytes = 0;
-  };
-  // One invocation or signal.
-  struct Job {
-    uint64_t work_id = 0;
-    uint16_t opcode = 0;
-    uint32_t flags = 0;   // wire::kAdo*
-    uint32_t signal = 0;  // FARMEM_ADO_SIGNAL_* (a signal), else 0
-    uint64_t value_size = 0;
-    std::string key, value, request;
-    std::optional<memnode::Responder> responder;  // none: async or signal
-    uint64_t enqueued_ns = 0;
-    // While it runs:
-    std::vector<Grant> grants;            // the target's first, then the callbacks'
-    std::vector<ado::RecordRef> listing;  // iterate's snapshot, taken at cursor 0
-    uint64_t detached_offset = 0, detached_bytes = 0;
-  };
   class Callbacks;
-  // A process and the object answering its callbacks (they live and die together).
-  struct Proc {
-    uint64_t pool = 0;  // the pool's handle
-    std::unique_ptr<Callbacks> callbacks;
-    std::unique_ptr<AdoProcess> process;
-    bool watched = false;
-  };
-  // A pool's ADO: its process, its queue.
-  struct PoolAdo {
-    uint64_t handle = 0;
-    std::string name;
-    Proc proc;
-    std::deque<Job> queue;
-    std::optional<Job> running;
-    std::map<uint64_t, uint64_t> allocations;    // ADO-allocated pool memory: offset -> bytes
-    std::vector<ado::RecordRef> launch_listing;  // iterate's snapshot outside an invocation
-    uint64_t last_read_ns = 0;
-    bool stopping = false;             // stop() in progress: nothing is dispatched
-    bool launched_before = false;      // an ADO was started for this pool (CREATE event sent)
-    std::vector<std::string> plugins;  // what the current process was launched with
-    std::map<std::string, std::string> params;
-    Status launch_failure;     // the last failed launch's error, refused until retry_at_ns
-    uint64_t retry_at_ns = 0;  // 0: no failed launch to wait out
-  };
 
   PoolAdo& ado_of(ServerPool& pool);
   PoolAdo* find(uint64_t handle);
+
+  // ---- the process (ado_manager.cc) ----
   // Starts the pool's ADO if it has none that lives.
   Status ensure_process(PoolAdo& a, ServerPool& pool);
-  // Dispatches queued jobs while the ADO is ready.
-  void pump(PoolAdo& a);
-  // Prepares and sends one job; false if it was answered at once (error, create-only).
-  bool dispatch(PoolAdo& a, ServerPool& pool, Job& job);
-  Status prepare(PoolAdo& a, ServerPool& pool, Job& job, ado::Work* work);
-  void on_done(uint64_t handle, Result<ado::Done> r);
-  // Releases the job's locks (publishing, or dropping new values when !ok).
-  void release(ServerPool* pool, Job& job, bool ok);
-  void answer(Job& job, const Status& s, std::string_view reply = {});
-  void fail_all(PoolAdo& a, const Status& why);
+  // The launch message of the pool's next process.
+  ado::Launch launch_of(const PoolAdo& a, const ServerPool& pool) const;
+  // Sets options_.node_address once the node's door is open.
+  Status resolve_node_address();
+  // Records a failed launch; returns the error invocations get until the retry time.
+  Status launch_failed(PoolAdo& a, const Status& why);
+  void on_launched(uint64_t handle, const AdoProcess* process, const Status& s);
   // Stops the pool's ADO (graceful; killed after the grace) and fails what waits.
   void stop(PoolAdo& a, const Status& why);
   void retire(PoolAdo& a);
-  // Records a failed launch; returns the error invocations get until the retry time.
-  Status launch_failed(PoolAdo& a, const Status& why);
+  void on_open(ServerPool& pool);
+  void on_close(ServerPool& pool, PoolAdo* a);
+  void on_delete(ServerPool& pool, PoolAdo* a);
+  void on_configured(ServerPool& pool, PoolAdo* a);
+
+  // ---- invocations and signals (ado_invocations.cc) ----
+  void enqueue(PoolAdo& a, AdoJob job);
+  // Dispatches queued jobs while the ADO is ready.
+  void pump(PoolAdo& a);
+  // Prepares and sends one job; false if it was answered at once (error, create-only).
+  bool dispatch(PoolAdo& a, ServerPool& pool, AdoJob& job);
+  Status prepare(PoolAdo& a, ServerPool& pool, AdoJob& job, ado::Work* work);
+  // The prepare steps: a signal's current value; an invocation's value (put or detached); the
+  // lock on its target key.
+  void prepare_signal(ServerPool& pool, const AdoJob& job, ado::Work* work);
+  Status prepare_value(PoolAdo& a, ServerPool& pool, const AdoJob& job, ado::Work* work);
+  Status lock_target(ServerPool& pool, AdoJob& job, ado::Work* work);
+  void on_done(uint64_t handle, Result<ado::Done> r);
+  // Releases the job's locks (publishing, or dropping new values when !ok).
+  void release(ServerPool* pool, AdoJob& job, bool ok);
+  void answer(AdoJob& job, const Status& s, std::string_view reply = {});
+  void fail_all(PoolAdo& a, const Status& why);
   Result<std::string> callback(uint64_t handle, const ado::Callback& c);
-  Result<std::string> callback_on(ServerPool& pool, PoolAdo& a, Job* job, const ado::Callback& c);
   std::string describe(const ServerPool& pool) const;
 
   Shard& shard_;
   AdoProcessOptions options_;
   uint64_t launch_retry_ns_;
   std::unordered_map<uint64_t, PoolAdo> pools_;  // by pool handle
-  std::vector<Proc> dying_;                      // stopped or failed, until reaped
+  std::vector<AdoProc> dying_;                   // stopped or failed, until reaped
   uint64_t next_work_ = 1;
   uint64_t dropped_signals_ = 0;
 };

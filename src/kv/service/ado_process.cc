@@ -65,7 +65,7 @@ Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
       return InvalidArgument(
           fmt::format("ADO plugin name '{}' of {} is not a file name", name, describe_));
     }
-    name = settings_.plugin_dir + "/" + name;
+    name = fmt::format("{}/{}", settings_.plugin_dir, name);
     if (name.size() > ado::kMaxNameBytes) {
       return InvalidArgument(fmt::format("ADO plugin path {} of {} exceeds {} bytes", name,
                                          describe_, ado::kMaxNameBytes));
@@ -89,6 +89,7 @@ Status AdoProcess::start(const ado::Launch& launch, uint64_t now_ns) {
   }
   std::vector<std::string> env = child_environment(settings_);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::string program = settings_.program;

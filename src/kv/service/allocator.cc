@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "farmem/common/check.h"
+
 namespace farmem::kv::service {
 
 namespace {
@@ -62,6 +64,8 @@ Result<uint64_t> PoolAllocator::allocate(uint64_t bytes, uint64_t now_ns) {
     carve_rest();
     FARMEM_TRY(refill());
   }
+  FARMEM_ASSERT(bump_end_ - bump_ >= need && bump_ % kUnit == 0,
+                "a small block is carved aligned from its chunk");
   const uint64_t off = bump_;
   bump_ += need;
   return off;
@@ -89,6 +93,8 @@ Status PoolAllocator::refill() {
   }
   auto b = source_.take(chunk_);
   FARMEM_TRY(b);
+  FARMEM_ASSERT(b->bytes >= chunk_ && b->offset % kUnit == 0,
+                "the heap gives aligned blocks of at least what was asked");
   used_ += b->bytes;
   bump_ = b->offset;
   bump_end_ = b->offset + b->bytes;
@@ -100,6 +106,7 @@ void PoolAllocator::carve_rest() {
   while (bump_end_ - bump_ >= kUnit) {
     const uint64_t left = bump_end_ - bump_;
     auto it = std::upper_bound(class_bytes_.begin(), class_bytes_.end(), left);
+    FARMEM_ASSERT(it != class_bytes_.begin(), "the smallest class is one unit");
     const size_t c = static_cast<size_t>(it - class_bytes_.begin()) - 1;
     free_[c].push_back(bump_);
     bump_ += class_bytes_[c];
@@ -129,6 +136,7 @@ void PoolAllocator::release(uint64_t offset, uint64_t bytes) {
   }
   auto it = large_.find(offset);
   if (it == large_.end()) return;
+  FARMEM_ASSERT(used_ >= it->second, "a large block is counted in used_bytes");
   used_ -= it->second;
   large_.erase(it);
   source_.give_back(offset);

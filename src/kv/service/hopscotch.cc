@@ -24,12 +24,22 @@ Status HopscotchIndex::init(uint64_t expected_count, uint64_t now_ns) {
     const uint64_t slots = expected_count + expected_count / 3 + 1;  // load <= 75%
     want = std::bit_ceil(std::min(std::max(slots, kMinSlots), kMaxSlots));
   }
-  auto off = allocator_.allocate(want * sizeof(IndexBucket), now_ns);
+  auto off = allocate_table(want, now_ns);
   FARMEM_TRY(off);
   table_ = *off;
   slots_ = want;
-  std::memset(region_.at(table_), 0, want * sizeof(IndexBucket));
   return OkStatus();
+}
+
+Result<uint64_t> HopscotchIndex::allocate_table(uint64_t n, uint64_t now_ns) {
+  FARMEM_ASSERT(std::has_single_bit(n) && n >= kMinSlots && n <= kMaxSlots,
+                "index tables have a power of two of slots");
+  auto off = allocator_.allocate(n * sizeof(IndexBucket), now_ns);
+  FARMEM_TRY(off);
+  FARMEM_ASSERT(region_.ptr(*off, n * sizeof(IndexBucket)) != nullptr,
+                "pool memory lies inside the region");
+  std::memset(region_.at(*off), 0, n * sizeof(IndexBucket));
+  return off;
 }
 
 std::string_view HopscotchIndex::key_of(uint64_t record) const {
@@ -90,6 +100,8 @@ bool HopscotchIndex::place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t 
     }
     if (!moved) return false;
   }
+  FARMEM_ASSERT(dist < kNeighbourhood && free == ((home + dist) & mask),
+                "an entry lands in its home's neighbourhood");
   tb[free].record = record;
   tb[free].hash = hash;
   tb[free].epoch_ns = epoch;
@@ -110,6 +122,7 @@ Result<uint64_t> HopscotchIndex::insert(uint64_t hash, uint64_t record, uint64_t
 }
 
 void HopscotchIndex::erase(uint64_t i) {
+  FARMEM_ASSERT(i < slots_, "bucket positions are inside the table");
   IndexBucket* tb = buckets();
   const uint64_t mask = slots_ - 1;
   const uint64_t home = tb[i].hash & mask;
@@ -122,10 +135,9 @@ void HopscotchIndex::erase(uint64_t i) {
 Status HopscotchIndex::grow(uint64_t now_ns) {
   uint64_t n = slots_ * 2;
   while (n <= kMaxSlots) {
-    auto off = allocator_.allocate(n * sizeof(IndexBucket), now_ns);
+    auto off = allocate_table(n, now_ns);
     FARMEM_TRY(off);
     auto* tb = reinterpret_cast<IndexBucket*>(region_.at(*off));
-    std::memset(tb, 0, n * sizeof(IndexBucket));
     bool ok = true;
     uint64_t moved = 0;
     for (uint64_t i = 0; i < slots_ && ok; ++i) {

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "allocator.h"
+#include "farmem/common/check.h"
 #include "farmem/common/result.h"
 #include "region.h"
 
@@ -46,8 +47,15 @@ class HopscotchIndex {
 
   // The bucket holding `key`, or kNotFound.
   uint64_t find(uint64_t hash, std::string_view key) const;
-  IndexBucket& bucket(uint64_t i) { return buckets()[i]; }
-  const IndexBucket& bucket(uint64_t i) const { return buckets()[i]; }
+  // Precondition: i < slots() (a position find or insert gave).
+  IndexBucket& bucket(uint64_t i) {
+    FARMEM_ASSERT(i < slots_, "bucket positions are inside the table");
+    return buckets()[i];
+  }
+  const IndexBucket& bucket(uint64_t i) const {
+    FARMEM_ASSERT(i < slots_, "bucket positions are inside the table");
+    return buckets()[i];
+  }
   // Adds a key that is not in the table (the caller checked with find). Grows if needed;
   // kResourceExhausted if the pool cannot hold a bigger table. Returns the bucket.
   Result<uint64_t> insert(uint64_t hash, uint64_t record, uint64_t epoch_ns, uint64_t now_ns);
@@ -68,6 +76,8 @@ class HopscotchIndex {
 
  private:
   IndexBucket* buckets() const { return reinterpret_cast<IndexBucket*>(region_.at(table_)); }
+  // A new table of n buckets (a power of two), zeroed, inside the region.
+  Result<uint64_t> allocate_table(uint64_t n, uint64_t now_ns);
   // Places an entry in table (tb, n); false if no free bucket fits (the table must grow).
   static bool place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t record, uint64_t epoch,
                     uint64_t* at);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <optional>
 
 namespace farmem::kv::service {
@@ -107,11 +108,17 @@ Result<PoolNameRequest> parse_pool_request(const Payload& p, w::KvOpcode op) {
   return r;
 }
 
+// Every request addressed to a pool starts with its handle.
+static_assert(offsetof(w::KvPoolRef, pool) == 0 && offsetof(w::KvConfigureRequest, pool) == 0 &&
+              offsetof(w::KvOpsHeader, pool) == 0 && offsetof(w::KvLocateRequest, pool) == 0 &&
+              offsetof(w::KvReleaseRequest, pool) == 0 && offsetof(w::KvFindRequest, pool) == 0 &&
+              offsetof(w::KvAttributeRequest, pool) == 0 && offsetof(w::KvAdoRequest, pool) == 0);
+
 Result<uint64_t> leading_pool_handle(const Payload& p) {
-  if (p.size() < 8) return InvalidArgument("request too short to name a pool");
-  uint64_t h;
-  std::memcpy(&h, p.data(), 8);
-  return h;
+  w::KvPoolRef ref;
+  if (p.size() < sizeof(ref)) return InvalidArgument("request too short to name a pool");
+  std::memcpy(&ref, p.data(), sizeof(ref));
+  return ref.pool;
 }
 
 Status parse_ops(const Payload& p, w::KvOpsHeader* header, std::vector<OpView>* ops) {
@@ -152,7 +159,7 @@ Status parse_ops(const Payload& p, w::KvOpsHeader* header, std::vector<OpView>* 
           fmt::format("op {}: key of {} bytes, expected 1..{}", i, o.key_bytes, w::kMaxKeyBytes));
     }
     const uint64_t body = uint64_t{o.key_bytes} + o.value_bytes;
-    const uint64_t padded = (body + 7) & ~uint64_t{7};
+    const uint64_t padded = pad8(body);
     if (p.size() - at < padded) {
       return InvalidArgument(fmt::format("op {}: key and value run past the message", i));
     }

@@ -1,6 +1,7 @@
 // Parsing and strict validation of kv requests (docs/formats/kv.md): every length exact, every
-// reserved field and padding byte zero, every flag known. Pure functions over the payload, so
-// that unit tests and the fuzz target reach them without a node.
+// reserved field and padding byte zero, every flag known; and the two steps replies are built
+// of (a fixed struct, bytes padded to 8). Pure functions over the payload, so that unit tests
+// and the fuzz target reach them without a node.
 // Thread safety: pure.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "farmem/common/result.h"
+#include "farmem/kv/requests.h"
 #include "farmem/kv/wire.h"
 
 namespace farmem::kv::service {
@@ -87,6 +89,16 @@ struct ConfigureCommand {
 };
 Result<ConfigureCommand> parse_configure_command(std::string_view command);
 
-inline size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
+// ---- replies ----
+// Appends a fixed struct of a reply.
+template <typename T>
+void append(std::string* out, const T& v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+// Appends n bytes, then zeros to a multiple of 8.
+inline void append_padded(std::string* out, const void* data, size_t n) {
+  out->append(static_cast<const char*>(data), n);
+  out->append(pad8(n) - n, '\0');
+}
 
 }  // namespace farmem::kv::service

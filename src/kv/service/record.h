@@ -20,7 +20,9 @@ using wire::KvRecordState;
 // Atomic accesses to the state word (shared with one-sided readers in other processes).
 uint64_t load_state(const uint8_t* record);
 void store_state(uint8_t* record, uint64_t state);  // release: earlier writes land first
-inline KvRecordState state_kind(uint64_t state) { return static_cast<KvRecordState>(state & 0xFF); }
+inline KvRecordState state_kind(uint64_t state) {
+  return static_cast<KvRecordState>(state & wire::kRecordStateMask);
+}
 
 // Step 1 of a new record: state `writing` (version v), then header, key and (if `value` is not
 // null) value and checksum. A null value leaves the value bytes zeroed for a writer to fill

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "farmem/common/check.h"
 #include "record.h"
 
 namespace farmem::kv::service {
@@ -78,7 +79,9 @@ Status ServerPool::check_readable(std::string_view key, uint64_t owner) const {
   if (locks_.empty()) return OkStatus();
   auto it = locks_.find(std::string(key));
   if (it == locks_.end() || it->second.writer == 0) return OkStatus();
-  const LockGrant& g = grants_.at(it->second.writer);
+  auto writer = grants_.find(it->second.writer);
+  FARMEM_ASSERT(writer != grants_.end(), "a key's writer token names a grant");
+  const LockGrant& g = writer->second;
   if (g.mode == w::LocateMode::kWrite && g.owner != owner) {
     return Busy("the key is locked for writing by another session");
   }
@@ -133,9 +136,8 @@ Status ServerPool::put(std::string_view key, const void* value, uint32_t value_b
     }
   }
   const uint64_t bytes = record_alloc_bytes(key.size(), value_bytes);
-  auto rec = allocator_.allocate(bytes, now_ns);
+  auto rec = allocate_record(bytes, now_ns);
   FARMEM_TRY(rec);
-  if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory lies outside the region");
   const uint64_t version = versions_.next();
   write_record(region_.at(*rec), version, key, value, value_bytes);
   Status s = publish(key, hash, i, *rec, version, now_ns);
@@ -186,9 +188,8 @@ Result<LockGrant> ServerPool::lock(uint64_t owner, std::string_view key, w::Loca
     if ((flags & w::kLocateCreateOnly) && lookup(key).ok()) return AlreadyExists("the key exists");
     if (length > w::kMaxValueBytes) return InvalidArgument("value too large");
     const uint64_t bytes = record_alloc_bytes(key.size(), length);
-    auto rec = allocator_.allocate(bytes, now_ns);
+    auto rec = allocate_record(bytes, now_ns);
     FARMEM_TRY(rec);
-    if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
     g.version = versions_.next();
     write_record(region_.at(*rec), g.version, key, nullptr, static_cast<uint32_t>(length));
     g.record = *rec;
@@ -213,6 +214,8 @@ Result<LockGrant> ServerPool::lock(uint64_t owner, std::string_view key, w::Loca
   }
   g.token = next_token_++;
   KeyLock& kl = locks_[k];
+  FARMEM_ASSERT(kl.writer == 0 && (!exclusive || kl.readers == 0),
+                "a key has one writer and no readers, or only readers");
   if (exclusive) {
     kl.writer = g.token;
   } else {
@@ -224,14 +227,15 @@ Result<LockGrant> ServerPool::lock(uint64_t owner, std::string_view key, w::Loca
 
 void ServerPool::drop_grant(const LockGrant& g) {
   auto lit = locks_.find(g.key);
-  if (lit != locks_.end()) {
-    if (g.mode == w::LocateMode::kRead) {
-      if (lit->second.readers > 0) --lit->second.readers;
-    } else {
-      lit->second.writer = 0;
-    }
-    if (lit->second.readers == 0 && lit->second.writer == 0) locks_.erase(lit);
+  FARMEM_ASSERT(lit != locks_.end(), "a grant's key is locked");
+  if (g.mode == w::LocateMode::kRead) {
+    FARMEM_ASSERT(lit->second.readers > 0, "a read grant counts as a reader");
+    --lit->second.readers;
+  } else {
+    FARMEM_ASSERT(lit->second.writer == g.token, "a write grant is its key's writer");
+    lit->second.writer = 0;
   }
+  if (lit->second.readers == 0 && lit->second.writer == 0) locks_.erase(lit);
   grants_.erase(g.token);
 }
 
@@ -301,9 +305,8 @@ Result<LockGrant> ServerPool::resize(uint64_t owner, uint64_t token, uint64_t ne
   const uint64_t bucket = index_.find(hash, g.key);
   if (bucket == HopscotchIndex::kNotFound) return Internal("a write-locked key left the index");
   const uint64_t bytes = record_alloc_bytes(g.key.size(), new_size);
-  auto rec = allocator_.allocate(bytes, now_ns);
+  auto rec = allocate_record(bytes, now_ns);
   FARMEM_TRY(rec);
-  if (region_.ptr(*rec, bytes) == nullptr) return Internal("pool memory outside the region");
   const uint64_t version = versions_.next();
   uint8_t* r = region_.at(*rec);
   write_record(r, version, g.key, nullptr, static_cast<uint32_t>(new_size));
@@ -328,8 +331,16 @@ Result<LockGrant> ServerPool::resize(uint64_t owner, uint64_t token, uint64_t ne
 // ---------------------------------------------------------------------------------------------
 // Memory, indexes, handles
 
-Result<uint64_t> ServerPool::allocate(uint64_t bytes, uint64_t now_ns) {
+Result<uint64_t> ServerPool::allocate_record(uint64_t bytes, uint64_t now_ns) {
   auto r = allocator_.allocate(bytes, now_ns);
+  if (r.ok()) {
+    FARMEM_ASSERT(region_.ptr(*r, bytes) != nullptr, "pool memory lies inside the region");
+  }
+  return r;
+}
+
+Result<uint64_t> ServerPool::allocate(uint64_t bytes, uint64_t now_ns) {
+  auto r = allocate_record(bytes, now_ns);
   refresh_summary();
   return r;
 }
@@ -360,6 +371,8 @@ bool ServerPool::close(uint64_t session) {
   auto it = opens_.find(session);
   if (it == opens_.end()) return false;
   Opens& o = it->second;
+  FARMEM_ASSERT(o.handles > 0 && o.writable <= o.handles && open_handles_ >= o.handles,
+                "a session's open handles are counted");
   // The most recent handles go first; a read-only close cannot tell which, so writable ones
   // are kept as long as possible only when the session has read-only ones to give back.
   if (o.writable == o.handles) --o.writable;
@@ -373,6 +386,7 @@ bool ServerPool::close(uint64_t session) {
 void ServerPool::close_all(uint64_t session) {
   auto it = opens_.find(session);
   if (it == opens_.end()) return;
+  FARMEM_ASSERT(open_handles_ >= it->second.handles, "a session's open handles are counted");
   open_handles_ -= it->second.handles;
   opens_.erase(it);
   refresh_summary();

@@ -180,6 +180,8 @@ class ServerPool {
   Status publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
                  uint64_t version, uint64_t now_ns);
   void drop_grant(const LockGrant& g);
+  // Pool memory for a record (or an ADO's block); it lies inside the region.
+  Result<uint64_t> allocate_record(uint64_t bytes, uint64_t now_ns);
   void refresh_summary();
 
   std::string name_;

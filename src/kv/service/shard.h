@@ -4,9 +4,10 @@
 // (worker:8 | slot:24 | generation:32), which sessions have them open, which are temporary
 // (deleted when their creating session ends), and its counters. The
 // service (service.cc) routes each request to the shard that owns its pool; everything here
-// then runs on that shard's thread. KvShared is what all shards share: the directory of pool
-// names (list, the per-node pool limit), per-shard counters and the version counter.
-// Thread safety: a Shard on its worker's thread; KvShared as marked.
+// then runs on that shard's thread. Sources: shard.cc (dispatch, handles, sessions),
+// shard_pools.cc (pool requests), shard_keys.cc (key requests). KvShared is what all shards share:
+// the directory of pool names (list, the per-node pool limit), per-shard counters and the version
+// counter. Thread safety: a Shard on its worker's thread; KvShared as marked.
 #pragma once
 
 #include <array>
@@ -76,11 +77,18 @@ class Shard {
     uint32_t generation = 0;
   };
   using Out = std::string;
+
+  // ---- dispatch, handles, sessions (shard.cc) ----
   Status dispatch(memnode::Request& r, Out* out);
   // The pool `handle` names if `session` has it open.
   Result<ServerPool*> open_pool(uint64_t handle, uint64_t session);
   Result<ServerPool*> writable_pool(uint64_t handle, uint64_t session);
+  void invoke(memnode::Request& r, memnode::Responder responder);
+  // Deletes the temporary pools `session` created (their other handles die with them).
+  void drop_temporary_pools(uint64_t session);
+  void refresh_gauges();
 
+  // ---- pools (shard_pools.cc) ----
   Status create(const memnode::Request& r, Out* out);
   Status open(const memnode::Request& r, Out* out);
   Status close(const memnode::Request& r);
@@ -88,22 +96,25 @@ class Shard {
   Status configure(const memnode::Request& r);
   Status info(const memnode::Request& r, Out* out);
   Status list(const memnode::Request& r, Out* out);
+  Status shard_stats(const memnode::Request& r, Out* out);
+  Result<ServerPool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
+  // The steps of making (and removing) a pool: its name in the node's directory, its node
+  // object (which owns its memory), its slot.
+  Status enter_directory(const std::string& name, std::shared_ptr<PoolSummary> summary);
+  void leave_directory(const std::string& name);
+  Result<uint64_t> create_pool_object(const std::string& name);
+  void destroy_pool_object(uint64_t object_id);
+  uint32_t take_slot();
+  void open_handle(ServerPool* pool, uint64_t session, bool writable);
+  void forget_session_pool(uint64_t session, ServerPool* pool);
+  void remove_pool(ServerPool* pool);
+
+  // ---- keys (shard_keys.cc) ----
   Status ops(const memnode::Request& r, Out* out);
   Status locate(const memnode::Request& r, Out* out);
   Status release(const memnode::Request& r);
   Status find(const memnode::Request& r, Out* out);
   Status attribute(const memnode::Request& r, Out* out);
-  Status shard_stats(const memnode::Request& r, Out* out);
-  void invoke(memnode::Request& r, memnode::Responder responder);
-
-  Result<ServerPool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
-  void open_handle(ServerPool* pool, uint64_t session, bool writable);
-  void forget_session_pool(uint64_t session, ServerPool* pool);
-  void remove_pool(ServerPool* pool);
-  // Deletes the temporary pools `session` created (their other handles die with them).
-  void drop_temporary_pools(uint64_t session);
-  void signal(ServerPool& pool, KeySignal s, std::string_view key);
-  void refresh_gauges();
 
   memnode::WorkerContext context_;
   KvShared& shared_;

@@ -70,6 +70,20 @@ TEST(BTreeLayoutTest, DraftRoundTripsThroughTheImage) {
   EXPECT_EQ(h.used, again.used());
 }
 
+TEST(BTreeLayoutTest, WriteBackCoversTheImageFromItsChecksumOn) {
+  static_assert(kLockWordAt == offsetof(PageHeader, lock));
+  static_assert(kRedoWordAt == offsetof(PageHeader, redo));
+  static_assert(kWriteBackFrom == offsetof(PageHeader, checksum));
+  static_assert(kWriteBackFrom < kChecksumFrom);
+  std::vector<std::string> keep;
+  const std::string image = leaf_image(&keep);
+  PageHeader h;
+  std::memcpy(&h, image.data(), sizeof(h));
+  // Up to the end of the used bytes: everything the checksum covers, and the checksum.
+  EXPECT_EQ(kWriteBackFrom + write_back_bytes(h.used), sizeof(PageHeader) + h.used);
+  EXPECT_EQ(write_back_bytes(0), sizeof(PageHeader) - kWriteBackFrom);
+}
+
 TEST(BTreeLayoutTest, TornAndForeignImagesAreRecognised) {
   std::vector<std::string> keep;
   const std::string image = leaf_image(&keep);

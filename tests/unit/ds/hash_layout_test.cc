@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "ds/hash/geometry.h"
 #include "farmem/ds/hash/layout.h"
 
 namespace farmem::ds::hash {
@@ -75,6 +76,51 @@ TEST(HashLayoutTest, BucketIndicesDoNotDependOnTheSuffixBits) {
     EXPECT_EQ(kh.fp(), other.fp());
   }
   EXPECT_LE(kMaxDepth, 24u);
+}
+
+TEST(HashLayoutTest, BlockSlotWordNamesTheBlockWithItsLength) {
+  const KeyHash kh{0xAB00000000000000ull, 0};
+  const GlobalAddress block(3, 0x123440);
+  const uint64_t pending = block_slot_word(kh, block, 3 * kBlockUnit, /*pending=*/true);
+  EXPECT_EQ(pending, make_slot(0xAB, 3, 0x123440, true));
+  const uint64_t committed = block_slot_word(kh, block, 3 * kBlockUnit, /*pending=*/false);
+  EXPECT_EQ(committed, pending & ~kSlotPendingBit);
+  // A block too large for the length field: 0, "read its header first".
+  const uint64_t large = block_slot_word(kh, block, 200 * kBlockUnit, false);
+  EXPECT_EQ(slot_len_units(large), 0u);
+  EXPECT_EQ(slot_offset(large), 0x123440u);
+}
+
+TEST(HashLayoutTest, BlockSlotWordRefusesAMisalignedBlock) {
+  // The offset's low 6 bits are not stored (bit 0 is the frozen mark): a block the word could
+  // not name is a broken invariant, not an error to return.
+  const KeyHash kh{0, 0};
+  EXPECT_DEATH((void)block_slot_word(kh, GlobalAddress(3, 0x123448), kBlockUnit, true),
+               "invariant failed");
+}
+
+TEST(HashLayoutTest, SuffixMaskKeepsTheLowDepthBits) {
+  EXPECT_EQ(suffix_mask(0), 0u);
+  EXPECT_EQ(suffix_mask(3), 7u);
+  EXPECT_EQ(suffix_mask(kMaxDepth), (1ull << kMaxDepth) - 1);
+  EXPECT_EQ(suffix_mask(64), ~0ull);
+}
+
+TEST(HashLayoutTest, FreshSubtableImageHasEveryBucketHeaderAndNoSlot) {
+  const std::string image = subtable_image(2, 5, 19);
+  ASSERT_EQ(image.size(), subtable_bytes(2));
+  SubtableHeader sh;
+  std::memcpy(&sh, image.data(), sizeof(sh));
+  EXPECT_EQ(sh.lock, 0u);
+  EXPECT_EQ(sh.local_depth, 5u);
+  EXPECT_EQ(sh.suffix, 19u);
+  for (uint64_t b = 0; b < subtable_buckets(2); ++b) {
+    Bucket bk;
+    std::memcpy(&bk, image.data() + sizeof(SubtableHeader) + b * kBucketBytes, sizeof(bk));
+    EXPECT_EQ(bk.local_depth, 5u);
+    EXPECT_EQ(bk.suffix, 19u);
+    for (uint64_t w : bk.slots) EXPECT_EQ(w, 0u);
+  }
 }
 
 }  // namespace

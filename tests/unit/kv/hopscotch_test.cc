@@ -140,6 +140,17 @@ TEST(KvHopscotchTest, JunkInTheTableIsNeverTrustedIntoACrash) {
   EXPECT_NE(index.find(HopscotchIndex::hash_key("key"), "key"), HopscotchIndex::kNotFound);
 }
 
+TEST(KvHopscotchDeathTest, ABucketOutsideTheTableIsAnInvariantFailure) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  TestRegion region(1 << 20);
+  TestRegion::Source source(region);
+  PoolAllocator alloc(source, 512 << 10, 0);
+  HopscotchIndex index(region.view(), alloc);
+  ASSERT_TRUE(index.init(0, 0).ok());
+  EXPECT_DEATH((void)index.bucket(index.slots()), "bucket positions are inside the table");
+  EXPECT_DEATH(index.erase(index.slots() + 5), "bucket positions are inside the table");
+}
+
 // ServerPool: the key operations a shard runs, against a model, with every published record valid.
 TEST(KvPoolTest, PutGetEraseMatchAnUnorderedMapAndRecordsStayValid) {
   const uint64_t seed = farmem::testing::test_seed();

@@ -115,5 +115,29 @@ TEST(KvRecordTest, AValueLeftForTheWriterIsZeroed) {
   EXPECT_TRUE(record_valid(r.data(), r.size(), "key"));
 }
 
+// The header's covered bytes are the named span, and the checksum is the hash of exactly them,
+// then key and value.
+TEST(KvRecordTest, TheChecksumCoversTheNamedHeaderSpan) {
+  const auto r = make(9, "key", "value");
+  EXPECT_EQ(w::kRecordSummedBegin, offsetof(w::KvRecordHeader, version));
+  EXPECT_EQ(w::kRecordSummedEnd, offsetof(w::KvRecordHeader, checksum));
+  std::vector<uint8_t> summed(r.begin() + w::kRecordSummedBegin, r.begin() + w::kRecordSummedEnd);
+  summed.insert(summed.end(), r.begin() + sizeof(w::KvRecordHeader),
+                r.begin() + record_bytes(3, 5));
+  w::KvRecordHeader h;
+  std::memcpy(&h, r.data(), sizeof(h));
+  EXPECT_EQ(XXH3_64bits(summed.data(), summed.size()), h.checksum);
+  EXPECT_EQ(state_kind(h.state), w::kRecordWriting);
+  EXPECT_EQ(h.state >> w::kRecordStateBits, 9u);
+}
+
+TEST(KvRecordDeathTest, AVersionAStateWordCannotCarryIsAnInvariantFailure) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<uint8_t> r(record_alloc_bytes(3, 0), 0);
+  EXPECT_DEATH(write_record(r.data(), 0, "key", "", 0), "record versions");
+  EXPECT_DEATH(write_record(r.data(), w::kMaxRecordVersion + 1, "key", "", 0), "record versions");
+  EXPECT_DEATH(seal(r.data(), 0, 3, 0), "record versions");
+}
+
 }  // namespace
 }  // namespace farmem::kv::service

@@ -165,24 +165,30 @@ class BTree {
         uint32_t inline_bytes, uint64_t tree_id);
   Status check_key(std::string_view key) const;
 
-  // ---- reading (btree.cc)
-  runtime::Task<Status> read_page(GlobalAddress a, char* buf, uint32_t* reads);
+  // The state one operation's read steps share: the round trips it waited on (page and block
+  // reads; get reports them in BTreeStats::get_page_reads, the other operations do not).
+  struct OpContext {
+    uint32_t round_trips = 0;
+  };
+
+  // ---- reading (btree.cc); each page or block read counts in op.round_trips
+  runtime::Task<Status> read_page(OpContext& op, GlobalAddress a, char* buf);
   // Reads a whole page image at `a` into buf and parses it; retries torn images with backoff and
   // repairs a page whose writer died (taking its lock over). *foreign: not a live page of this
   // tree any more (a stale pointer): the caller goes back to the root.
   // locked: the caller holds the page's lock (a torn image is then an error, not a wait).
-  runtime::Task<Status> fetch(GlobalAddress a, char* buf, PageView* v, bool* foreign,
-                              uint32_t* reads, bool locked = false);
-  runtime::Task<Status> refresh_root(uint32_t* reads);
+  runtime::Task<Status> fetch(OpContext& op, GlobalAddress a, char* buf, PageView* v, bool* foreign,
+                              bool locked = false);
+  runtime::Task<Status> refresh_root(OpContext& op);
   // Finds the page at `level` covering key: from the index cache (level 0) or the root, moving
   // right past splits. *addr and *v (in buf) are the page. kNotFound if the tree is lower than
   // `level` (the caller grows it).
-  runtime::Task<Status> locate(std::string_view key, uint32_t level, char* buf, GlobalAddress* addr,
-                               PageView* v, uint32_t* reads);
-  runtime::Task<Status> read_value(const PageView& v, uint32_t i, std::string* value,
-                                   uint32_t* reads);
+  runtime::Task<Status> locate(OpContext& op, std::string_view key, uint32_t level, char* buf,
+                               GlobalAddress* addr, PageView* v);
+  runtime::Task<Status> read_value(OpContext& op, const PageView& v, uint32_t i,
+                                   std::string* value);
 
-  // ---- locking and writing (write.cc)
+  // ---- locks and write-back (page_lock.cc)
   runtime::Task<Status> lock_page(GlobalAddress page);
   // Unlock without writing (hand over to a local waiter when there is one).
   runtime::Task<Status> unlock_page(GlobalAddress page);
@@ -194,7 +200,14 @@ class BTree {
   runtime::Task<Status> write_back(GlobalAddress page, const char* image, bool unlock);
   // After taking a lock over from an ended session: restores the page from its redo copy.
   runtime::Task<Status> repair(GlobalAddress page);
+
+  // ---- leaf writes (write.cc)
   runtime::Task<Result<GlobalAddress>> new_page();
+  runtime::Task<Status> write_leaf(std::string_view key, std::string_view value, Mode mode);
+  runtime::Task<Result<GlobalAddress>> write_block(GlobalAddress near, std::string_view key,
+                                                   std::string_view value, uint64_t* bytes);
+
+  // ---- splits (split.cc)
   // Writes a locked page's draft, splitting it when it does not fit, unlocks, and inserts the
   // separators of new pages into the parent level.
   runtime::Task<Status> store(GlobalAddress page, const PageDraft& d);
@@ -203,14 +216,13 @@ class BTree {
   // true: published a new root; false: another client grew the tree first.
   runtime::Task<Result<bool>> grow_root(GlobalAddress old_root, uint32_t level,
                                         const std::string& sep, GlobalAddress child);
-  runtime::Task<Status> write_leaf(std::string_view key, std::string_view value, Mode mode);
+
+  // ---- unlinking empty leaves (unlink.cc)
   runtime::Task<Status> unlink_leaf(GlobalAddress page, std::string low);
   // The leaf whose sibling is `page` (low fence `low`), by descending towards the keys just
   // below `low`.
   runtime::Task<Status> left_neighbour(std::string_view low, GlobalAddress page, char* buf,
                                        GlobalAddress* left);
-  runtime::Task<Result<GlobalAddress>> write_block(GlobalAddress near, std::string_view key,
-                                                   std::string_view value, uint64_t* bytes);
   uint64_t lock_wait_ns() const;
 
   client::ThreadClient* client_;

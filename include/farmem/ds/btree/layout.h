@@ -86,9 +86,27 @@ static_assert(offsetof(PageHeader, tree_id) == 56);
 static_assert(std::is_trivially_copyable_v<PageHeader>);
 
 inline constexpr uint32_t kChecksumFrom = 24;  // the checksum covers [24, 64 + used)
+static_assert(kChecksumFrom == offsetof(PageHeader, magic));
+// A write-back stores bytes [kWriteBackFrom, 64 + used) of the image (the checksum onward; its
+// redo copy holds the same bytes from its start); the lock and redo words before them are
+// written on their own.
+inline constexpr uint32_t kLockWordAt = offsetof(PageHeader, lock);
+inline constexpr uint32_t kRedoWordAt = offsetof(PageHeader, redo);
+inline constexpr uint32_t kWriteBackFrom = offsetof(PageHeader, checksum);
+static_assert(kLockWordAt == 0 && kRedoWordAt == 8 && kWriteBackFrom == 16);
+inline constexpr size_t write_back_bytes(uint32_t used) {
+  return sizeof(PageHeader) - kWriteBackFrom + used;
+}
 inline constexpr uint32_t kEntryHeaderBytes = 4;
 inline constexpr uint32_t kOutOfPlaceBytes = 12;  // u64 block + u32 value bytes
 inline constexpr uint32_t kChildBytes = 8;
+// Inside an entry: u16 key_bytes at 0, u16 vinfo at kEntryVinfoAt, the key at kEntryHeaderBytes;
+// an out-of-place tail (after the key) holds the u64 block at 0, the u32 value bytes at
+// kOutOfPlaceSizeAt.
+inline constexpr uint32_t kEntryVinfoAt = 2;
+inline constexpr uint32_t kOutOfPlaceSizeAt = 8;
+static_assert(kEntryVinfoAt + sizeof(uint16_t) == kEntryHeaderBytes);
+static_assert(kOutOfPlaceSizeAt + sizeof(uint32_t) == kOutOfPlaceBytes);
 
 // The first 8 bytes of a key as a big-endian integer (zero-padded): keys compare like these
 // integers first, then byte by byte when the prefixes are equal.

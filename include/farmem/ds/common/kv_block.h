@@ -37,6 +37,9 @@ struct KvBlockHeader {
 static_assert(sizeof(KvBlockHeader) == 24);
 static_assert(offsetof(KvBlockHeader, owner) == 16);
 static_assert(std::is_trivially_copyable_v<KvBlockHeader>);
+// The checksum covers everything after itself: bytes [kKvChecksumFrom, 24 + key + value).
+inline constexpr size_t kKvChecksumFrom = offsetof(KvBlockHeader, key_bytes);
+static_assert(kKvChecksumFrom == sizeof(KvBlockHeader::checksum));
 
 inline constexpr uint64_t kv_block_bytes(uint64_t key_bytes, uint64_t value_bytes) {
   return (sizeof(KvBlockHeader) + key_bytes + value_bytes + kKvBlockUnit - 1) / kKvBlockUnit *
@@ -78,7 +81,9 @@ inline BlockCheck check_kv_block(const char* data, size_t have, uint32_t max_key
     *need = kv_block_bytes(h.key_bytes, h.value_bytes);
     return BlockCheck::kShort;
   }
-  if (kv_block_checksum(data + 8, used - 8) != h.checksum) return BlockCheck::kTorn;
+  if (kv_block_checksum(data + kKvChecksumFrom, used - kKvChecksumFrom) != h.checksum) {
+    return BlockCheck::kTorn;
+  }
   view->key = std::string_view(data + sizeof(h), h.key_bytes);
   view->value = std::string_view(data + sizeof(h) + h.key_bytes, h.value_bytes);
   view->owner = h.owner;

@@ -173,13 +173,23 @@ class HashTable {
   static_assert(sizeof(SpecEntry) == 16);
   // kFrozen: a split froze some slot of the buckets; refresh the directory and retry.
   enum class Scan { kOk, kTorn, kFrozen };
-  // Waiting on splits or pending rivals: when it started, when the locks were last checked.
-  struct Wait {
-    uint64_t since_ns = 0;
-    uint64_t checked_ns = 0;
-  };
   // What an insert learned from one look at its buckets.
   enum class Claim { kClaimed, kExists, kRetry, kLostRace, kFull };
+  // The state one operation's steps share, and one pass of its retries (op_context.h).
+  struct NewBlock;
+  struct OpContext;
+  struct Wait;
+  // An insert's claimed pending slot: where, and the word it holds.
+  struct PendingSlot {
+    GlobalAddress addr;
+    uint64_t word = 0;
+  };
+  // What settle_claim's re-read found besides our own pending slot.
+  struct Rivals {
+    bool committed = false;      // a committed slot holds the key: it wins
+    bool lower_pending = false;  // a pending rival holds a lower slot: we withdraw
+    std::vector<Match> all;      // every other slot holding the key
+  };
 
   HashTable(client::ThreadClient* client, HashTableOptions options, FarObject object);
   Status check_sizes(std::string_view key, std::string_view value) const;
@@ -188,23 +198,23 @@ class HashTable {
   void bucket_addrs(const Shard& s, const KeyHash& kh, Buckets* b) const;
   static runtime::Task<Status> create_shard(client::ThreadClient* c, const FarObject& object,
                                             uint16_t node, const HashTableOptions& o, Shard* s);
-  runtime::Task<Status> refresh_directory(Shard& s, uint32_t* rtt = nullptr);
+
+  // ---- the directory cache (directory.cc); each read counts in op.round_trips
+  runtime::Task<Status> refresh_directory(OpContext& op);
   // Re-reads the directory header when the cache is older than a quarter of the grace period,
   // so no handle uses a subtable that was retired and freed (and the entries if it changed).
-  runtime::Task<Status> check_directory(Shard& s, uint32_t* rtt = nullptr);
+  runtime::Task<Status> check_directory(OpContext& op);
   bool directory_due(const Shard& s) const;
   // After seeing frozen slots: back off, check the split's locks when waiting long, then
-  // re-read the directory. kTimedOut once the operation has waited split_wait_ms in all.
-  runtime::Task<Status> wait_for_split(Shard& s, const KeyHash& kh, runtime::Backoff& backoff,
-                                       Wait* wait, uint32_t* rtt = nullptr);
+  // re-read the directory. kTimedOut once the pass has waited split_wait_ms in all.
+  runtime::Task<Status> wait_for_split(OpContext& op, Wait& wait);
   // After reading buckets that belong to another subtable: refresh the directory, and when
   // it has not changed, wait like for a split (a split is publishing, or died doing so).
-  runtime::Task<Status> resync(Shard& s, const KeyHash& kh, runtime::Backoff& backoff, Wait* wait,
-                               uint32_t* rtt);
+  runtime::Task<Status> resync(OpContext& op, Wait& wait);
   uint64_t split_wait_ns() const;
   uint64_t lease_check_ns() const { return options_.lease_check_ms * 1'000'000; }
 
-  // ---- growth (split.cc) ----
+  // ---- growth (split.cc)
   // Splits the subtable that holds kh if it is still live and below max_depth: true when this
   // call split it (or finished a dead splitter's split), false when it is being split by a live
   // client or the cache was stale (retry either way), kResourceExhausted at max_depth.
@@ -235,68 +245,64 @@ class HashTable {
                                       GlobalAddress half0, GlobalAddress half1,
                                       bool* maybe_published);
 
-  // ---- lookups ----
-  // `rtt` (optional) counts the round trips the calling operation waited on.
-  // Reads both combined buckets (and writes `block` in the same batch when given).
-  runtime::Task<Status> read_buckets(Shard& s, const KeyHash& kh, Buckets* b, GlobalAddress block,
-                                     const std::string* block_bytes, uint32_t* rtt = nullptr);
+  // ---- lookups (lookup.cc, get.cc)
+  // Reads both combined buckets of op's key (and writes op's new block in the same batch when
+  // it is not written yet).
+  runtime::Task<Status> read_buckets(OpContext& op, Buckets* b);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
-  // Finds the committed (or, with pending_too, any) slot holding `key`, lowest address first.
-  runtime::Task<Result<Scan>> find(const Shard& s, std::string_view key, const KeyHash& kh,
-                                   const Buckets& b, bool pending_too, std::vector<Match>* out,
-                                   std::string* value, uint32_t* rtt = nullptr);
+  // Finds the committed (or, with pending_too, any) slot holding op's key, lowest address first.
+  runtime::Task<Result<Scan>> find(OpContext& op, const Buckets& b, bool pending_too,
+                                   std::vector<Match>* out, std::string* value);
   // Reads the blocks of `cands` into bufs (a second round for blocks longer than the slot
   // says).
-  runtime::Task<Status> read_blocks(const Shard& s, const std::vector<Match>& cands,
-                                    std::vector<std::string>* bufs, uint32_t* rtt);
+  runtime::Task<Status> read_blocks(OpContext& op, const std::vector<Match>& cands,
+                                    std::vector<std::string>* bufs);
   // One round of read_blocks (bufs sized to cands): round 0 sizes every buffer as its slot says
   // (64 bytes for a large block, whose slot gives no length) and reads it; round 1 reads the
   // whole of each large block whose header announced more.
-  runtime::Task<Status> read_block_round(const Shard& s, const std::vector<Match>& cands, int round,
-                                         std::vector<std::string>* bufs, uint32_t* rtt);
+  runtime::Task<Status> read_block_round(OpContext& op, const std::vector<Match>& cands, int round,
+                                         std::vector<std::string>* bufs);
   void add_block_reads(const Shard& s, const std::vector<Match>& cands, int round,
                        std::vector<std::string>* bufs, client::Batch* batch);
-  // The lowest committed slot holding `key` (bucket < 0: absent); `all`, when given, receives
-  // every committed slot holding it.
-  runtime::Task<Result<Match>> locate(Shard& s, std::string_view key, const KeyHash& kh, Buckets* b,
-                                      std::string* value, GlobalAddress block,
-                                      const std::string* block_bytes, uint32_t* rtt = nullptr,
+  // The lowest committed slot holding op's key (bucket < 0: absent), its value into *value when
+  // given; `all`, when given, receives every committed slot holding it.
+  runtime::Task<Result<Match>> locate(OpContext& op, Buckets* b, std::string* value = nullptr,
                                       std::vector<Match>* all = nullptr);
-  runtime::Task<Result<bool>> speculative_get(const Shard& s, std::string_view key,
-                                              const KeyHash& kh, std::string* value, uint32_t* rtt);
-
-  // ---- writes ----
-  runtime::Task<Result<GlobalAddress>> write_block(const Shard& s, std::string_view key,
-                                                   std::string_view value, std::string* bytes);
-  // Claims a slot for an already written block and resolves duplicates. *published tells
-  // whether the block was ever visible (then it must be retired, not freed, if unused).
-  runtime::Task<Status> insert_block(Shard& s, std::string_view key, const KeyHash& kh,
-                                     GlobalAddress block, const std::string& bytes,
-                                     bool block_written, bool* published);
-  // One look at the buckets: claims a free slot as pending (*my_slot, *pending) or says why not.
-  runtime::Task<Result<Claim>> claim_slot(Shard& s, std::string_view key, const KeyHash& kh,
-                                          GlobalAddress block, const std::string& bytes,
-                                          bool write_block_too, bool rivals_seen,
-                                          runtime::Backoff& backoff, Wait* wait,
-                                          GlobalAddress* my_slot, uint64_t* pending);
-  // With our pending slot claimed: commits it when it is the only one holding the key.
-  // kAlreadyExists (withdrawn), OK (committed), or kRetry-like: *restart set.
-  runtime::Task<Status> settle_claim(Shard& s, std::string_view key, const KeyHash& kh,
-                                     GlobalAddress my_slot, uint64_t pending,
-                                     runtime::Backoff& backoff, Wait* wait, bool* restart);
-  // Clears pending slots among `matches` whose writer's session ended (after waiting on them
-  // for lease_check_ms); true if it cleared any.
-  runtime::Task<Result<bool>> clear_dead_pending(const Shard& s, const Buckets& b,
-                                                 const std::vector<Match>& matches, Wait* wait);
-  runtime::Task<Status> release_block(GlobalAddress block, uint64_t bytes, bool published);
-  runtime::Task<Status> replace(Shard& s, std::string_view key, const KeyHash& kh,
-                                std::string_view value, bool insert_if_absent);
+  runtime::Task<Result<bool>> speculative_get(OpContext& op, std::string* value);
   void remember(const KeyHash& kh, GlobalAddress slot, uint64_t word);
   void forget(const KeyHash& kh);
+
+  // ---- writes (insert.cc, update.cc)
+  // Encodes op's key and `value` into *block and allocates its place (written later, along with
+  // the first bucket read).
+  runtime::Task<Status> write_block(const OpContext& op, std::string_view value, NewBlock* block);
+  // Claims a slot for op's new block and resolves duplicates.
+  runtime::Task<Status> insert_block(OpContext& op);
+  // One look at the buckets: claims a free slot as pending (*mine) or says why not.
+  runtime::Task<Result<Claim>> claim_slot(OpContext& op, Wait& wait, bool rivals_seen,
+                                          PendingSlot* mine);
+  // With our pending slot claimed: commits it when it is the only one holding the key.
+  // kAlreadyExists (withdrawn), OK (committed), or kRetry-like: *restart set.
+  runtime::Task<Status> settle_claim(OpContext& op, Wait& wait, const PendingSlot& mine,
+                                     bool* restart);
+  static Rivals rivals_of(const Buckets& b, const std::vector<Match>& matches, GlobalAddress mine);
+  // settle_claim's last step, with no rival left: CAS our slot from pending to committed.
+  runtime::Task<Status> commit_claim(OpContext& op, Wait& wait, const PendingSlot& mine,
+                                     bool* restart);
+  // Withdraws our pending slot: CAS back to 0 (a frozen slot stays: the split dropped it).
+  client::OpAwaitable withdraw(const PendingSlot& mine, uint64_t* old);
+  // Clears pending slots among `matches` whose writer's session ended (after waiting on them
+  // for lease_check_ms); true if it cleared any.
+  runtime::Task<Result<bool>> clear_dead_pending(OpContext& op, const Buckets& b,
+                                                 const std::vector<Match>& matches, Wait& wait);
+  // Frees an unused new block, or retires it when a slot may ever have named it.
+  runtime::Task<Status> release_block(const NewBlock& block);
+  // update (insert_if_absent false) and put (true): checks, counts, and swings the key's slot
+  // to a new block.
+  runtime::Task<Status> replace(std::string_view key, std::string_view value,
+                                bool insert_if_absent);
   uint64_t grace_ns() const { return reclaimer_.grace_ns(); }
-  static GlobalAddress slot_addr(const Buckets& b, const Match& m) {
-    return b.addr[m.bucket] + 8 + 8 * static_cast<uint64_t>(m.slot);
-  }
+  static GlobalAddress slot_addr(const Buckets& b, const Match& m);
 
   client::ThreadClient* client_;
   HashTableOptions options_;

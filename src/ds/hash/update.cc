@@ -1,0 +1,115 @@
+// HashTable updates, puts and erases: locate the committed slot holding the key and swing it by
+// CAS to a new block (or to empty), retiring the block it named (hash_table.h,
+// docs/formats/hash_table/protocols.md "update").
+#include "farmem/ds/common/retry.h"
+#include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
+#include "op_context.h"
+
+namespace farmem::ds::hash {
+
+using runtime::Task;
+
+Task<Status> HashTable::replace(std::string_view key, std::string_view value,
+                                bool insert_if_absent) {
+  FARMEM_CO_TRY(check_sizes(key, value));
+  const KeyHash kh = hash_key(key);
+  ++(insert_if_absent ? stats_.puts : stats_.updates);
+  OpContext op(key, kh, shard_of(kh));
+  NewBlock block;
+  FARMEM_CO_TRY(co_await write_block(op, value, &block));
+  op.block = &block;  // the first bucket read writes it
+  const uint64_t new_word =
+      block_slot_word(op.kh, block.addr, block.bytes.size(), /*pending=*/false);
+  RetryLoop loop(client_, insert_if_absent ? "put" : "update", options_.max_attempts);
+  Status result;
+  for (;;) {
+    Buckets b;
+    auto m = co_await locate(op, &b);
+    if (!m.ok()) {
+      result = m.status();
+      break;
+    }
+    if (m->bucket < 0) {
+      if (!insert_if_absent) {
+        result = NotFound("key not present");
+        break;
+      }
+      Status st = co_await insert_block(op);
+      if (st.code() == StatusCode::kAlreadyExists) {  // inserted meanwhile: update it
+        if (loop.exhausted()) {
+          result = loop.give_up();
+          break;
+        }
+        co_await loop.retry();
+        continue;
+      }
+      if (st.ok()) co_return st;
+      result = st;
+      break;
+    }
+    uint64_t found = 0;
+    GlobalAddress slot = slot_addr(b, *m);
+    Status st = co_await client_->cas(slot, m->word, new_word, &found);
+    if (!st.ok()) {
+      block.published = true;  // the CAS may have happened
+      result = st;
+      break;
+    }
+    if (found == m->word) {
+      loop.succeeded();
+      remember(op.kh, slot, new_word);
+      Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
+                                             m->block_bytes);
+      co_return rs;
+    }
+    ++stats_.cas_failures;
+    if (loop.exhausted()) {
+      result = loop.give_up();
+      break;
+    }
+    co_await loop.retry();
+  }
+  Status rs = co_await release_block(block);
+  (void)rs;
+  co_return result;
+}
+
+Task<Status> HashTable::update(std::string_view key, std::string_view value) {
+  Status st = co_await replace(key, value, /*insert_if_absent=*/false);
+  co_return st;
+}
+
+Task<Status> HashTable::put(std::string_view key, std::string_view value) {
+  Status st = co_await replace(key, value, /*insert_if_absent=*/true);
+  co_return st;
+}
+
+Task<Status> HashTable::erase(std::string_view key) {
+  FARMEM_CO_TRY(check_sizes(key, {}));
+  const KeyHash kh = hash_key(key);
+  OpContext op(key, kh, shard_of(kh));
+  ++stats_.erases;
+  RetryLoop loop(client_, "erase", options_.max_attempts);
+  for (;;) {
+    Buckets b;
+    auto m = co_await locate(op, &b);
+    FARMEM_CO_TRY(m);
+    if (m->bucket < 0) co_return NotFound("key not present");
+    uint64_t found = 0;
+    Status st = co_await client_->cas(slot_addr(b, *m), m->word, 0, &found);
+    FARMEM_CO_TRY(st);
+    if (found == m->word) {
+      loop.succeeded();
+      forget(kh);
+      Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
+                                             m->block_bytes);
+      co_return rs;
+    }
+    ++stats_.cas_failures;
+    if (loop.exhausted()) co_return loop.give_up();
+    co_await loop.retry();
+  }
+}
+
+}  // namespace farmem::ds::hash
