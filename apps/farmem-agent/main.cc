@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <optional>
 
 #include "farmem/agent/agent.h"
@@ -65,9 +66,7 @@ farmem::Status to_options(const Flags& f, farmem::agent::AgentOptions* o) {
   return o->validate();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   farmem::log::init_from_env();
   CLI::App app{"farmem offload agent"};
   Flags f;
@@ -141,4 +140,14 @@ int main(int argc, char** argv) {
   agent->reset();
   std::printf("farmem-agent: stopped\n");
   return st.ok() ? 0 : fail(st.to_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    std::terminate();  // as an uncaught exception: the handler names it, then aborts
+  }
 }

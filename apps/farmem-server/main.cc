@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <optional>
 
@@ -59,9 +60,7 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   return c->validate();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   farmem::log::init_from_env();
   CLI::App app{"farmem memory node"};
   Flags f;
@@ -129,4 +128,14 @@ int main(int argc, char** argv) {
   server->reset();
   std::printf("farmem-server: node %u stopped\n", config.node_id);
   return st.ok() ? 0 : fail(st.to_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    std::terminate();  // as an uncaught exception: the handler names it, then aborts
+  }
 }
