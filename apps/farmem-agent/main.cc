@@ -14,11 +14,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <exception>
 #include <optional>
 
 #include "farmem/agent/agent.h"
 #include "farmem/client/cluster_config.h"
+#include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/memnode/serve.h"
@@ -145,9 +145,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (...) {
-    std::terminate();  // as an uncaught exception: the handler names it, then aborts
-  }
+  return farmem::guarded_main("farmem-agent", [&] { return run(argc, argv); });
 }

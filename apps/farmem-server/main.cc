@@ -13,10 +13,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <optional>
 
+#include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/far/service.h"
@@ -133,9 +133,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (...) {
-    std::terminate();  // as an uncaught exception: the handler names it, then aborts
-  }
+  return farmem::guarded_main("farmem-server", [&] { return run(argc, argv); });
 }

@@ -14,12 +14,12 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <exception>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 
 namespace farmem::apps {
@@ -76,9 +76,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (...) {
-    std::terminate();  // as an uncaught exception: the handler names it, then aborts
-  }
+  return farmem::guarded_main("farmem", [&] { return run(argc, argv); });
 }
