@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "farmem/bench/workload/rng.h"
 #include "farmem/client/cluster.h"
 #include "farmem/far/far_ptr.h"
 #include "farmem/memnode/server.h"
-#include "farmem/workload/rng.h"
 
 namespace farmem::far {
 namespace {
@@ -64,7 +64,7 @@ class World {
     if (o.size() != n) {
       o.resize(n);
       for (uint32_t i = 0; i < n; ++i) o[i] = i;
-      workload::Rng rng(42);
+      bench::workload::Rng rng(42);
       for (uint64_t i = n; i > 1; --i) std::swap(o[i - 1], o[rng.next_u64() % i]);
     }
     return o;

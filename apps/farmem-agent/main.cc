@@ -18,6 +18,7 @@
 
 #include "farmem/agent/agent.h"
 #include "farmem/client/cluster_config.h"
+#include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/memnode/serve.h"
@@ -65,9 +66,7 @@ farmem::Status to_options(const Flags& f, farmem::agent::AgentOptions* o) {
   return o->validate();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   farmem::log::init_from_env();
   CLI::App app{"farmem offload agent"};
   Flags f;
@@ -141,4 +140,10 @@ int main(int argc, char** argv) {
   agent->reset();
   std::printf("farmem-agent: stopped\n");
   return st.ok() ? 0 : fail(st.to_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return farmem::guarded_main("farmem-agent", [&] { return run(argc, argv); });
 }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
 #include "farmem/far/service.h"
@@ -59,9 +60,7 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   return c->validate();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   farmem::log::init_from_env();
   CLI::App app{"farmem memory node"};
   Flags f;
@@ -129,4 +128,10 @@ int main(int argc, char** argv) {
   server->reset();
   std::printf("farmem-server: node %u stopped\n", config.node_id);
   return st.ok() ? 0 : fail(st.to_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return farmem::guarded_main("farmem-server", [&] { return run(argc, argv); });
 }

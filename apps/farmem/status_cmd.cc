@@ -1,13 +1,20 @@
+// farmem status [--servers h:p,...|--config FILE]: every memory node's usage, a line each (the
+// nodes' stats through the client library). Exit 1 when a node is unreachable or fails.
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
+#include "farmem/bench/harness/cluster.h"
 #include "farmem/client/cluster.h"
+#include "flags.h"
 
 namespace farmem::apps {
+namespace {
 
-int run_status(const ClusterFlags& flags) {
-  std::unique_ptr<LocalNode> local;
-  auto config = resolve_cluster(flags, &local);
+void add_flags(CLI::App* app, bench::ClusterOptions* o) { add_cluster_flags(app, o); }
+
+int run_status(const bench::ClusterOptions& options) {
+  std::unique_ptr<bench::LocalNode> local;
+  auto config = bench::resolve_cluster(options, &local);
   if (!config.ok()) {
     fmt::print(stderr, "farmem status: {}\n", config.status().to_string());
     return 2;
@@ -46,6 +53,13 @@ int run_status(const ClusterFlags& flags) {
         st->uptime_ms / 1000.0);
   }
   return rc;
+}
+
+}  // namespace
+
+Command status_command() {
+  return make_command<bench::ClusterOptions>("", "status", "show every memory node's usage",
+                                             add_flags, run_status);
 }
 
 }  // namespace farmem::apps

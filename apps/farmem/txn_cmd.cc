@@ -16,17 +16,29 @@
 // was promoted (or already was), 1 otherwise (the line says why; nothing of that table changed).
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
+#include <memory>
 
-#include "commands.h"
+#include "command.h"
+#include "farmem/bench/harness/cluster.h"
 #include "farmem/client/cluster.h"
 #include "farmem/txn/promote.h"
 #include "farmem/txn/table.h"
+#include "flags.h"
 
 namespace farmem::apps {
 namespace {
 
-runtime::Task<int> promote_all(client::ThreadClient* c, const TxnFlags& f) {
+struct TxnOptions {
+  bench::ClusterOptions cluster;
+  uint16_t node = 0;                // promote: the dead node's id
+  std::vector<std::string> tables;  // the tables (create, locks: one)
+  uint32_t record_bytes = 8;        // create
+  uint64_t capacity = 1024;         // create
+  uint32_t replicas = 0;            // create (0: the default)
+  bool recover = false;             // locks: meet each held lock (recovery of ended holders)
+};
+
+runtime::Task<int> promote_all(client::ThreadClient* c, const TxnOptions& f) {
   auto tc = co_await txn::TxnClient::create(c);
   if (!tc.ok()) {
     fmt::print(stderr, "error: {}\n", tc.status().to_string());
@@ -55,7 +67,7 @@ runtime::Task<int> promote_all(client::ThreadClient* c, const TxnFlags& f) {
   co_return rc;
 }
 
-runtime::Task<int> create_table(client::ThreadClient* c, const TxnFlags& f) {
+runtime::Task<int> create_table(client::ThreadClient* c, const TxnOptions& f) {
   txn::TableOptions o;
   o.record_bytes = f.record_bytes;
   o.capacity = f.capacity;
@@ -74,7 +86,7 @@ runtime::Task<int> create_table(client::ThreadClient* c, const TxnFlags& f) {
 runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnClient* tc,
                                             const std::string& name, bool recover) {
   auto r = co_await txn::held_locks(c, name);
-  if (!r.ok()) co_return r.status();
+  FARMEM_CO_TRY(r);
   fmt::print("table {}: {} held lock(s)\n", name, r->locks);
   uint64_t acted = 0;
   for (const txn::HeldLock& h : r->held) {
@@ -85,14 +97,14 @@ runtime::Task<Result<uint64_t>> print_locks(client::ThreadClient* c, txn::TxnCli
       continue;
     }
     auto met = co_await tc->recover(h.word, h.holder);
-    if (!met.ok()) co_return met.status();
+    FARMEM_CO_TRY(met);
     acted += *met ? 1 : 0;
   }
   if (recover) fmt::print("  recovery acted on {} holder(s)\n", acted);
   co_return r->locks;
 }
 
-runtime::Task<int> locks(client::ThreadClient* c, const TxnFlags& f) {
+runtime::Task<int> locks(client::ThreadClient* c, const TxnOptions& f) {
   const std::string& name = f.tables.front();
   Result<uint64_t> n = uint64_t{0};
   if (!f.recover) {
@@ -115,41 +127,15 @@ runtime::Task<int> locks(client::ThreadClient* c, const TxnFlags& f) {
   co_return *n == 0 ? 0 : 1;
 }
 
-}  // namespace
-
-CLI::App* add_txn_commands(CLI::App* app, TxnFlags* f) {
-  CLI::App* txn = app->add_subcommand("txn", "transactional tables: operator commands");
-  txn->require_subcommand(1);
-  CLI::App* promote = txn->add_subcommand(
-      "promote", "after a memory node died: its buckets' backups become the primaries");
-  add_cluster_flags(promote, &f->cluster);
-  promote->add_option("--node", f->node, "id of the dead memory node")->required();
-  promote->add_option("--table", f->tables, "a table to promote (repeat for each table)")
-      ->required();
-  promote->callback([f] { f->command = "promote"; });
-  CLI::App* create = txn->add_subcommand("create", "create a persistent table");
-  add_cluster_flags(create, &f->cluster);
-  create->add_option("--table", f->tables, "its name")->required()->expected(1);
-  create->add_option("--record-bytes", f->record_bytes, "record size (1..4096)");
-  create->add_option("--capacity", f->capacity, "records it is sized for");
-  create->add_option("--replicas", f->replicas, "copies of each bucket (0: the default)");
-  create->callback([f] { f->command = "create"; });
-  CLI::App* locks = txn->add_subcommand("locks", "list the locks held in a table");
-  add_cluster_flags(locks, &f->cluster);
-  locks->add_option("--table", f->tables, "its name")->required()->expected(1);
-  locks->add_flag("--recover", f->recover,
-                  "meet each held lock: recover those whose coordinator has ended");
-  locks->callback([f] { f->command = "locks"; });
-  return txn;
-}
-
-int run_txn(const TxnFlags& f) {
+// Connects to --servers/--config and runs `command` on this thread's client; the exit code.
+int with_client(const TxnOptions& f,
+                runtime::Task<int> (*command)(client::ThreadClient*, const TxnOptions&)) {
   if (f.cluster.servers.empty() && f.cluster.config.empty()) {
     fmt::print(stderr, "error: give the cluster with --servers or --config\n");
     return 2;
   }
-  std::unique_ptr<LocalNode> none;
-  auto config = resolve_cluster(f.cluster, &none);
+  std::unique_ptr<bench::LocalNode> none;
+  auto config = bench::resolve_cluster(f.cluster, &none);
   if (!config.ok()) {
     fmt::print(stderr, "error: {}\n", config.status().to_string());
     return 2;
@@ -164,9 +150,45 @@ int run_txn(const TxnFlags& f) {
     fmt::print(stderr, "error: {}\n", c.status().to_string());
     return 1;
   }
-  if (f.command == "create") return (*c)->run(create_table(*c, f));
-  if (f.command == "locks") return (*c)->run(locks(*c, f));
-  return (*c)->run(promote_all(*c, f));
+  return (*c)->run(command(*c, f));
+}
+
+int run_promote(const TxnOptions& f) { return with_client(f, promote_all); }
+int run_create(const TxnOptions& f) { return with_client(f, create_table); }
+int run_locks(const TxnOptions& f) { return with_client(f, locks); }
+
+void add_promote_flags(CLI::App* app, TxnOptions* o) {
+  add_cluster_flags(app, &o->cluster);
+  app->add_option("--node", o->node, "id of the dead memory node")->required();
+  app->add_option("--table", o->tables, "a table to promote (repeat for each table)")->required();
+}
+
+void add_create_flags(CLI::App* app, TxnOptions* o) {
+  add_cluster_flags(app, &o->cluster);
+  app->add_option("--table", o->tables, "its name")->required()->expected(1);
+  app->add_option("--record-bytes", o->record_bytes, "record size (1..4096)");
+  app->add_option("--capacity", o->capacity, "records it is sized for");
+  app->add_option("--replicas", o->replicas, "copies of each bucket (0: the default)");
+}
+
+void add_locks_flags(CLI::App* app, TxnOptions* o) {
+  add_cluster_flags(app, &o->cluster);
+  app->add_option("--table", o->tables, "its name")->required()->expected(1);
+  app->add_flag("--recover", o->recover,
+                "meet each held lock: recover those whose coordinator has ended");
+}
+
+}  // namespace
+
+std::vector<Command> txn_commands() {
+  return {
+      make_command<TxnOptions>(
+          "txn", "promote", "after a memory node died: its buckets' backups become the primaries",
+          add_promote_flags, run_promote),
+      make_command<TxnOptions>("txn", "create", "create a persistent table", add_create_flags,
+                               run_create),
+      make_command<TxnOptions>("txn", "locks", "list the locks held in a table", add_locks_flags,
+                               run_locks)};
 }
 
 }  // namespace farmem::apps

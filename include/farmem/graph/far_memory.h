@@ -34,7 +34,7 @@ struct FarOptions {
   bool validate = false;     // check offsets and neighbour ids at open (reads the whole graph)
   // Advice for the neighbours section and the offsets section (sequential: the pager reads
   // ahead of faults, which suits dense rounds that sweep the graph; vertex arrays stay random).
-  // `farmem graph run` gives the offsets random advice on huge graph pages (graph_far.cc).
+  // `farmem graph run` gives the offsets random advice on huge graph pages (far_graph.h).
   paged::Advice graph_advice = paged::Advice::kRandom;
   paged::Advice offsets_advice = paged::Advice::kRandom;
   // Read-ahead of the graph's region under sequential advice, in bytes (at least one page).
