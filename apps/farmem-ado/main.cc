@@ -26,6 +26,7 @@
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/log.h"
+#include "farmem/common/status.h"
 #include "kv/ado/host.h"
 
 namespace {
@@ -50,18 +51,14 @@ struct Connection {
 Status connect(Connection* c) {
   std::string node = env_or("FARMEM_ADO_NODE", "");
   if (node.empty()) return farmem::InvalidArgument("FARMEM_ADO_NODE is not set");
-  auto config = farmem::client::ClusterConfig::from_server_list(node);
-  if (!config.ok()) return config.status();
-  config->options.tls = env_or("FARMEM_ADO_TLS", "sm,tcp");
-  config->options.direct_access = true;
-  FARMEM_TRY(config->load_cluster_key());
+  FARMEM_ASSIGN_OR_RETURN(farmem::client::ClusterConfig config,
+                          farmem::client::ClusterConfig::from_server_list(node));
+  config.options.tls = env_or("FARMEM_ADO_TLS", "sm,tcp");
+  config.options.direct_access = true;
+  FARMEM_TRY(config.load_cluster_key());
   unsetenv("FARMEM_CLUSTER_KEY");
-  auto cluster = farmem::client::Cluster::connect(*config);
-  if (!cluster.ok()) return cluster.status();
-  c->cluster = std::move(*cluster);
-  auto tc = c->cluster->thread_client();
-  if (!tc.ok()) return tc.status();
-  c->client = *tc;
+  FARMEM_ASSIGN_OR_RETURN(c->cluster, farmem::client::Cluster::connect(config));
+  FARMEM_ASSIGN_OR_RETURN(c->client, c->cluster->thread_client());
   c->node = c->cluster->nodes().front().node_id;
   farmem::fabric::Endpoint* ep = c->client->endpoint(c->node);
   if (ep == nullptr || ep->direct_base() == nullptr) {
