@@ -130,7 +130,7 @@ class CallbackRun {
     }
     uint8_t* v = region_.at(ng->address);
     const size_t keep = std::min<uint64_t>(old.size(), c_.arg0);
-    std::memcpy(v, old.data(), keep);
+    if (keep > 0) std::memcpy(v, old.data(), keep);  // an empty vector's data() may be null
     std::memset(v + keep, 0, c_.arg0 - keep);
     return ng;
   }
