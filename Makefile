@@ -35,13 +35,16 @@ unit: build
 integration: build
 	ctest --test-dir $(BUILD) -L integration -j 1 $(CTEST_FLAGS)
 
-# ASan + UBSan build of the whole suite.
+# ASan + UBSan build of the whole suite. Unit tests (one process each, mostly start-up under
+# ASan) run JOBS at a time; the rest, which start memory nodes, one at a time as in `integration`.
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFARMEM_SANITIZE=ON \
 	  -DFARMEM_WERROR=$(WERROR)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) -j 1 $(CTEST_FLAGS)
+	  ctest --test-dir $(ASAN_BUILD) -L unit -j $(JOBS) $(CTEST_FLAGS)
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -LE unit -j 1 $(CTEST_FLAGS)
 
 # ThreadSanitizer on the unit tests (runtime, allocators, workload generators, the far service
 # handlers, prefetcher and manager, the graph framework's thread pool and algorithms, the agent's
