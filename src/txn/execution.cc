@@ -261,9 +261,19 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
       co_return OkStatus();
     }
   }
-  uint32_t slot = kSlotsPerBucket;
-  Status s = co_await find_slot(t, key, b, &slot);
-  if (!s.ok()) co_return s;  // moved, not copied: kNotFound is an everyday answer
+  // find_slot's steps inline: a nested coroutine per read costs a frame on this hot path.
+  bucket_.resize(t.bucket_bytes());
+  Status s = co_await ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
+  ++ctx_->counters.round_trips;
+  if (!s.ok()) {
+    Status e = co_await finish_abort(fail_error(s));
+    co_return e;
+  }
+  const uint32_t slot = find_in_bucket(t, key);
+  if (slot == kSlotsPerBucket) {
+    Status e = co_await absent(t, key, b);
+    co_return e;  // moved, not copied: kNotFound is an everyday answer
+  }
   const SlotHeader h = header_of(bucket_, slot_offset(t, slot));
   if (h.lock != 0) {
     Status e = co_await abort_locked(t.primary_slot(b, slot), h.lock, "record locked");
