@@ -45,30 +45,23 @@ uint32_t Transaction::free_slot_in_bucket(const Table& t, uint64_t b) const {
 
 // ---- remote steps ----
 
-// Reads bucket b's primary (header + slots) into bucket_.
-Task<Status> Transaction::read_bucket(const Table& t, uint64_t b) {
+// Reads bucket b's primary (header + slots) into bucket_: the client's awaitable itself, not a
+// nested coroutine, as transaction reads take this path once each.
+client::OpAwaitable Transaction::read_bucket(const Table& t, uint64_t b) {
   bucket_.resize(t.bucket_bytes());
-  Status s = co_await ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
   ++ctx_->counters.round_trips;
-  co_return s;
+  return ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
 }
 
-// Reads bucket b's primary into bucket_ (as read_bucket) and finds the slot of `key` in it. An
-// error aborts; an absent key gives absent()'s status.
-Task<Status> Transaction::find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot) {
-  bucket_.resize(t.bucket_bytes());
-  Status s = co_await ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
-  ++ctx_->counters.round_trips;
-  if (!s.ok()) {
-    Status e = co_await finish_abort(fail_error(s));
+// `key` has no slot in bucket b: the bucket's `read` failed (the transaction aborts) or the key
+// is not in bucket_ (absent()'s status).
+Task<Status> Transaction::bucket_miss(const Table& t, uint64_t key, uint64_t b, Status read) {
+  if (!read.ok()) {
+    Status e = co_await finish_abort(fail_error(read));
     co_return e;
   }
-  *slot = find_in_bucket(t, key);
-  if (*slot == kSlotsPerBucket) {
-    Status e = co_await absent(t, key, b);
-    co_return e;
-  }
-  co_return OkStatus();
+  Status e = co_await absent(t, key, b);
+  co_return e;
 }
 
 // `key` is not in bucket_ (bucket b, just read): kInvisible if another transaction holds the
@@ -160,8 +153,12 @@ Task<Status> Transaction::lock_record(const Table& t, uint64_t key, WriteEntry**
     }
   }
   if (slot == kSlotsPerBucket) {
-    Status s = co_await find_slot(t, key, b, &slot);
-    if (!s.ok()) co_return s;  // moved, not copied: kNotFound is an everyday answer
+    Status s = co_await read_bucket(t, b);
+    slot = s.ok() ? find_in_bucket(t, key) : kSlotsPerBucket;
+    if (slot == kSlotsPerBucket) {
+      Status e = co_await bucket_miss(t, key, b, std::move(s));
+      co_return e;  // moved, not copied: kNotFound is an everyday answer
+    }
     s = co_await lock_and_read(t.primary_slot(b, slot), t.slot_bytes(), &slot_, "record locked");
     FARMEM_CO_TRY(s);
   }
@@ -261,17 +258,10 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
       co_return OkStatus();
     }
   }
-  // find_slot's steps inline: a nested coroutine per read costs a frame on this hot path.
-  bucket_.resize(t.bucket_bytes());
-  Status s = co_await ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
-  ++ctx_->counters.round_trips;
-  if (!s.ok()) {
-    Status e = co_await finish_abort(fail_error(s));
-    co_return e;
-  }
-  const uint32_t slot = find_in_bucket(t, key);
+  Status s = co_await read_bucket(t, b);
+  const uint32_t slot = s.ok() ? find_in_bucket(t, key) : kSlotsPerBucket;
   if (slot == kSlotsPerBucket) {
-    Status e = co_await absent(t, key, b);
+    Status e = co_await bucket_miss(t, key, b, std::move(s));
     co_return e;  // moved, not copied: kNotFound is an everyday answer
   }
   const SlotHeader h = header_of(bucket_, slot_offset(t, slot));

@@ -203,8 +203,8 @@ class Transaction {
   uint32_t find_in_bucket(const Table& t, uint64_t key) const;
   uint32_t free_slot_in_bucket(const Table& t, uint64_t b) const;
   bool read_locally(const Table& t, uint64_t key, std::string* value, Status* s);
-  runtime::Task<Status> read_bucket(const Table& t, uint64_t b);
-  runtime::Task<Status> find_slot(const Table& t, uint64_t key, uint64_t b, uint32_t* slot);
+  client::OpAwaitable read_bucket(const Table& t, uint64_t b);
+  runtime::Task<Status> bucket_miss(const Table& t, uint64_t key, uint64_t b, Status read);
   runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
   runtime::Task<Status> abort_locked(GlobalAddress word, uint64_t holder, const char* what);
   runtime::Task<Status> already_present(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
