@@ -104,7 +104,8 @@ bool in_ci();
 
 // Makes sure the kernel's huge page pool has at least `pages` free pages, raising
 // vm.nr_hugepages if needed (root); the destructor takes back what it added. ok() is false,
-// with why(), when it cannot (no permission, no memory for the pages).
+// with why(), when it cannot (no permission, no memory for the pages). The pool is the machine's:
+// a test that takes one has "Huge" in its name, so that ctest runs it alone (tests/CMakeLists.txt).
 class HugePagePool {
  public:
   explicit HugePagePool(uint64_t pages);

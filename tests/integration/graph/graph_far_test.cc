@@ -148,7 +148,7 @@ TEST_P(GraphFarTest, GraphOnHugePagesUnderEviction) {
 
 // A memory node with room for one copy of the graph only: the sparse view is an optimisation,
 // so the graph opens without it (and says why) and BFS still matches the reference.
-TEST_P(GraphFarTest, NoRoomForTheSparseViewMeansNone) {
+TEST_P(GraphFarTest, NoRoomForTheSparseViewBesideHugePagesMeansNone) {
   paged::PageManagerOptions mo;
   mo.local_bytes = 8 << 20;
   server_capacity_bytes_ = 64ull << 20;  // one 32 MiB block for the ~18 MiB graph, less for arrays
