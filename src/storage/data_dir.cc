@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <utility>
+
+#include "farmem/storage/file.h"
 
 namespace farmem::storage {
 namespace {
@@ -19,30 +20,21 @@ std::string join(const std::string& dir, std::string_view name) {
   return dir + "/" + std::string(name);
 }
 
-// Writes all of `text` at the start of fd.
-Status write_all(int fd, std::string_view text, const std::string& path) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n =
-        ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error("write", path, errno);
-    done += static_cast<size_t>(n);
-  }
-  return OkStatus();
-}
-
 // The whole (small) file at `path`; an empty string for an empty file.
 Result<std::string> read_small(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("open", path, errno);
+  FARMEM_ASSIGN_OR_RETURN(auto file, posix_disk().open(path));
   std::string text(256, '\0');
-  const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
-  const int err = errno;
-  ::close(fd);
-  if (n < 0) return io_error("read", path, err);
-  text.resize(static_cast<size_t>(n));
+  FARMEM_ASSIGN_OR_RETURN(const size_t n, file->read_at(0, text.data(), text.size()));
+  text.resize(n);
   return text;
+}
+
+// Makes `path` hold exactly `text`, synced when `sync` is set.
+Status rewrite(const std::string& path, std::string_view text, bool sync) {
+  FARMEM_ASSIGN_OR_RETURN(auto file, posix_disk().open(path));
+  FARMEM_TRY(file->truncate(0));
+  FARMEM_TRY(file->write_at(0, text));
+  return sync ? file->sync() : OkStatus();
 }
 
 Status sync_dir(const std::string& dir) {
@@ -68,8 +60,7 @@ Status take_lock(const std::string& dir, int* fd) {
     return Busy("data directory " + dir + " is in use by another memory node" +
                 (pid.empty() ? std::string() : " (pid " + pid + ")"));
   }
-  if (::ftruncate(*fd, 0) != 0) return io_error("truncate", path, errno);
-  return write_all(*fd, std::to_string(::getpid()) + "\n", path);
+  return rewrite(path, std::to_string(::getpid()) + "\n", false);
 }
 
 // Checks FORMAT's magic and version.
@@ -93,13 +84,8 @@ Status check_format(const std::string& dir) {
 Status stamp_format(const std::string& dir) {
   const std::string path = join(dir, DataDir::kFormatFile);
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("create", tmp, errno);
-  Status s = write_all(
-      fd, std::string(kFormatMagic) + " " + std::to_string(DataDir::kFormatVersion) + "\n", tmp);
-  if (s.ok() && ::fdatasync(fd) != 0) s = io_error("sync", tmp, errno);
-  ::close(fd);
-  FARMEM_TRY(s);
+  FARMEM_TRY(rewrite(
+      tmp, std::string(kFormatMagic) + " " + std::to_string(DataDir::kFormatVersion) + "\n", true));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("rename", tmp, errno);
   return sync_dir(dir);
 }
@@ -118,12 +104,6 @@ Result<bool> holds_no_data(const std::string& dir) {
 }
 
 }  // namespace
-
-Status io_error(std::string_view what, const std::string& path, int err) {
-  const std::string msg = std::string(what) + " " + path + ": " + std::strerror(err);
-  if (err == ENOSPC || err == EDQUOT) return ResourceExhausted(msg);
-  return Internal(msg);
-}
 
 Result<DataDir> DataDir::open(const std::string& path) {
   if (path.empty()) return InvalidArgument("the data directory's path is empty");

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "farmem/storage/data_dir.h"
 #include "farmem/storage/file.h"
 
 namespace farmem::storage {
@@ -77,6 +77,12 @@ class PosixDisk final : public Disk {
 };
 
 }  // namespace
+
+Status io_error(std::string_view what, const std::string& path, int err) {
+  const std::string msg = std::string(what) + " " + path + ": " + std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) return ResourceExhausted(msg);
+  return Internal(msg);
+}
 
 Disk& posix_disk() {
   static PosixDisk disk;

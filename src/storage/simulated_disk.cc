@@ -8,8 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "farmem/storage/data_dir.h"
-
 namespace farmem::storage {
 
 namespace {
@@ -44,7 +42,7 @@ class SimulatedFile final : public File {
       : disk_(disk), state_(state), path_(std::move(path)) {}
 
   Status write_at(uint64_t offset, std::string_view bytes) override {
-    return disk_->write(*state_, offset, bytes);
+    return disk_->write(*state_, path_, offset, bytes);
   }
   Result<size_t> read_at(uint64_t offset, char* out, size_t n) override {
     std::lock_guard<std::mutex> lock(disk_->mu_);
@@ -81,14 +79,13 @@ Result<std::unique_ptr<File>> SimulatedDisk::open(const std::string& path) {
   return std::unique_ptr<File>(std::make_unique<SimulatedFile>(this, slot.get(), path));
 }
 
-Status SimulatedDisk::write(FileState& f, uint64_t offset, std::string_view bytes) {
+Status SimulatedDisk::write(FileState& f, const std::string& path, uint64_t offset,
+                            std::string_view bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t end = offset + bytes.size();
   const uint64_t growth = end > f.current.size() ? end - f.current.size() : 0;
   if (capacity_bytes_ != 0 && used_bytes() + growth > capacity_bytes_) {
-    for (const auto& [path, state] : files_) {
-      if (state.get() == &f) return io_error("write", path, ENOSPC);
-    }
+    return io_error("write", path, ENOSPC);
   }
   f.pending.push_back({false, offset, std::string(bytes)});
   apply_change(f.current, f.pending.back());

@@ -49,8 +49,4 @@ class DataDir {
   bool fresh_ = false;
 };
 
-// An I/O error on `path` as a Status: ENOSPC and EDQUOT become kResourceExhausted ("... : no
-// space left on device"), anything else kInternal; the message names what was done and where.
-Status io_error(std::string_view what, const std::string& path, int err);
-
 }  // namespace farmem::storage

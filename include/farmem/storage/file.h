@@ -42,4 +42,8 @@ class Disk {
 // The real file system (pwrite, pread, fdatasync).
 Disk& posix_disk();
 
+// An I/O error on `path` as a Status: ENOSPC and EDQUOT become kResourceExhausted ("... : no
+// space left on device"), anything else kInternal; the message names what was done and where.
+Status io_error(std::string_view what, const std::string& path, int err);
+
 }  // namespace farmem::storage

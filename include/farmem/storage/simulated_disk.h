@@ -41,7 +41,7 @@ class SimulatedDisk final : public Disk {
 
  private:
   friend class SimulatedFile;
-  Status write(FileState& f, uint64_t offset, std::string_view bytes);
+  Status write(FileState& f, const std::string& path, uint64_t offset, std::string_view bytes);
   Status truncate(FileState& f, uint64_t bytes);
   void sync(FileState& f);
   uint64_t used_bytes() const;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "farmem/storage/durability.h"
+#include "farmem/storage/file.h"
 
 namespace farmem::storage {
 namespace {
