@@ -97,8 +97,16 @@ Result<Log> Log::open(std::unique_ptr<File> file, uint64_t start_lsn, const Visi
 Log::Log(std::unique_ptr<File> file, uint64_t tail, uint64_t next_lsn)
     : file_(std::move(file)), tail_(tail), next_lsn_(next_lsn), synced_lsn_(next_lsn - 1) {}
 
-Log::Log(Log&&) noexcept = default;
-Log& Log::operator=(Log&&) noexcept = default;
+Log::Log(Log&& o) noexcept { *this = std::move(o); }
+
+Log& Log::operator=(Log&& o) noexcept {
+  file_ = std::move(o.file_);
+  tail_ = o.tail_;
+  next_lsn_.store(o.next_lsn_.load());
+  synced_lsn_.store(o.synced_lsn_.load());
+  return *this;
+}
+
 Log::~Log() = default;
 
 Result<uint64_t> Log::append(std::string_view payload) {
@@ -106,7 +114,7 @@ Result<uint64_t> Log::append(std::string_view payload) {
     return InvalidArgument("log record of " + std::to_string(payload.size()) +
                            " bytes: the limit is " + std::to_string(kMaxLogRecordBytes));
   }
-  const uint64_t lsn = next_lsn_;
+  const uint64_t lsn = next_lsn_.load(std::memory_order_relaxed);
   const RecordHeader h{kLogRecordMagic, static_cast<uint32_t>(payload.size()), lsn,
                        checksum(lsn, payload)};
   std::string record(kLogHeaderBytes + padded(payload.size()), '\0');
@@ -118,21 +126,32 @@ Result<uint64_t> Log::append(std::string_view payload) {
     return s;
   }
   tail_ += record.size();
-  ++next_lsn_;
+  next_lsn_.store(lsn + 1, std::memory_order_release);
   return lsn;
 }
 
 Status Log::sync() {
+  const uint64_t upto = next_lsn() - 1;
   FARMEM_TRY(file_->sync());
-  synced_lsn_ = next_lsn_ - 1;
+  uint64_t seen = synced_lsn_.load();
+  while (seen < upto && !synced_lsn_.compare_exchange_weak(seen, upto)) {
+  }
   return OkStatus();
 }
 
-Status Log::reset() {
+Result<uint64_t> Log::first_lsn(File& file) {
+  RecordHeader h{};
+  std::string payload;
+  FARMEM_ASSIGN_OR_RETURN(bool ok, read_record(file, 0, 0, &h, &payload));
+  return ok ? h.lsn : 0;
+}
+
+Status Log::reset(uint64_t restart_lsn) {
   FARMEM_TRY(file_->truncate(0));
   FARMEM_TRY(file_->sync());
   tail_ = 0;
-  synced_lsn_ = next_lsn_ - 1;
+  if (restart_lsn != 0) next_lsn_.store(restart_lsn);
+  synced_lsn_.store(next_lsn() - 1);
   return OkStatus();
 }
 

@@ -129,6 +129,20 @@ void SimulatedDisk::power_loss_torn(uint64_t seed) {
   }
 }
 
+std::unique_ptr<SimulatedDisk> SimulatedDisk::crash_copy(uint64_t seed) const {
+  auto copy = std::make_unique<SimulatedDisk>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [path, f] : files_) copy->files_[path] = std::make_unique<FileState>(*f);
+  }
+  if (seed == 0) {
+    copy->power_loss();
+  } else {
+    copy->power_loss_torn(seed);
+  }
+  return copy;
+}
+
 void SimulatedDisk::set_capacity(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   capacity_bytes_ = bytes;

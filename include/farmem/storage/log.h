@@ -12,9 +12,12 @@
 // -9 without it). A failed write leaves the log as it was before the append (kResourceExhausted
 // naming the file when the disk is full).
 //
-// Thread safety: one thread at a time (the caller serialises appends, e.g. a group commit).
+// Thread safety: one thread at a time appends, resets and reads the counters (the caller
+// serialises them, e.g. under a lock); sync() may run on another thread at the same time (a
+// group commit's syncer), and makes stable at least every record appended before it was called.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,21 +58,24 @@ class Log {
   // Appends one record (payload at most kMaxLogRecordBytes) and returns its LSN.
   Result<uint64_t> append(std::string_view payload);
   Status sync();
-  // Empties the file (after a checkpoint holds everything in it); LSNs go on from where they were.
-  Status reset();
+  // Empties the file (after a checkpoint holds everything in it); LSNs go on from where they
+  // were, or from `restart_lsn` when it is not 0 (a log that takes over from another one).
+  Status reset(uint64_t restart_lsn = 0);
 
-  uint64_t next_lsn() const { return next_lsn_; }
+  uint64_t next_lsn() const { return next_lsn_.load(std::memory_order_acquire); }
   uint64_t bytes() const { return tail_; }
   // LSN of the last record a sync() made stable (0: none).
-  uint64_t synced_lsn() const { return synced_lsn_; }
+  uint64_t synced_lsn() const { return synced_lsn_.load(std::memory_order_acquire); }
+  // The LSN of the first valid record of `file`, or 0 when it holds none (read only).
+  static Result<uint64_t> first_lsn(File& file);
 
  private:
   Log(std::unique_ptr<File> file, uint64_t tail, uint64_t next_lsn);
 
   std::unique_ptr<File> file_;
   uint64_t tail_ = 0;
-  uint64_t next_lsn_ = 1;
-  uint64_t synced_lsn_ = 0;
+  std::atomic<uint64_t> next_lsn_{1};
+  std::atomic<uint64_t> synced_lsn_{0};
 };
 
 }  // namespace farmem::storage

@@ -32,6 +32,9 @@ class SimulatedDisk final : public Disk {
   // Power lost after the disk wrote some of what was pending: per file, a prefix of its unsynced
   // writes chosen with `seed`, the last of them cut at a random byte.
   void power_loss_torn(uint64_t seed);
+  // A new disk holding what a power loss now would leave (power_loss(), or power_loss_torn(seed)
+  // when seed != 0); this one goes on unchanged.
+  std::unique_ptr<SimulatedDisk> crash_copy(uint64_t seed = 0) const;
   // Total bytes the files may hold; 0 (the default) is unlimited.
   void set_capacity(uint64_t bytes);
   // How many sync() calls returned OK, over all files: the sync boundaries of a run.
