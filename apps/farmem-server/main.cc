@@ -2,6 +2,7 @@
 //
 //   farmem-server --config memnode.toml
 //   farmem-server --port 7000 --capacity 1GiB --node-id 0 [--listen 10.0.0.11]
+//   farmem-server --data-dir /var/lib/farmem/0 [--durability process|power]   (durable node)
 //
 // The config file's [memnode] table configures the node, its [kv] table the kv service.
 // Flags override the config file. The node listens on 127.0.0.1 unless --listen (or the
@@ -34,7 +35,7 @@ int fail(const std::string& msg) {
 
 struct Flags {
   std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
-  std::string preload_dir;
+  std::string preload_dir, data_dir, durability, checkpoint_log;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
   std::optional<uint32_t> kv_record_grace_ms;
 };
@@ -52,6 +53,16 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   if (!f.net_devices.empty()) c->net_devices = f.net_devices;
   if (!f.cluster_key_file.empty()) c->cluster_key_file = f.cluster_key_file;
   if (!f.preload_dir.empty()) c->preload_dir = f.preload_dir;
+  if (!f.data_dir.empty() || !f.durability.empty()) {
+    FARMEM_TRY(c->set_data_dir(f.data_dir.empty() ? c->data_dir : f.data_dir, f.durability));
+  }
+  if (!f.checkpoint_log.empty()) {
+    auto b = farmem::parse_bytes(f.checkpoint_log);
+    if (!b.ok()) {
+      return farmem::InvalidArgument("--checkpoint-log: " + std::string(b.status().message()));
+    }
+    c->checkpoint_log_bytes = *b;
+  }
   if (!f.capacity.empty()) {
     auto b = farmem::parse_bytes(f.capacity);
     if (!b.ok()) return farmem::InvalidArgument("--capacity: " + std::string(b.status().message()));
@@ -86,6 +97,12 @@ int run(int argc, char** argv) {
                  "UCX network devices (default: the device of --listen)");
   app.add_option("--preload-dir", f.preload_dir,
                  "absolute directory paged regions may preload files from (default: refused)");
+  app.add_option("--data-dir", f.data_dir,
+                 "keep the node's data in this directory across restarts (default: volatile)");
+  app.add_option("--durability", f.durability,
+                 "with --data-dir: process (outlives kill -9) or power (synced first; default)");
+  app.add_option("--checkpoint-log", f.checkpoint_log,
+                 "checkpoint once the log holds this much, e.g. 256MiB (default)");
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));

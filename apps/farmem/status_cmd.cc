@@ -1,5 +1,6 @@
 // farmem status [--servers h:p,...|--config FILE]: every memory node's usage, a line each (the
-// nodes' stats through the client library). Exit 1 when a node is unreachable or fails.
+// nodes' stats through the client library), and a second line for a durable node (its journal
+// and last recovery). Exit 1 when a node is unreachable or fails.
 #include <fmt/format.h>
 
 #include "command.h"
@@ -51,6 +52,13 @@ int run_status(const bench::ClusterOptions& options) {
         where, st->node_id, st->capacity_bytes, st->used_bytes, pct, st->allocations,
         st->rpcs_served, st->connections, st->sessions_total, st->roots, st->objects, st->refused,
         st->uptime_ms / 1000.0);
+    if (st->durability != "volatile") {
+      fmt::print(
+          "{:<22} durable ({}): log {} bytes, {} syncs; recovered {} records in {:.1f} ms, "
+          "{} cut from a torn tail\n",
+          "", st->durability, st->log_bytes, st->syncs, st->recovery_records,
+          st->recovery_us / 1000.0, st->recovery_dropped_records);
+    }
   }
   return rc;
 }

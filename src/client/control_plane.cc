@@ -12,6 +12,7 @@
 #include "farmem/client/cluster.h"
 #include "farmem/client/thread_client.h"
 #include "farmem/fabric/wire.h"
+#include "farmem/storage/durability.h"
 
 namespace farmem::client {
 
@@ -78,6 +79,25 @@ Task<Result<GlobalAddress>> ThreadClient::allocate_on(uint16_t node, uint64_t by
 Task<Status> ThreadClient::free_on(GlobalAddress addr) {
   w::FreeRequest req{addr.offset()};
   Status s = co_await rpc(addr.node(), static_cast<uint16_t>(w::Opcode::kFree), &req, sizeof(req),
+                          nullptr, 0, nullptr);
+  co_return s;
+}
+
+Task<Status> ThreadClient::persist(GlobalAddress addr, uint64_t bytes) {
+  std::vector<w::PersistRange> ranges{{addr.offset(), bytes}};
+  Status s = co_await persist(addr.node(), std::move(ranges));
+  co_return s;
+}
+
+Task<Status> ThreadClient::persist(uint16_t node, std::vector<w::PersistRange> ranges) {
+  if (ranges.empty() || ranges.size() > w::kMaxPersistRanges) {
+    co_return InvalidArgument(
+        fmt::format("persist takes 1..{} ranges, got {}", w::kMaxPersistRanges, ranges.size()));
+  }
+  w::PersistRequest h{static_cast<uint32_t>(ranges.size()), 0};
+  std::string req(reinterpret_cast<const char*>(&h), sizeof(h));
+  req.append(reinterpret_cast<const char*>(ranges.data()), sizeof(w::PersistRange) * ranges.size());
+  Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kPersist), req.data(), req.size(),
                           nullptr, 0, nullptr);
   co_return s;
 }
@@ -267,6 +287,14 @@ Task<Result<NodeStats>> ThreadClient::stats(uint16_t node) {
   n.sessions_total = r.sessions_total;
   n.refused = r.refused;
   n.rpcs_dropped = r.rpcs_dropped;
+  if (r.durability <= static_cast<uint32_t>(storage::Durability::kPower)) {
+    n.durability = storage::durability_name(static_cast<storage::Durability>(r.durability));
+  }
+  n.recovery_records = r.recovery_records;
+  n.recovery_dropped_records = r.recovery_dropped_records;
+  n.recovery_us = r.recovery_us;
+  n.log_bytes = r.log_bytes;
+  n.syncs = r.syncs;
   co_return n;
 }
 

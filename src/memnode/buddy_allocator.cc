@@ -75,6 +75,35 @@ Result<BuddyAllocator::Block> BuddyAllocator::allocate(uint64_t bytes, uint64_t 
   return Block{off, 1ull << want};
 }
 
+Status BuddyAllocator::allocate_at(uint64_t offset, uint64_t bytes) {
+  const uint32_t want = order_for(bytes);
+  if (bytes != (1ull << want) || (offset & (bytes - 1)) != 0) {
+    return InvalidArgument(fmt::format("{} bytes at {:#x} is not a block", bytes, offset));
+  }
+  // The free block that contains the wanted one, split down to it.
+  for (uint32_t order = want; order <= kMaxOrder; ++order) {
+    const uint64_t base = offset & ~((1ull << order) - 1);
+    auto it = free_[order].find(base);
+    if (it == free_[order].end()) continue;
+    free_[order].erase(it);
+    uint64_t off = base;
+    while (order > want) {
+      --order;
+      const uint64_t half = 1ull << order;
+      if (offset >= off + half) {
+        add_free(off, order);  // the lower half stays free
+        off += half;
+      } else {
+        add_free(off + half, order);
+      }
+    }
+    allocated_.emplace(offset, want);
+    used_ += bytes;
+    return OkStatus();
+  }
+  return AlreadyExists(fmt::format("block {:#x} (+{}) is not free", offset, bytes));
+}
+
 Status BuddyAllocator::free(uint64_t offset) {
   auto it = allocated_.find(offset);
   if (it == allocated_.end()) {

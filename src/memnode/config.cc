@@ -29,7 +29,8 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
   static const std::set<std::string> known = {"node_id",      "listen",          "port",
                                               "capacity",     "workers",         "idle_spin_us",
                                               "max_sessions", "door_timeout_ms", "cluster_key_file",
-                                              "tls",          "net_devices",     "preload_dir"};
+                                              "tls",          "net_devices",     "preload_dir",
+                                              "data_dir",     "durability",      "checkpoint_log"};
   FARMEM_TRY(toml_config::check_keys(*t, "memnode", known));
   auto node_id = get_int(*t, "memnode", "node_id", 0, 0, 65535);
   FARMEM_TRY(node_id);
@@ -59,13 +60,42 @@ Result<ServerConfig> parse(const toml::table& root, const std::set<std::string>&
   capacity_rules.positive_integer = true;
   capacity_rules.prefix_parse_errors = true;
   FARMEM_TRY(toml_config::get_bytes(*t, "memnode", "capacity", capacity_rules, &c.capacity_bytes));
+  FARMEM_TRY(toml_config::get_bytes(*t, "memnode", "checkpoint_log", capacity_rules,
+                                    &c.checkpoint_log_bytes));
+  std::string data_dir;
+  std::string durability;
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "data_dir", &data_dir));
+  FARMEM_TRY(toml_config::get_string(*t, "memnode", "durability", &durability));
+  if (!data_dir.empty() || !durability.empty()) FARMEM_TRY(c.set_data_dir(data_dir, durability));
   FARMEM_TRY(c.validate());
   return c;
 }
 
 }  // namespace
 
+Status ServerConfig::set_data_dir(const std::string& dir, const std::string& level) {
+  data_dir = dir;
+  if (level.empty()) {
+    durability = dir.empty() ? storage::Durability::kVolatile : storage::Durability::kPower;
+    return OkStatus();
+  }
+  FARMEM_ASSIGN_OR_RETURN(durability, storage::parse_durability(level));
+  return OkStatus();
+}
+
 Status ServerConfig::validate() const {
+  if (data_dir.empty() != (durability == storage::Durability::kVolatile)) {
+    return InvalidArgument(
+        data_dir.empty()
+            ? fmt::format("durability '{}' needs a data directory (data_dir, --data-dir)",
+                          storage::durability_name(durability))
+            : std::string("a node with a data directory is durable: choose durability "
+                          "'process' or 'power'"));
+  }
+  if (checkpoint_log_bytes < (64ull << 10)) {
+    return InvalidArgument(
+        fmt::format("checkpoint_log {} bytes is below the 64 KiB minimum", checkpoint_log_bytes));
+  }
   if (!preload_dir.empty() && preload_dir[0] != '/') {
     return InvalidArgument("preload_dir must be an absolute path");
   }

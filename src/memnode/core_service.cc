@@ -3,10 +3,14 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/memnode/memops.h"
 #include "farmem/memnode/service.h"
+#include "farmem/memnode/stable_replies.h"
+#include "farmem/storage/journal.h"
 
 namespace farmem::memnode {
 namespace {
@@ -41,13 +45,15 @@ Result<std::string_view> trailing_name(const Request& r, size_t fixed, uint32_t 
 
 class CoreWorker : public ServiceWorker {
  public:
-  explicit CoreWorker(const WorkerContext& c) : node_(*c.node) {}
+  explicit CoreWorker(const WorkerContext& c) : node_(*c.node), replies_(c) {}
 
   void handle(Request& r, Responder responder) override {
     std::string out;
+    lsn_ = 0;
     Status s = dispatch(r, &out);
-    responder.finish(s, out);
+    replies_.finish(lsn_, std::move(responder), s, std::move(out));
   }
+  void poll(uint64_t) override { replies_.poll(); }
 
  private:
   Status dispatch(const Request& r, std::string* out) {
@@ -76,6 +82,8 @@ class CoreWorker : public ServiceWorker {
       case w::Opcode::kMemOps:
         return execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
                               r.payload.size(), out);
+      case w::Opcode::kPersist:
+        return persist(r);
       default:
         return InvalidArgument(fmt::format("unknown RPC opcode {}", r.header.opcode));
     }
@@ -113,7 +121,27 @@ class CoreWorker : public ServiceWorker {
     FARMEM_TRY(owner);
     auto b = node_.heap.allocate(req.bytes, req.alignment, *owner);
     FARMEM_TRY(b);
+    auto logged =
+        node_.log_locked(encode_record(NodeRecordKind::kAlloc, b->offset, b->bytes, *owner));
+    if (!logged.ok()) {
+      const Status undone = node_.heap.free(b->offset, *owner);
+      FARMEM_ASSERT(undone.ok(), "an allocation just made cannot be freed");
+      return logged.status();
+    }
+    lsn_ = *logged;
     out->assign(bytes_of(w::AllocResponse{b->offset, b->bytes}));
+    return OkStatus();
+  }
+
+  // Logs a change and applies it (the record decides both). Requires mu.
+  Status commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0, std::string_view name = {},
+                       uint8_t flags = 0) {
+    const std::string record = encode_record(kind, a, b, 0, name, flags);
+    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.log_locked(record));
+    const NodeRecord r{
+        static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name.size()), a, b, 0};
+    const Status applied = node_.apply_locked(r, name);
+    FARMEM_ASSERT(applied.ok(), "a checked change failed to apply");
     return OkStatus();
   }
 
@@ -124,7 +152,8 @@ class CoreWorker : public ServiceWorker {
     std::lock_guard<std::mutex> lock(node_.mu);
     const uint64_t owner = node_.heap.owner_of(req.offset);
     if (owner & w::kObjectOwnerBit) FARMEM_TRY(unpinned(owner));
-    return node_.heap.free(req.offset, r.session);
+    FARMEM_TRY(node_.heap.check_free(req.offset, r.session));
+    return commit_locked(NodeRecordKind::kFree, req.offset);
   }
 
   Status root(const Request& r, std::string* out) {
@@ -142,8 +171,8 @@ class CoreWorker : public ServiceWorker {
         }
         FARMEM_TRY(node_.objects.find(req.owner).status());
       }
-      return node_.roots.publish(*name, req.address, (req.flags & w::kRootFlagReplace) != 0,
-                                 req.owner);
+      FARMEM_TRY(node_.roots.check_publish(*name, (req.flags & w::kRootFlagReplace) != 0));
+      return commit_locked(NodeRecordKind::kRootPublish, req.address, req.owner, *name);
     }
     if (op == w::Opcode::kRootLookup) {
       auto a = node_.roots.lookup(*name);
@@ -151,7 +180,8 @@ class CoreWorker : public ServiceWorker {
       out->assign(bytes_of(w::RootResponse{*a}));
       return OkStatus();
     }
-    return node_.roots.remove(*name);
+    FARMEM_TRY(node_.roots.lookup(*name).status());
+    return commit_locked(NodeRecordKind::kRootRemove, 0, 0, *name);
   }
 
   Status stats(const Request& r, std::string* out) {
@@ -172,6 +202,15 @@ class CoreWorker : public ServiceWorker {
     s.sessions_total = node_.sessions_total.load();
     s.refused = node_.refused.load();
     s.rpcs_dropped = node_.rpcs_dropped.load();
+    if (node_.journal != nullptr) {
+      const storage::Journal::Stats j = node_.journal->stats();
+      s.durability = static_cast<uint32_t>(node_.journal->durability());
+      s.recovery_dropped_records = static_cast<uint32_t>(node_.recovery_dropped_records);
+      s.recovery_records = node_.recovery_records;
+      s.recovery_us = node_.recovery_us;
+      s.log_bytes = j.log_bytes;
+      s.syncs = j.syncs;
+    }
     out->assign(bytes_of(s));
     return OkStatus();
   }
@@ -190,6 +229,16 @@ class CoreWorker : public ServiceWorker {
     auto o = create ? node_.objects.create(*name, (req.flags & w::kObjectEphemeral) ? r.session : 0)
                     : node_.objects.open(*name);
     FARMEM_TRY(o);
+    if (create) {
+      auto logged = node_.log_locked(
+          encode_record(NodeRecordKind::kObjectCreate, o->id, o->session, 0, o->name));
+      if (!logged.ok()) {
+        const Status undone = node_.objects.remove(o->id);
+        FARMEM_ASSERT(undone.ok(), "an object just made cannot be removed");
+        return logged.status();
+      }
+      lsn_ = *logged;
+    }
     out->assign(bytes_of(w::ObjectResponse{o->id, o->session ? w::kObjectEphemeral : 0u, 0}));
     return OkStatus();
   }
@@ -203,10 +252,35 @@ class CoreWorker : public ServiceWorker {
     if ((req.id & w::kObjectOwnerBit) == 0) return InvalidArgument("not an object id");
     std::lock_guard<std::mutex> lock(node_.mu);
     FARMEM_TRY(unpinned(req.id));
-    if (static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectPersist) {
-      return node_.objects.persist(req.id);
+    return commit_locked(static_cast<w::Opcode>(r.header.opcode) == w::Opcode::kObjectPersist
+                             ? NodeRecordKind::kObjectPersist
+                             : NodeRecordKind::kObjectDestroy,
+                         req.id);
+  }
+
+  // Logs the named region ranges as they are now; the answer waits until they are stable.
+  Status persist(const Request& r) {
+    w::PersistRequest req;
+    FARMEM_TRY(parse(r, &req, "persist"));
+    if (req.reserved != 0 || req.count == 0 || req.count > w::kMaxPersistRanges ||
+        r.payload.size() != sizeof(req) + sizeof(w::PersistRange) * req.count) {
+      return InvalidArgument(
+          fmt::format("persist request for {} ranges in {} bytes", req.count, r.payload.size()));
     }
-    return node_.destroy_object_locked(req.id);
+    std::vector<w::PersistRange> ranges(req.count);
+    std::memcpy(ranges.data(), r.payload.data() + sizeof(req), sizeof(w::PersistRange) * req.count);
+    for (const w::PersistRange& range : ranges) {
+      if (range.offset < w::kRegionHeaderBytes || range.offset > node_.region_bytes ||
+          range.bytes > node_.region_bytes - range.offset) {
+        return InvalidArgument(fmt::format("persist range [{:#x}, +{}) is outside the region",
+                                           range.offset, range.bytes));
+      }
+    }
+    if (node_.journal == nullptr) return OkStatus();  // a volatile node has nothing to keep
+    for (const w::PersistRange& range : ranges) {
+      FARMEM_ASSIGN_OR_RETURN(lsn_, node_.journal->append_range(range.offset, range.bytes));
+    }
+    return OkStatus();
   }
 
   Status sessions_alive(const Request& r, std::string* out) {
@@ -228,6 +302,8 @@ class CoreWorker : public ServiceWorker {
   }
 
   NodeState& node_;
+  StableReplies replies_;
+  uint64_t lsn_ = 0;  // the request's last journal record (0: none)
 };
 
 class CoreService : public Service {

@@ -16,7 +16,14 @@ Result<BuddyAllocator::Block> Heap::allocate(uint64_t bytes, uint64_t alignment,
   return b;
 }
 
-Status Heap::free(uint64_t offset, uint64_t requester) {
+Status Heap::allocate_at(uint64_t offset, uint64_t bytes, uint64_t owner) {
+  FARMEM_TRY(allocator_.allocate_at(offset, bytes));
+  owner_of_.emplace(offset, owner);
+  owned_[owner].insert(offset);
+  return OkStatus();
+}
+
+Status Heap::check_free(uint64_t offset, uint64_t requester) const {
   auto it = owner_of_.find(offset);
   if (it == owner_of_.end()) {
     return NotFound(fmt::format("offset {:#x} is not the start of a live allocation", offset));
@@ -26,6 +33,21 @@ Status Heap::free(uint64_t offset, uint64_t requester) {
     return InvalidArgument(
         fmt::format("offset {:#x} belongs to another client session; only it may free it", offset));
   }
+  return OkStatus();
+}
+
+std::vector<uint64_t> Heap::session_owners() const {
+  std::vector<uint64_t> out;
+  for (const auto& [owner, offsets] : owned_) {
+    if ((owner & wire::kObjectOwnerBit) == 0) out.push_back(owner);
+  }
+  return out;
+}
+
+Status Heap::free(uint64_t offset, uint64_t requester) {
+  FARMEM_TRY(check_free(offset, requester));
+  auto it = owner_of_.find(offset);
+  const uint64_t owner = it->second;
   const Status freed = allocator_.free(offset);
   FARMEM_ASSERT(freed.ok(), "a heap allocation is not live in the allocator");
   owner_of_.erase(it);

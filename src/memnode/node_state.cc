@@ -1,6 +1,9 @@
 #include "farmem/memnode/node_state.h"
 
+#include <fmt/format.h>
+
 #include "farmem/common/log.h"
+#include "farmem/storage/journal.h"
 
 namespace farmem::memnode {
 
@@ -14,15 +17,71 @@ Status NodeState::destroy_object_locked(uint64_t id) {
 void NodeState::end_session(uint64_t session) {
   std::lock_guard<std::mutex> lock(mu);
   if (sessions.erase(session) == 0) return;
-  size_t freed = heap.release(session);
-  size_t objects_gone = 0;
-  for (uint64_t id : objects.bound_to(session)) {
-    if (destroy_object_locked(id).ok()) ++objects_gone;
+  // Nothing waits for this record: if it is lost, recovery releases what every session owned.
+  if (auto logged = log_locked(encode_record(NodeRecordKind::kReleaseOwner, session));
+      !logged.ok()) {
+    log::warn("node {}: session {} end not logged: {}", config.node_id, session,
+              logged.status().to_string());
   }
-  if (freed > 0 || objects_gone > 0) {
+  const size_t allocations = heap.owned_by(session);
+  const size_t objects_bound = objects.bound_to(session).size();
+  const Status s = apply_locked(
+      NodeRecord{static_cast<uint8_t>(NodeRecordKind::kReleaseOwner), 0, 0, 0, session, 0, 0}, {});
+  if (!s.ok()) log::warn("node {}: session {} end: {}", config.node_id, session, s.to_string());
+  if (allocations > 0 || objects_bound > 0) {
     log::debug("node {}: session {} ended: {} allocations and {} ephemeral objects released",
-               config.node_id, session, freed, objects_gone);
+               config.node_id, session, allocations, objects_bound);
   }
+}
+
+Result<uint64_t> NodeState::log_locked(std::string_view record) {
+  if (journal == nullptr) return uint64_t{0};
+  return journal->append(record);
+}
+
+namespace {
+
+// Releases what `session` owned: its allocations and the ephemeral objects bound to it.
+void release_session(NodeState& node, uint64_t session) {
+  node.heap.release(session);
+  for (uint64_t id : node.objects.bound_to(session)) (void)node.destroy_object_locked(id);
+}
+
+}  // namespace
+
+Status NodeState::apply_locked(const NodeRecord& r, std::string_view name) {
+  switch (static_cast<NodeRecordKind>(r.kind)) {
+    case NodeRecordKind::kAlloc:
+      return heap.allocate_at(r.a, r.b, r.c);
+    case NodeRecordKind::kFree:
+      return heap.free(r.a, heap.owner_of(r.a));
+    case NodeRecordKind::kReleaseOwner:
+      release_session(*this, r.a);
+      return OkStatus();
+    case NodeRecordKind::kObjectCreate:
+      return objects.restore(
+          ObjectTable::Object{r.a, std::string(name), r.b, (r.flags & kNodeRecordPinned) != 0});
+    case NodeRecordKind::kObjectPersist:
+      return objects.persist(r.a);
+    case NodeRecordKind::kObjectDestroy:
+      return destroy_object_locked(r.a);
+    case NodeRecordKind::kRootPublish:
+      return roots.publish(name, r.a, /*replace=*/true, r.b);
+    case NodeRecordKind::kRootRemove:
+      return roots.remove(name);
+    case NodeRecordKind::kRestart: {
+      std::vector<uint64_t> gone = heap.session_owners();
+      objects.for_each([&](const ObjectTable::Object& o) {
+        if (o.session != 0) gone.push_back(o.session);
+      });
+      for (uint64_t session : gone) release_session(*this, session);
+      return OkStatus();
+    }
+    case NodeRecordKind::kNextObject:
+      objects.set_next_counter(r.a);
+      return OkStatus();
+  }
+  return Internal(fmt::format("node record of unknown kind {}", r.kind));
 }
 
 bool NodeState::session_open(uint64_t session) {

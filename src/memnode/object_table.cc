@@ -31,6 +31,18 @@ Result<ObjectTable::Object> ObjectTable::create(std::string_view name, uint64_t 
   return o;
 }
 
+Status ObjectTable::restore(const Object& o) {
+  FARMEM_TRY(check_name(o.name));
+  if ((o.id & wire::kObjectOwnerBit) == 0 || by_id_.count(o.id) != 0 ||
+      by_name_.count(o.name) != 0) {
+    return Internal(fmt::format("object '{}' ({:#x}) cannot be restored twice", o.name, o.id));
+  }
+  by_name_.emplace(o.name, o.id);
+  by_id_.emplace(o.id, o);
+  next_ = std::max(next_, (o.id & ~wire::kObjectOwnerBit) + 1);
+  return OkStatus();
+}
+
 Result<ObjectTable::Object> ObjectTable::open(std::string_view name) const {
   FARMEM_TRY(check_name(name));
   auto it = by_name_.find(name);

@@ -14,16 +14,24 @@ Status RootTable::check_name(std::string_view name) {
   return OkStatus();
 }
 
-Status RootTable::publish(std::string_view name, uint64_t address, bool replace, uint64_t owner) {
+Status RootTable::check_publish(std::string_view name, bool replace) const {
   FARMEM_TRY(check_name(name));
-  auto it = roots_.find(name);
-  if (it != roots_.end()) {
+  if (roots_.find(name) != roots_.end()) {
     if (!replace) return AlreadyExists(fmt::format("root '{}' already exists", name));
-    it->second = Root{address, owner};
     return OkStatus();
   }
   if (roots_.size() >= kMaxRoots) {
     return ResourceExhausted(fmt::format("root table is full ({} names)", kMaxRoots));
+  }
+  return OkStatus();
+}
+
+Status RootTable::publish(std::string_view name, uint64_t address, bool replace, uint64_t owner) {
+  FARMEM_TRY(check_publish(name, replace));
+  auto it = roots_.find(name);
+  if (it != roots_.end()) {
+    it->second = Root{address, owner};
+    return OkStatus();
   }
   roots_.emplace(std::string(name), Root{address, owner});
   return OkStatus();

@@ -16,6 +16,7 @@
 #include "door.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/log.h"
+#include "farmem/memnode/node_journal.h"
 #include "server_worker.h"
 
 namespace farmem::memnode {
@@ -89,6 +90,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
   node.packed_rkey.assign(s->region_->packed_rkey().begin(), s->region_->packed_rkey().end());
   node.worker_count = config.workers;
   node.start_ns = now_ns();
+  if (!config.data_dir.empty()) FARMEM_TRY(s->recover());
   RegionHeader hdr{};
   hdr.magic = kRegionMagic;
   hdr.version = wire::kProtocolVersion;
@@ -115,12 +117,51 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
 Server::~Server() {
   door_.reset();
   workers_.clear();
+  journal_.reset();  // its threads stop before the region and the tables go
+  node_journal_.reset();
   region_.reset();
   context_.reset();
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
 uint16_t Server::port() const { return door_->port(); }
+
+Status Server::recover() {
+  NodeState& node = *node_;
+  const ServerConfig& config = node.config;
+  FARMEM_ASSIGN_OR_RETURN(storage::DataDir dir, storage::DataDir::open(config.data_dir));
+  data_dir_ = std::make_unique<storage::DataDir>(std::move(dir));
+  node_journal_ = std::make_unique<NodeJournal>(node);
+  storage::JournalOptions options;
+  options.durability = config.durability;
+  options.checkpoint_log_bytes = config.checkpoint_log_bytes;
+  storage::Journal::Report r;
+  FARMEM_ASSIGN_OR_RETURN(
+      journal_, storage::Journal::open(*data_dir_, {node.region_base, node.region_bytes}, options,
+                                       *node_journal_, &r));
+  node.journal = journal_.get();
+  node.recovery_records = r.records;
+  node.recovery_dropped_records = r.dropped_records;
+  node.recovery_us = r.elapsed_us;
+  {
+    // No session survives a restart: what sessions owned goes back to the heap.
+    std::lock_guard<std::mutex> lock(node.mu);
+    const std::string restart = encode_record(NodeRecordKind::kRestart, 0);
+    FARMEM_TRY(node.log_locked(restart));
+    FARMEM_TRY(node.apply_locked(
+        NodeRecord{static_cast<uint8_t>(NodeRecordKind::kRestart), 0, 0, 0, 0, 0, 0}, {}));
+    log::info(
+        "node {}: {} data in {} ({}): checkpoint {}, {} records replayed ({} ranges), {} image "
+        "bytes, {} records ({} bytes) dropped from a torn tail, {} objects, {} roots, {} "
+        "allocations, log {} bytes, {:.1f} ms",
+        config.node_id, r.generation == 0 && r.records == 0 ? "new" : "recovered", config.data_dir,
+        storage::durability_name(config.durability), r.generation, r.records, r.ranges,
+        r.image_bytes, r.dropped_records, r.dropped_bytes, node.objects.size(), node.roots.size(),
+        node.heap.live_allocations(), r.log_bytes, r.elapsed_us / 1000.0);
+  }
+  journal_->start();
+  return OkStatus();
+}
 
 void Server::stop() {
   if (node_ != nullptr) node_->stopping.store(true);

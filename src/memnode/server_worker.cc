@@ -244,7 +244,8 @@ void ServerWorker::run() {
 }
 
 void ServerWorker::poll_services() {
-  if (service_workers_.size() < 2) return;  // the core service needs no polling
+  // The core service polls only to answer what waits for the journal.
+  if (service_workers_.size() < 2 && node_.journal == nullptr) return;
   const uint64_t now = now_ns();
   for (auto& sw : service_workers_) sw->poll(now);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace farmem::client {
 
@@ -22,6 +23,14 @@ struct NodeStats {
   uint64_t sessions_total = 0;  // sessions opened since the node started
   uint64_t refused = 0;         // door connections refused
   uint64_t rpcs_dropped = 0;    // requests dropped (session gone, flood)
+  // Durable nodes (zeros on a volatile one): the level ("volatile", "process", "power"), what
+  // the last recovery replayed and cut, how long it took, the live log and syncs since start.
+  std::string durability = "volatile";
+  uint64_t recovery_records = 0;
+  uint64_t recovery_dropped_records = 0;
+  uint64_t recovery_us = 0;
+  uint64_t log_bytes = 0;
+  uint64_t syncs = 0;
 };
 
 // Per-thread counters, readable at any time by the owning thread.

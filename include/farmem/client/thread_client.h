@@ -113,6 +113,12 @@ class ThreadClient {
                                                    uint64_t alignment = 64,
                                                    uint64_t owner = wire::kOwnerSession);
   runtime::Task<Status> free_on(GlobalAddress addr);
+  // Makes [addr, addr + bytes) durable on its node (like RDMA FLUSH): returns once the bytes the
+  // range held when the node read it survive at the node's durability level (control.md
+  // "Persist"); at once on a volatile node. Issue it after the writes it covers completed.
+  runtime::Task<Status> persist(GlobalAddress addr, uint64_t bytes);
+  // Several ranges of one node in one round trip (1..wire::kMaxPersistRanges).
+  runtime::Task<Status> persist(uint16_t node, std::vector<wire::PersistRange> ranges);
   // Named objects on one node (control.md "Objects"): create (ephemeral: destroyed with this
   // session unless persisted), open by name, persist, destroy (frees all its memory and roots).
   runtime::Task<Result<uint64_t>> object_create(uint16_t node, std::string name, bool ephemeral);

@@ -55,7 +55,8 @@ enum class Opcode : uint16_t {
   kObjectDestroy = 11,
   kObjectPersist = 12,
   kSessionsAlive = 13,
-  kMemOps = 14,  // one-sided operations served by the node (memops.md)
+  kMemOps = 14,   // one-sided operations served by the node (memops.md)
+  kPersist = 15,  // make region ranges durable (control.md "Persist")
   kFirstServiceOpcode = 256,
 };
 inline constexpr uint16_t kLastCoreOpcode = 255;
@@ -132,10 +133,19 @@ struct StatsResponse {
   uint64_t sessions_total;  // sessions opened since start
   uint64_t refused;         // door connections refused (junk, wrong key, full, timeout)
   uint64_t rpcs_dropped;    // requests dropped (session gone, flood)
-  uint64_t reserved[5];
+  // Durability (zeros on a volatile node): storage::Durability, records replayed and dropped
+  // at the last recovery and how long it took, the live log's bytes, syncs since start.
+  uint32_t durability;
+  uint32_t recovery_dropped_records;
+  uint64_t recovery_records;
+  uint64_t recovery_us;
+  uint64_t log_bytes;
+  uint64_t syncs;
 };
 static_assert(sizeof(StatsResponse) == 128);
 static_assert(offsetof(StatsResponse, uptime_ms) == 56);
+static_assert(offsetof(StatsResponse, durability) == 88);
+static_assert(offsetof(StatsResponse, syncs) == 120);
 
 // ---- named objects (control.md "Objects") ----
 inline constexpr uint32_t kMaxObjectNameBytes = 128;
@@ -165,6 +175,22 @@ struct SessionsAliveRequest {
   uint32_t reserved;
 };
 static_assert(sizeof(SessionsAliveRequest) == 8);
+
+// ---- persist (control.md "Persist") ----
+// kPersist: PersistRequest, then count PersistRange. The empty reply comes once the bytes the
+// ranges held when the node read them are durable at the node's level (at once on a volatile
+// node). Ranges lie in the region, not below kRegionHeaderBytes.
+inline constexpr uint32_t kMaxPersistRanges = 256;
+struct PersistRequest {
+  uint32_t count;     // 1..kMaxPersistRanges
+  uint32_t reserved;  // 0
+};
+static_assert(sizeof(PersistRequest) == 8);
+struct PersistRange {
+  uint64_t offset;
+  uint64_t bytes;
+};
+static_assert(sizeof(PersistRange) == 16);
 
 // ---- served one-sided operations (memops.md) ----
 enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4 };

@@ -30,11 +30,19 @@ class BuddyAllocator {
   // alignment: power of two, 0 means 64.
   Result<Block> allocate(uint64_t bytes, uint64_t alignment);
   Status free(uint64_t offset);
+  // Takes the block of `bytes` (a power of two, at least 64) at `offset`, which must be free:
+  // recovery rebuilds the allocator from the blocks a journal recorded.
+  Status allocate_at(uint64_t offset, uint64_t bytes);
 
   uint64_t capacity_bytes() const { return capacity_; }
   uint64_t used_bytes() const { return used_; }  // includes the reserved prefix
   uint64_t live_allocations() const { return allocated_.size(); }
   uint64_t largest_free_bytes() const;
+  // The size of the live block at `offset` (0 when there is none).
+  uint64_t block_bytes(uint64_t offset) const {
+    auto it = allocated_.find(offset);
+    return it == allocated_.end() ? 0 : 1ull << it->second;
+  }
 
  private:
   void add_free(uint64_t offset, uint32_t order);

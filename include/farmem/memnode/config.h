@@ -14,6 +14,11 @@
 //   net_devices = ""       # overrides UCX_NET_DEVICES; by default the device of `listen`
 //   preload_dir = ""       # absolute directory the paged service may load files from
 //                          # (paged regions' allocate_from_file); empty = preload refused
+//   data_dir = ""          # keeps the node's data across restarts (storage/journal.h); empty =
+//                          # volatile, as DRAM is
+//   durability = "power"   # with data_dir: "process" (outlives kill -9) or "power" (synced
+//                          # before acknowledged; the default)
+//   checkpoint_log = "256MiB"  # a checkpoint empties the log once it holds this much
 //
 // Unknown keys are errors (a typo must not silently fall back to a default), and so are unknown
 // sections, except those named in `services`: the tables of the node's services (e.g. [kv]),
@@ -28,6 +33,7 @@
 #include <string>
 
 #include "farmem/common/result.h"
+#include "farmem/storage/durability.h"
 
 namespace farmem::memnode {
 
@@ -48,7 +54,14 @@ struct ServerConfig {
   std::string net_devices;
   // The only directory file preloads (the paged service) may read from; empty = refused.
   std::string preload_dir;
+  // The data directory of a durable node; empty: volatile.
+  std::string data_dir;
+  // kVolatile without data_dir; with it kPower unless "process" is asked for.
+  storage::Durability durability = storage::Durability::kVolatile;
+  uint64_t checkpoint_log_bytes = 256ull << 20;
 
+  // Sets data_dir and, unless `durability` names one, the default level (power).
+  Status set_data_dir(const std::string& dir, const std::string& durability = "");
   Status validate() const;
   // Fills cluster_key from cluster_key_file, else from FARMEM_CLUSTER_KEY (trailing newline
   // removed). A named file that cannot be read, or an empty key, is an error.

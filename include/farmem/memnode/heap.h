@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "farmem/common/result.h"
 #include "farmem/memnode/buddy_allocator.h"
@@ -23,8 +24,19 @@ class Heap {
       : allocator_(capacity_bytes, reserved_bytes) {}
 
   Result<BuddyAllocator::Block> allocate(uint64_t bytes, uint64_t alignment, uint64_t owner);
+  // The block at `offset` (recovery; see BuddyAllocator::allocate_at).
+  Status allocate_at(uint64_t offset, uint64_t bytes, uint64_t owner);
   // `requester` is the session asking.
   Status free(uint64_t offset, uint64_t requester);
+  // Whether `requester` may free the allocation at `offset` (what free() checks first).
+  Status check_free(uint64_t offset, uint64_t requester) const;
+  // Every session-owned allocation's owner (recovery releases them: no session survives).
+  std::vector<uint64_t> session_owners() const;
+  // Calls f(offset, bytes, owner) for each allocation.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [offset, owner] : owner_of_) f(offset, allocator_.block_bytes(offset), owner);
+  }
   // Frees everything `owner` holds; returns the number of allocations freed.
   size_t release(uint64_t owner);
 

@@ -2,7 +2,9 @@
 //
 // The exported region, the heap (allocations with owners), named objects, named roots and the
 // set of open sessions, all guarded by `mu` (control path only: the data path never takes it),
-// plus counters. Ending a session releases everything it owned.
+// plus counters. Ending a session releases everything it owned. On a durable node every change
+// to heap, objects and roots is logged (log_locked) under `mu`, so that a checkpoint's snapshot,
+// taken under `mu`, sits exactly between two records.
 // Thread safety: fields marked (mu) under `mu`; counters are atomics; the rest is immutable
 // after start-up.
 #pragma once
@@ -15,8 +17,13 @@
 
 #include "farmem/memnode/config.h"
 #include "farmem/memnode/heap.h"
+#include "farmem/memnode/node_record.h"
 #include "farmem/memnode/object_table.h"
 #include "farmem/memnode/root_table.h"
+
+namespace farmem::storage {
+class Journal;
+}
 
 namespace farmem::memnode {
 
@@ -30,7 +37,11 @@ struct NodeState {
   std::string packed_rkey;  // what clients need to reach the region (door welcome)
   uint32_t worker_count = 0;
   uint64_t start_ns = 0;
-  std::atomic<uint16_t> door_port{0};  // the door's bound port, once it listens (helper processes)
+  std::atomic<uint16_t> door_port{0};   // the door's bound port, once it listens (helper processes)
+  storage::Journal* journal = nullptr;  // set before serving on a durable node, else null
+  uint64_t recovery_records = 0;        // what the last recovery replayed (stats)
+  uint64_t recovery_dropped_records = 0;
+  uint64_t recovery_us = 0;
 
   std::mutex mu;
   Heap heap;                              // (mu)
@@ -47,6 +58,12 @@ struct NodeState {
 
   // Destroys an object: frees its allocations and removes its roots. Requires mu held.
   Status destroy_object_locked(uint64_t id);
+  // Logs a change (node_record.h) on a durable node and returns the LSN its answer must wait
+  // for (journal.h: stable_lsn); 0 on a volatile node. Requires mu held.
+  Result<uint64_t> log_locked(std::string_view record);
+  // Applies one change to the tables: what recovery replays and what handlers run after
+  // logging. Requires mu held.
+  Status apply_locked(const NodeRecord& r, std::string_view name);
   // Forgets a session and releases what it owned (allocations, ephemeral objects). Takes mu.
   void end_session(uint64_t session);
   bool session_open(uint64_t session);  // takes mu

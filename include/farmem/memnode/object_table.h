@@ -10,6 +10,7 @@
 // Thread safety: not thread-safe; the server serialises calls (Server::mu_).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -32,6 +33,15 @@ class ObjectTable {
   };
 
   Result<Object> create(std::string_view name, uint64_t ephemeral_session, bool pinned = false);
+  // Puts back an object a journal recorded, with its id (recovery).
+  Status restore(const Object& object);
+  // The counter behind ids (snapshots keep it so that ids are never reused).
+  uint64_t next_counter() const { return next_; }
+  void set_next_counter(uint64_t next) { next_ = std::max(next_, next); }
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [id, o] : by_id_) f(o);
+  }
   Result<Object> open(std::string_view name) const;
   Result<Object> find(uint64_t id) const;
   Status persist(uint64_t id);

@@ -17,6 +17,13 @@ class RootTable {
  public:
   static constexpr size_t kMaxRoots = 65536;
   Status publish(std::string_view name, uint64_t address, bool replace, uint64_t owner = 0);
+  // What publish() would answer, without publishing.
+  Status check_publish(std::string_view name, bool replace) const;
+  // Calls f(name, address, owner) for each root.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [name, r] : roots_) f(name, r.address, r.owner);
+  }
   Result<uint64_t> lookup(std::string_view name) const;
   Status remove(std::string_view name);
   // Removes every root owned by `owner` (an object id); returns how many.

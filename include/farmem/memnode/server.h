@@ -27,6 +27,8 @@
 #include "farmem/memnode/config.h"
 #include "farmem/memnode/node_state.h"
 #include "farmem/memnode/service.h"
+#include "farmem/storage/data_dir.h"
+#include "farmem/storage/journal.h"
 
 namespace farmem::memnode {
 
@@ -37,6 +39,7 @@ using wire::RegionHeader;
 
 class ServerWorker;
 class Door;
+class NodeJournal;
 
 class Server {
  public:
@@ -57,10 +60,15 @@ class Server {
 
  private:
   Server() = default;
+  // Opens the data directory and recovers the region and the tables from it.
+  Status recover();
 
   std::unique_ptr<fabric::Context> context_;
   std::unique_ptr<fabric::MemoryRegion> region_;
   std::unique_ptr<NodeState> node_;
+  std::unique_ptr<storage::DataDir> data_dir_;  // durable nodes only, as are the two below
+  std::unique_ptr<NodeJournal> node_journal_;
+  std::unique_ptr<storage::Journal> journal_;
   ServiceRegistry services_;
   std::vector<std::unique_ptr<ServerWorker>> workers_;
   std::unique_ptr<Door> door_;

@@ -214,3 +214,31 @@ TEST(ServerConfigTest, ValidateChecksAProgrammaticConfig) {
 
 }  // namespace
 }  // namespace farmem::memnode
+
+namespace farmem::memnode {
+namespace {
+
+TEST(ServerConfigTest, ADataDirectoryMakesTheNodeDurableAtPowerUnlessToldProcess) {
+  Result<ServerConfig> none = Parse("[memnode]\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->durability, storage::Durability::kVolatile);
+  Result<ServerConfig> power = Parse("[memnode]\ndata_dir = \"/var/lib/farmem\"\n");
+  ASSERT_TRUE(power.ok()) << power.status().to_string();
+  EXPECT_EQ(power->data_dir, "/var/lib/farmem");
+  EXPECT_EQ(power->durability, storage::Durability::kPower);
+  Result<ServerConfig> process =
+      Parse("[memnode]\ndata_dir = \"d\"\ndurability = \"process\"\ncheckpoint_log = \"1MiB\"\n");
+  ASSERT_TRUE(process.ok()) << process.status().to_string();
+  EXPECT_EQ(process->durability, storage::Durability::kProcess);
+  EXPECT_EQ(process->checkpoint_log_bytes, 1u << 20);
+}
+
+TEST(ServerConfigTest, DurabilityWithoutADirectoryOrVolatileWithOneIsRefused) {
+  ExpectInvalid("[memnode]\ndurability = \"power\"\n", "needs a data directory");
+  ExpectInvalid("[memnode]\ndata_dir = \"d\"\ndurability = \"volatile\"\n", "durable");
+  ExpectInvalid("[memnode]\ndata_dir = \"d\"\ndurability = \"disk\"\n", "power");
+  ExpectInvalid("[memnode]\ndata_dir = \"d\"\ncheckpoint_log = \"4KiB\"\n", "64 KiB");
+}
+
+}  // namespace
+}  // namespace farmem::memnode
