@@ -76,6 +76,7 @@ Result<std::unique_ptr<NodeSession>> NodeSession::open(fabric::Worker& worker,
   s->id_ = m.session_id;
   s->node_id_ = m.node_id;
   s->worker_count_ = m.worker_count;
+  s->durable_ = m.durability != 0;
   auto ep = fabric::Endpoint::create(worker, address.data(), address.size(),
                                      fmt::format("memory node {} ({})", m.node_id, s->where_));
   FARMEM_TRY(ep);

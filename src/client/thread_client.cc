@@ -136,6 +136,7 @@ Status ThreadClient::connect_node(NodeInfo& node) {
     node.node_id = id;
     node.region_bytes = ep->region_bytes();
     node.worker_count = ns.worker_count();
+    node.durable = ns.durable();
   } else if (node.node_id != id) {
     return InvalidArgument(fmt::format("memory node {} changed its node id from {} to {}",
                                        ns.where(), node.node_id, id));

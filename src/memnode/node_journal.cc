@@ -38,6 +38,8 @@ std::string NodeJournal::snapshot(const std::function<void()>& rotate) {
   std::lock_guard<std::mutex> lock(node_.mu);
   rotate();
   std::string out = encode_record(NodeRecordKind::kNextObject, node_.objects.next_counter());
+  // The boot number (no session exists at a snapshot's start: replaying this releases nothing).
+  out += encode_record(NodeRecordKind::kRestart, node_.boot);
   // Objects first: allocations and roots name them as owners.
   node_.objects.for_each([&](const ObjectTable::Object& o) {
     out += encode_record(NodeRecordKind::kObjectCreate, o.id, o.session, 0, o.name,

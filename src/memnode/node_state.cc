@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "farmem/common/log.h"
 #include "farmem/storage/journal.h"
 
@@ -70,6 +72,8 @@ Status NodeState::apply_locked(const NodeRecord& r, std::string_view name) {
     case NodeRecordKind::kRootRemove:
       return roots.remove(name);
     case NodeRecordKind::kRestart: {
+      boot = std::max(boot, r.a);
+      next_session.store((boot << kBootShift) + 1);
       std::vector<uint64_t> gone = heap.session_owners();
       objects.for_each([&](const ObjectTable::Object& o) {
         if (o.session != 0) gone.push_back(o.session);

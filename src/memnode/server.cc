@@ -146,16 +146,21 @@ Status Server::recover() {
   {
     // No session survives a restart: what sessions owned goes back to the heap.
     std::lock_guard<std::mutex> lock(node.mu);
-    const std::string restart = encode_record(NodeRecordKind::kRestart, 0);
-    FARMEM_TRY(node.log_locked(restart));
+    const uint64_t boot = node.boot + 1;
+    if (boot >= (uint64_t{1} << (48 - NodeState::kBootShift))) {
+      return ResourceExhausted(fmt::format("{} has seen {} starts, the most session ids allow",
+                                           config.data_dir, node.boot));
+    }
+    FARMEM_TRY(node.log_locked(encode_record(NodeRecordKind::kRestart, boot)));
     FARMEM_TRY(node.apply_locked(
-        NodeRecord{static_cast<uint8_t>(NodeRecordKind::kRestart), 0, 0, 0, 0, 0, 0}, {}));
+        NodeRecord{static_cast<uint8_t>(NodeRecordKind::kRestart), 0, 0, 0, boot, 0, 0}, {}));
     log::info(
-        "node {}: {} data in {} ({}): checkpoint {}, {} records replayed ({} ranges), {} image "
+        "node {}: {} data in {} ({}), start {}: checkpoint {}, {} records replayed ({} ranges), {} "
+        "image "
         "bytes, {} records ({} bytes) dropped from a torn tail, {} objects, {} roots, {} "
         "allocations, log {} bytes, {:.1f} ms",
         config.node_id, r.generation == 0 && r.records == 0 ? "new" : "recovered", config.data_dir,
-        storage::durability_name(config.durability), r.generation, r.records, r.ranges,
+        storage::durability_name(config.durability), boot, r.generation, r.records, r.ranges,
         r.image_bytes, r.dropped_records, r.dropped_bytes, node.objects.size(), node.roots.size(),
         node.heap.live_allocations(), r.log_bytes, r.elapsed_us / 1000.0);
   }

@@ -345,6 +345,7 @@ void ServerWorker::open_session(Admission& a) {
   m.node_id = node_.config.node_id;
   m.worker_count = static_cast<uint16_t>(node_.worker_count);
   m.worker_index = static_cast<uint16_t>(index_);
+  m.durability = static_cast<uint16_t>(node_.config.durability);
   m.session_id = s->id;
   m.region_base = reinterpret_cast<uint64_t>(node_.region_base);
   m.region_bytes = node_.region_bytes;

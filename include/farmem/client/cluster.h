@@ -36,6 +36,7 @@ struct NodeInfo {
   HostPort address;
   uint64_t region_bytes = 0;
   uint16_t worker_count = 0;  // 0 until the first thread connected
+  bool durable = false;       // keeps its data across restarts (set with worker_count)
   bool down = false;          // named in ClientOptions::down_nodes: never connected
 };
 
@@ -54,6 +55,13 @@ class Cluster {
   // thread is using the cluster.
   void release_thread_client();
   const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  // Whether `node` keeps its data across restarts (known once a thread connected to it).
+  bool durable(uint16_t node) const {
+    for (const NodeInfo& n : nodes_) {
+      if (n.node_id == node) return n.durable;
+    }
+    return false;
+  }
   const ClusterConfig& config() const { return config_; }
   fabric::Context& context() { return *context_; }
   // Node that stores the root `name`.

@@ -49,6 +49,8 @@ class NodeSession {
   uint64_t id() const { return id_; }
   uint16_t node_id() const { return node_id_; }
   uint16_t worker_count() const { return worker_count_; }
+  // Whether the node keeps its data across restarts (its welcome's durability is not volatile).
+  bool durable() const { return durable_; }
   const std::string& where() const { return where_; }
   // Cheap when not due (one comparison); see the contract above.
   void check(uint64_t now_ns) {
@@ -64,6 +66,7 @@ class NodeSession {
   uint64_t id_ = 0;
   uint16_t node_id_ = 0;
   uint16_t worker_count_ = 0;
+  bool durable_ = false;
   std::string where_;
   std::unique_ptr<fabric::Endpoint> ep_;
   SessionOptions options_;

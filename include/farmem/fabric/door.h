@@ -58,7 +58,7 @@ struct DoorWelcome {
   uint16_t node_id;
   uint16_t worker_count;  // 1..kMaxServerWorkers
   uint16_t worker_index;  // the worker that serves this session
-  uint16_t reserved0;     // 0
+  uint16_t durability;    // 0 volatile, 1 process, 2 power (storage::Durability)
   uint16_t reserved1;     // 0
   uint16_t reserved2;     // 0
   uint64_t session_id;    // unique on this node for its lifetime, never kObjectOwnerBit
@@ -68,6 +68,7 @@ struct DoorWelcome {
 };
 static_assert(sizeof(DoorWelcome) == 72);
 static_assert(offsetof(DoorWelcome, session_id) == 32);
+static_assert(offsetof(DoorWelcome, durability) == 26);
 static_assert(std::is_trivially_copyable_v<DoorWelcome>);
 
 // After the welcome, both directions carry only these frames.

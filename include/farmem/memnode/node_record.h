@@ -23,7 +23,7 @@ enum class NodeRecordKind : uint8_t {
   kObjectDestroy = 6,  // a: id
   kRootPublish = 7,    // a: address, b: owner object (0: none); name
   kRootRemove = 8,     // name
-  kRestart = 9,        // the node restarted: every session is gone
+  kRestart = 9,        // a: the boot number; the node restarted: every session is gone
   kNextObject = 10,    // a: the object counter (snapshots only)
 };
 // Kinds 128..255 are the node's services' (not yet used).

@@ -50,6 +50,10 @@ struct NodeState {
   std::unordered_set<uint64_t> sessions;  // (mu) open sessions
 
   std::atomic<bool> stopping{false};
+  // Session ids: (boot << kBootShift) + n, so that a durable node's restarts never reuse an id
+  // (lease locks in far memory hold them). boot is 0 on a volatile node.
+  static constexpr int kBootShift = 32;
+  uint64_t boot = 0;  // (mu)
   std::atomic<uint64_t> next_session{1};
   std::atomic<uint64_t> sessions_total{0};
   std::atomic<uint64_t> rpcs_served{0};

@@ -85,6 +85,7 @@ TEST_P(DurableNodeTest, KillNineKeepsObjectsRootsAndPersistedBytesAndReclaimsSes
   client::ThreadClient& c = *client_;
   const uint64_t before_used = stats().used_bytes;
   EXPECT_EQ(stats().durability, "power");
+  EXPECT_EQ(c.session_id(0) >> 32, 1u);  // the directory's first start
   auto id = c.run(c.object_create(0, "table", /*ephemeral=*/false));
   ASSERT_TRUE(id.ok()) << id.status().to_string();
   auto addr = c.run(c.allocate_on(0, 8192, 64, *id));
@@ -102,6 +103,7 @@ TEST_P(DurableNodeTest, KillNineKeepsObjectsRootsAndPersistedBytesAndReclaimsSes
   kill_node();
   ASSERT_NO_FATAL_FAILURE(start());
   client::ThreadClient& d = *client_;
+  EXPECT_EQ(d.session_id(0) >> 32, 2u);  // no session id of the first life comes back
   auto root = d.run(d.lookup_root("table.root"));
   ASSERT_TRUE(root.ok()) << root.status().to_string();
   EXPECT_EQ(*root, *addr);

@@ -56,10 +56,10 @@ TEST(NodeJournalTest, RecordsRebuildTheTablesAndASnapshotCopiesThem) {
   replay(ja, encode_record(NodeRecordKind::kObjectCreate, obj, 0, 0, "table"));
   replay(ja, encode_record(NodeRecordKind::kObjectCreate, eph, 7, 0, "tmp"));
   replay(ja, encode_record(NodeRecordKind::kObjectCreate, w::kObjectOwnerBit | 3, 0, 0, "pool",
-                          kNodeRecordPinned));
+                           kNodeRecordPinned));
   replay(ja, encode_record(NodeRecordKind::kAlloc, 8192, 4096, obj));
-  replay(ja, encode_record(NodeRecordKind::kAlloc, 16384, 64, 7));    // session 7's
-  replay(ja, encode_record(NodeRecordKind::kAlloc, 16448, 64, 9));    // session 9's
+  replay(ja, encode_record(NodeRecordKind::kAlloc, 16384, 64, 7));  // session 7's
+  replay(ja, encode_record(NodeRecordKind::kAlloc, 16448, 64, 9));  // session 9's
   replay(ja, encode_record(NodeRecordKind::kAlloc, 32768, 1024, eph));
   replay(ja, encode_record(NodeRecordKind::kRootPublish, 8192, obj, 0, "table.root"));
   replay(ja, encode_record(NodeRecordKind::kRootPublish, 99, 0, 0, "loose"));
