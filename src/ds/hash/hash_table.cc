@@ -5,6 +5,8 @@
 #include "farmem/ds/hash/hash_table.h"
 
 #include <fmt/format.h>
+
+#include "farmem/ds/common/durable.h"
 // XXH3 compiled into this file (xxhash's header-only mode): every operation hashes its key,
 // a few bytes, where the call into the shared library costs about as much as the hashing.
 #define XXH_INLINE_ALL
@@ -138,7 +140,7 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
     FARMEM_CO_TRY(sub);
     std::string image =
         subtable_image(o.main_buckets_log2, o.initial_depth, static_cast<uint32_t>(i));
-    Status ws = co_await c->write(*sub, image.data(), image.size());
+    Status ws = co_await durable_write(c, *sub, image.data(), image.size());
     FARMEM_CO_TRY(ws);
     const uint64_t entry = dir_entry(sub->offset(), o.initial_depth);
     FARMEM_ASSERT(dir_entry_offset(entry) == sub->offset() && o.initial_depth <= kMaxDepth,
@@ -152,7 +154,7 @@ Task<Status> HashTable::create_shard(client::ThreadClient* c, const FarObject& o
   std::memcpy(dir.data() + sizeof(dh), s->entries.data(), 8 * s->entries.size());
   auto d = co_await c->allocate_on(node, dir.size(), 4096, owner);
   FARMEM_CO_TRY(d);
-  Status ds = co_await c->write(*d, dir.data(), dir.size());
+  Status ds = co_await durable_write(c, *d, dir.data(), dir.size());
   FARMEM_CO_TRY(ds);
   s->directory = *d;
   s->checked_cycles = cycles();
@@ -192,7 +194,7 @@ Task<Result<std::unique_ptr<HashTable>>> HashTable::create(client::ThreadClient*
     st = ma.status();
     if (ma.ok()) {
       meta_addr = *ma;
-      st = co_await c->write(meta_addr, meta.data(), meta.size());
+      st = co_await durable_write(c, meta_addr, meta.data(), meta.size());
     }
   }
   if (st.ok()) st = co_await t->object_.commit(c, meta_addr);

@@ -4,6 +4,7 @@
 
 #include "farmem/common/check.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "geometry.h"
 #include "op_context.h"
@@ -242,6 +243,9 @@ Task<Status> HashTable::commit_claim(OpContext& op, Wait& wait, const PendingSlo
   FARMEM_CO_TRY(st);
   if (old == mine.word) {
     remember(op.kh, mine.addr, committed);
+    if (node_durable(client_, op.shard.node)) {
+      FARMEM_CO_TRY(co_await client_->persist(mine.addr, 8));  // the commit point
+    }
     co_return OkStatus();
   }
   if (old != (mine.word | kSlotFrozenBit)) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "farmem/common/check.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "geometry.h"
 #include "op_context.h"
@@ -33,7 +34,8 @@ Task<Status> HashTable::read_buckets(OpContext& op, Buckets* b) {
   bucket_addrs(op.shard, op.kh, b);
   Batch batch(*client_);
   NewBlock* block = op.block;
-  if (block != nullptr && !block->written) {
+  const bool writes_block = block != nullptr && !block->written;
+  if (writes_block) {
     (void)batch.write(block->addr, block->bytes.data(), block->bytes.size());
     block->written = true;
   }
@@ -41,6 +43,11 @@ Task<Status> HashTable::read_buckets(OpContext& op, Buckets* b) {
   (void)batch.read(b->addr[2], &b->bucket[2], 2 * kBucketBytes);
   Status st = co_await batch.wait();
   ++op.round_trips;
+  // On a durable node the block is stable before any slot can name it.
+  if (st.ok() && writes_block && node_durable(client_, op.shard.node)) {
+    st = co_await client_->persist(block->addr, block->bytes.size());
+    ++op.round_trips;
+  }
   co_return st;
 }
 

@@ -9,6 +9,7 @@
 #include "farmem/client/cluster.h"
 #include "farmem/common/check.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/lease_lock.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "geometry.h"
@@ -73,6 +74,8 @@ Task<Status> HashTable::run_split(Shard& s, GlobalAddress sub, const SubtableHea
   //    every reader that sees a frozen slot goes back to the directory.
   std::vector<Bucket> buckets;
   Status st = co_await freeze(sub, &buckets);
+  // On a durable node the lock and the frozen slots are stable before anything depends on them.
+  if (st.ok()) st = co_await persist_if_durable(client_, sub, subtable_bytes(main_buckets_log2_));
   if (st.ok() && split_stop_after_ == 2) co_return stopped_for_test(2);
   // 2. Two new subtables one depth deeper, complete before anyone can see them.
   GlobalAddress halves[2];
@@ -81,7 +84,7 @@ Task<Status> HashTable::run_split(Shard& s, GlobalAddress sub, const SubtableHea
   //    the split instead of undoing it.
   if (st.ok()) {
     const uint64_t rec[2] = {halves[0].offset(), halves[1].offset()};
-    st = co_await client_->write(sub + offsetof(SubtableHeader, half0), rec, sizeof(rec));
+    st = co_await durable_write(client_, sub + offsetof(SubtableHeader, half0), rec, sizeof(rec));
   }
   if (!st.ok()) {
     ++stats_.split_failures;
@@ -112,7 +115,7 @@ Task<Status> HashTable::run_split(Shard& s, GlobalAddress sub, const SubtableHea
     co_return st;
   }
   const uint64_t one = 1;
-  st = co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8);
+  st = co_await durable_write(client_, sub + offsetof(SubtableHeader, retired), &one, 8);
   FARMEM_CO_TRY(st);
   Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                          Reclaimer::Kind::kNodeBlock);
@@ -231,7 +234,7 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
     auto a = co_await client_->allocate_on(s.node, sub_bytes, 4096, object_.owner(s.node));
     FARMEM_CO_TRY(a);
     halves[side] = *a;
-    FARMEM_CO_TRY(co_await client_->write(*a, image.data(), image.size()));
+    FARMEM_CO_TRY(co_await durable_write(client_, *a, image.data(), image.size()));
   }
   (void)sub;
   co_return OkStatus();
@@ -240,7 +243,8 @@ Task<Status> HashTable::build_halves(Shard& s, GlobalAddress sub, const Subtable
 Task<bool> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
   // The record of the halves goes first: from here a taker undoes rather than publishes.
   const uint64_t none[2] = {0, 0};
-  Status st = co_await client_->write(sub + offsetof(SubtableHeader, half0), none, sizeof(none));
+  Status st =
+      co_await durable_write(client_, sub + offsetof(SubtableHeader, half0), none, sizeof(none));
   if (!st.ok()) co_return false;  // the node is unreachable: nothing more to do
   // Re-read rather than trust what freeze() saw: a batch that failed may have applied some of
   // its CAS. While we hold the lock, every frozen slot was frozen by a holder of it.
@@ -267,6 +271,7 @@ Task<bool> HashTable::abandon_split(GlobalAddress sub, LeaseLock& lock) {
     if (!st.ok()) co_return false;
   }
   st = co_await lock.release();
+  if (st.ok()) st = co_await persist_if_durable(client_, sub, subtable_bytes(main_buckets_log2_));
   co_return st.ok();
 }
 
@@ -302,7 +307,7 @@ Task<Status> HashTable::retire_orphan(Shard& s, uint64_t sub_offset) {
   FARMEM_CO_TRY(a);
   if (!a->taken_over) co_return OkStatus();  // its splitter lives on and retires it itself
   const uint64_t one = 1;
-  FARMEM_CO_TRY(co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
+  FARMEM_CO_TRY(co_await durable_write(client_, sub + offsetof(SubtableHeader, retired), &one, 8));
   Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                          Reclaimer::Kind::kNodeBlock);
   co_return rs;
@@ -336,17 +341,18 @@ Task<Status> HashTable::apply_intent(Shard& s, const DirectoryHeader& intent) {
   const uint64_t clear = 0;
   Status st;
   for (int tries = 0; tries < kPublishTries; ++tries) {
-    st = co_await client_->write(s.directory + offsetof(DirectoryHeader, intent_sub), record,
-                                 sizeof(record));
+    st = co_await durable_write(client_, s.directory + offsetof(DirectoryHeader, intent_sub),
+                                record, sizeof(record));
     if (st.ok() && split_stop_after_ == 4) co_return stopped_for_test(4);
     if (st.ok()) {
-      st = co_await client_->write(s.directory + sizeof(DirectoryHeader), entries.data(),
-                                   8 * entries.size());
+      st = co_await durable_write(client_, s.directory + sizeof(DirectoryHeader), entries.data(),
+                                  8 * entries.size());
     }
     if (st.ok() && split_stop_after_ == 5) co_return stopped_for_test(5);
-    if (st.ok()) st = co_await client_->write(s.directory, header, sizeof(header));
+    if (st.ok()) st = co_await durable_write(client_, s.directory, header, sizeof(header));
     if (st.ok()) {
-      st = co_await client_->write(s.directory + offsetof(DirectoryHeader, intent_sub), &clear, 8);
+      st = co_await durable_write(client_, s.directory + offsetof(DirectoryHeader, intent_sub),
+                                  &clear, 8);
     }
     if (st.ok() || st.code() != StatusCode::kTimedOut) break;
   }
@@ -425,7 +431,8 @@ Task<Status> HashTable::recover_split(Shard& s, GlobalAddress sub) {
                                            GlobalAddress(s.node, h.half1), &maybe_published));
     }
     const uint64_t one = 1;
-    FARMEM_CO_TRY(co_await client_->write(sub + offsetof(SubtableHeader, retired), &one, 8));
+    FARMEM_CO_TRY(
+        co_await durable_write(client_, sub + offsetof(SubtableHeader, retired), &one, 8));
     Status rs = co_await reclaimer_.retire(sub, subtable_bytes(main_buckets_log2_),
                                            Reclaimer::Kind::kNodeBlock);
     co_return rs;

@@ -1,6 +1,7 @@
 // HashTable updates, puts and erases: locate the committed slot holding the key and swing it by
 // CAS to a new block (or to empty), retiring the block it named (hash_table.h,
 // docs/formats/hash_table/protocols.md "update").
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/retry.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "geometry.h"
@@ -59,6 +60,9 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
     if (found == m->word) {
       loop.succeeded();
       remember(op.kh, slot, new_word);
+      if (node_durable(client_, op.shard.node)) {
+        FARMEM_CO_TRY(co_await client_->persist(slot, 8));  // the commit point
+      }
       Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
                                              m->block_bytes);
       co_return rs;
@@ -97,11 +101,15 @@ Task<Status> HashTable::erase(std::string_view key) {
     FARMEM_CO_TRY(m);
     if (m->bucket < 0) co_return NotFound("key not present");
     uint64_t found = 0;
-    Status st = co_await client_->cas(slot_addr(b, *m), m->word, 0, &found);
+    const GlobalAddress slot = slot_addr(b, *m);
+    Status st = co_await client_->cas(slot, m->word, 0, &found);
     FARMEM_CO_TRY(st);
     if (found == m->word) {
       loop.succeeded();
       forget(kh);
+      if (node_durable(client_, op.shard.node)) {
+        FARMEM_CO_TRY(co_await client_->persist(slot, 8));  // the commit point
+      }
       Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
                                              m->block_bytes);
       co_return rs;

@@ -2,6 +2,8 @@
 // acknowledged is back (objects, their allocations, roots, persisted bytes), what sessions owned
 // is reclaimed, and the directory refuses a second node, another format version and bad flags.
 // Every wait is a hang guard, never a measurement.
+#include "durable_node.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -31,53 +33,23 @@ constexpr uint64_t kCapacity = 64ull << 20;
 
 class DurableNodeTest : public ::testing::TestWithParam<Transport> {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/farmem-durable-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    cluster_.reset();
-    server_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  // Starts (or restarts) the node on dir_ and connects a client to it.
-  // A small checkpoint_log makes checkpoints happen during a test's writes.
   void start(const std::string& durability = "power", const std::string& checkpoint_log = "") {
-    cluster_.reset();
-    ServerOptions o;
-    o.tls = GetParam().tls;
-    o.capacity_bytes = kCapacity;
-    o.port = port_;
-    o.extra_args = {"--data-dir", dir_ + "/data", "--durability", durability};
-    if (!checkpoint_log.empty())
-      o.extra_args.insert(o.extra_args.end(), {"--checkpoint-log", checkpoint_log});
-    server_ = ServerProcess::start(o);
-    ASSERT_NE(server_, nullptr) << "the node did not start";
-    port_ = server_->port();
-    auto c = client::Cluster::connect(config_for({server_.get()}, GetParam().tls, 5000));
-    ASSERT_TRUE(c.ok()) << c.status().to_string();
-    cluster_ = std::move(*c);
-    client_ = *cluster_->thread_client();
+    std::string why;
+    ASSERT_TRUE(node_.start(&why, durability, checkpoint_log)) << why;
+    client_ = &node_.client();
+    server_ = &node_.server();
   }
-  void kill_node() {
-    cluster_.reset();
-    server_->signal(SIGKILL);
-    server_->stop();  // reaps it
-  }
+  void kill_node() { node_.kill(); }
   client::NodeStats stats() {
     auto s = client_->run(client_->stats(0));
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     return s.ok() ? *s : client::NodeStats{};
   }
 
-  std::string dir_;
-  uint16_t port_ = 0;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<client::Cluster> cluster_;
+  DurableNode node_{GetParam().tls, kCapacity};
+  const std::string& dir_ = node_.dir();
   client::ThreadClient* client_ = nullptr;
+  ServerProcess* server_ = nullptr;
 };
 
 TEST_P(DurableNodeTest, KillNineKeepsObjectsRootsAndPersistedBytesAndReclaimsSessions) {
@@ -152,13 +124,12 @@ TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
   const uint64_t kill_after = 500 + rng() % 3000;  // a 48-byte record each: 0..2 checkpoints
   std::vector<uint64_t> acked(kSlots, 0);
   std::atomic<uint64_t> done{0};
-  const pid_t pid = server_->pid();
   std::thread killer([&] {
     const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (done.load() < kill_after && std::chrono::steady_clock::now() < guard) {
       std::this_thread::yield();
     }
-    ::kill(pid, SIGKILL);
+    node_.kill_now();
   });
   auto writer = [&](uint64_t first) -> runtime::Task<Status> {
     for (uint64_t v = first;; v += 16) {
