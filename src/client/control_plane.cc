@@ -89,12 +89,13 @@ Task<Status> ThreadClient::persist(GlobalAddress addr, uint64_t bytes) {
   co_return s;
 }
 
-Task<Status> ThreadClient::persist(uint16_t node, std::vector<w::PersistRange> ranges) {
+Task<Status> ThreadClient::persist(uint16_t node, std::vector<w::PersistRange> ranges,
+                                   bool ordered) {
   if (ranges.empty() || ranges.size() > w::kMaxPersistRanges) {
     co_return InvalidArgument(
         fmt::format("persist takes 1..{} ranges, got {}", w::kMaxPersistRanges, ranges.size()));
   }
-  w::PersistRequest h{static_cast<uint32_t>(ranges.size()), 0};
+  w::PersistRequest h{static_cast<uint32_t>(ranges.size()), ordered ? w::kPersistOrdered : 0u};
   std::string req(reinterpret_cast<const char*>(&h), sizeof(h));
   req.append(reinterpret_cast<const char*>(ranges.data()), sizeof(w::PersistRange) * ranges.size());
   Status s = co_await rpc(node, static_cast<uint16_t>(w::Opcode::kPersist), req.data(), req.size(),

@@ -262,7 +262,8 @@ class CoreWorker : public ServiceWorker {
   Status persist(const Request& r) {
     w::PersistRequest req;
     FARMEM_TRY(parse(r, &req, "persist"));
-    if (req.reserved != 0 || req.count == 0 || req.count > w::kMaxPersistRanges ||
+    if ((req.flags & ~w::kPersistOrdered) != 0 || req.count == 0 ||
+        req.count > w::kMaxPersistRanges ||
         r.payload.size() != sizeof(req) + sizeof(w::PersistRange) * req.count) {
       return InvalidArgument(
           fmt::format("persist request for {} ranges in {} bytes", req.count, r.payload.size()));
@@ -280,6 +281,7 @@ class CoreWorker : public ServiceWorker {
     for (const w::PersistRange& range : ranges) {
       FARMEM_ASSIGN_OR_RETURN(lsn_, node_.journal->append_range(range.offset, range.bytes));
     }
+    if ((req.flags & w::kPersistOrdered) != 0) lsn_ = 0;  // in the log, in order: answer now
     return OkStatus();
   }
 

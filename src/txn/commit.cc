@@ -8,6 +8,7 @@
 #include "context.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/check.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/txn/transaction.h"
 #include "redo_log.h"
 #include "transaction_entries.h"
@@ -144,7 +145,9 @@ Status Transaction::plan_commit(CommitPlan* plan) {
   return OkStatus();
 }
 
-// Every image to every live replica, in batches of at most client::Batch::kMaxOps.
+// Every image to every live replica, in batches of at most client::Batch::kMaxOps; on durable
+// nodes they are then persisted, before any lock is released (a lock seen free after a node's
+// restart must never hide a committed image that was lost).
 Task<Status> Transaction::write_images(const CommitPlan& plan) {
   const std::vector<ImageWrite>& ops = plan.writes;
   for (size_t i = 0; i < ops.size(); i += client::Batch::kMaxOps) {
@@ -154,6 +157,63 @@ Task<Status> Transaction::write_images(const CommitPlan& plan) {
     Status s = co_await batch.wait();
     ++ctx_->counters.round_trips;
     FARMEM_CO_TRY(s);
+  }
+  if (!ds::any_node_durable(ctx_->client)) co_return OkStatus();
+  std::vector<ds::PersistRange> ranges;
+  ranges.reserve(ops.size());
+  for (const ImageWrite& w : ops) ranges.push_back({w.addr, w.bytes});
+  // On the log's node alone, logging them in order after the log is enough (a power loss keeps a
+  // prefix of that node's log); across nodes each must be stable before any unlock.
+  const uint16_t log_node = ctx_->logs.address(log_slot_.index).node();
+  Status s = co_await ds::persist_all(ctx_->client, ranges, all_on(plan, log_node));
+  ++ctx_->counters.round_trips;
+  co_return s;
+}
+
+bool Transaction::all_on(const CommitPlan& plan, uint16_t node) const {
+  for (const GlobalAddress& w : lock_words()) {
+    if (w.node() != node) return false;
+  }
+  for (const ImageWrite& w : plan.writes) {
+    if (w.addr.node() != node) return false;
+  }
+  return true;
+}
+
+// The redo log from its state word on. On durable nodes the commit point is this log being
+// stable with every lock word behind it (FORD's durable commit): the lock words of other nodes
+// are made stable first, those of the log's node in the same request, before the log, so that a
+// restarted node never holds the complete log of a transaction whose locks it lost.
+Task<Status> Transaction::write_log(const CommitPlan& plan, GlobalAddress log_at, uint64_t bytes) {
+  client::ThreadClient* c = ctx_->client;
+  if (!ds::any_node_durable(c)) {
+    Status s = co_await c->write(log_at, plan.log.data() + kLogStateOffset, bytes);
+    ++ctx_->counters.round_trips;
+    co_return s;
+  }
+  std::vector<ds::PersistRange> elsewhere;
+  std::vector<wire::PersistRange> here;
+  for (const GlobalAddress& w : lock_words()) {
+    if (w.node() == log_at.node()) {
+      here.push_back({w.offset(), kLockWordBytes});
+    } else {
+      elsewhere.push_back({w, kLockWordBytes});
+    }
+  }
+  if (!elsewhere.empty()) {
+    FARMEM_CO_TRY(co_await ds::persist_all(c, elsewhere));
+    ++ctx_->counters.round_trips;
+  }
+  FARMEM_CO_TRY(co_await c->write(log_at, plan.log.data() + kLogStateOffset, bytes));
+  ++ctx_->counters.round_trips;
+  if (!ds::node_durable(c, log_at.node())) co_return OkStatus();
+  here.push_back({log_at.offset(), bytes});
+  for (size_t at = 0; at < here.size(); at += wire::kMaxPersistRanges) {
+    const size_t n = std::min<size_t>(wire::kMaxPersistRanges, here.size() - at);
+    FARMEM_CO_TRY(co_await c->persist(
+        log_at.node(), std::vector<wire::PersistRange>(here.begin() + static_cast<long>(at),
+                                                       here.begin() + static_cast<long>(at + n))));
+    ++ctx_->counters.round_trips;
   }
   co_return OkStatus();
 }
@@ -186,9 +246,7 @@ Task<Status> Transaction::commit() {
     ctx_->logs.set_committing(log_slot_.index);
     log_written_ = true;
     const GlobalAddress log_at = ctx_->logs.address(log_slot_.index) + kLogStateOffset;
-    s = co_await ctx_->client->write(log_at, plan.log.data() + kLogStateOffset,
-                                     plan.log.size() - kLogStateOffset);
-    ++ctx_->counters.round_trips;
+    s = co_await write_log(plan, log_at, plan.log.size() - kLogStateOffset);
     if (!s.ok()) {
       Status e = co_await finish_abort(fail_error(s));
       co_return e;

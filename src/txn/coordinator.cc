@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "farmem/client/cluster.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/far_object.h"
 #include "farmem/txn/transaction.h"
 
@@ -100,7 +101,7 @@ Task<Result<GlobalAddress>> allocate_log_slots(client::ThreadClient* c, const ds
     std::memcpy(image.data() + uint64_t{i} * o.log_slot_bytes + kLogOwnerOffset, &session,
                 sizeof(session));
   }
-  Status ws = co_await c->write(base, image.data(), image.size());
+  Status ws = co_await ds::durable_write(c, base, image.data(), image.size());
   if (!ws.ok()) {
     (void)co_await c->free_on(base);
     co_return ws;

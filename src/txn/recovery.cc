@@ -8,6 +8,7 @@
 #include "context.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/common/durable.h"
 #include "redo_log.h"
 
 namespace farmem::txn {
@@ -142,8 +143,9 @@ Task<Status> Recovery::roll_forward(uint64_t holder, const std::string& log) {
   // Adopt the log into this coordinator's recovery slot first: the locks taken over below name
   // it, so if this client dies too, the next recoverer finds the same log there.
   const GlobalAddress mine = ctx_->logs.recovery_slot();
-  Status s = co_await c->write(mine + kLogStateOffset, log.data() + kLogStateOffset,
-                               log.size() - kLogStateOffset);
+  // Every write below is persisted on a durable node before the next (ds/common/durable.h).
+  Status s = co_await ds::durable_write(c, mine + kLogStateOffset, log.data() + kLogStateOffset,
+                                        log.size() - kLogStateOffset);
   FARMEM_CO_TRY(s);
   LogCursor cursor(log);
   LogEntryView e;
@@ -164,18 +166,18 @@ Task<Status> Recovery::roll_forward(uint64_t holder, const std::string& log) {
     FARMEM_CO_TRY(s);
     if (old == holder || old == mine.pack()) {
       for (const GlobalAddress& target : targets) {
-        s = co_await c->write(target, e.image, e.image_bytes);
+        s = co_await ds::durable_write(c, target, e.image, e.image_bytes);
         FARMEM_CO_TRY(s);
       }
-      s = co_await c->write(e.lock_word, &kZeroWord, kLockWordBytes);
+      s = co_await ds::durable_write(c, e.lock_word, &kZeroWord, kLockWordBytes);
       FARMEM_CO_TRY(s);
     }
   }
   if (cursor.malformed()) co_return Internal("malformed redo log");
-  s = co_await c->write(GlobalAddress::unpack(holder) + kLogStateOffset, &kZeroWord,
-                        sizeof(kZeroWord));
+  s = co_await ds::durable_write(c, GlobalAddress::unpack(holder) + kLogStateOffset, &kZeroWord,
+                                 sizeof(kZeroWord));
   FARMEM_CO_TRY(s);
-  s = co_await c->write(mine + kLogStateOffset, &kZeroWord, sizeof(kZeroWord));
+  s = co_await ds::durable_write(c, mine + kLogStateOffset, &kZeroWord, sizeof(kZeroWord));
   co_return s;
 }
 
@@ -191,7 +193,7 @@ Task<Status> Recovery::apply_unlocked(const std::vector<GlobalAddress>& targets,
     // Written already (or by a later transaction): a live coordinator's batch that failed only
     // on the dead node reached this replica.
     if (current >= version) continue;
-    s = co_await ctx_->client->write(target, image, image_bytes);
+    s = co_await ds::durable_write(ctx_->client, target, image, image_bytes);
     FARMEM_CO_TRY(s);
   }
   co_return OkStatus();

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "farmem/client/cluster.h"
+#include "farmem/ds/common/durable.h"
 
 namespace farmem::txn {
 
@@ -48,7 +49,7 @@ Task<Status> zero_fill(client::ThreadClient* c, GlobalAddress base, uint64_t byt
   std::vector<char> zeros(std::min(bytes, kZeroChunk), 0);
   for (uint64_t done = 0; done < bytes; done += zeros.size()) {
     const uint64_t n = std::min<uint64_t>(zeros.size(), bytes - done);
-    Status s = co_await c->write(base + done, zeros.data(), n);
+    Status s = co_await ds::durable_write(c, base + done, zeros.data(), n);
     FARMEM_CO_TRY(s);
   }
   co_return OkStatus();
@@ -121,7 +122,7 @@ Task<Result<Table>> Table::create(client::ThreadClient* c, std::string name, Tab
     st = a.status();
     if (a.ok()) {
       meta_addr = *a;
-      st = co_await c->write(meta_addr, image.data(), image.size() * 8);
+      st = co_await ds::durable_write(c, meta_addr, image.data(), image.size() * 8);
     }
   }
   t.meta_address_ = meta_addr;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "context.h"
+#include "farmem/ds/common/durable.h"
 #include "transaction_entries.h"
 
 namespace farmem::txn {
@@ -128,10 +129,16 @@ Status Transaction::fail_error(Status s) {
 
 // Writes 0 to every lock word held (and to the log's state word once the log was written), in
 // batches; the first error.
-Task<Status> Transaction::release_all() {
+std::vector<GlobalAddress> Transaction::lock_words() const {
   std::vector<GlobalAddress> words;
+  words.reserve(writes_.size() + buckets_.size() + 1);
   for (const auto& w : writes_) words.push_back(w.table->primary_slot(w.bucket, w.slot));
   for (const auto& b : buckets_) words.push_back(b.table->primary_bucket(b.bucket));
+  return words;
+}
+
+Task<Status> Transaction::release_all() {
+  std::vector<GlobalAddress> words = lock_words();
   const bool clears_log = log_written_;
   if (clears_log) words.push_back(ctx_->logs.address(log_slot_.index) + kLogStateOffset);
   log_written_ = false;
@@ -145,6 +152,17 @@ Task<Status> Transaction::release_all() {
     Status s = co_await batch.wait();
     ++ctx_->counters.round_trips;
     if (first.ok()) first = s;
+  }
+  // A commit's unlocks and cleared log state are persisted on durable nodes: a lock word or a
+  // committing log of this transaction found after a node's restart would roll it forward again,
+  // over what later transactions wrote. In log order is enough: the images before them are stable
+  // or logged before them on the same node. (An abort's need not be: nothing was written.)
+  if (first.ok() && clears_log && ds::any_node_durable(ctx_->client)) {
+    std::vector<ds::PersistRange> ranges;
+    ranges.reserve(words.size());
+    for (const GlobalAddress& w : words) ranges.push_back({w, kLockWordBytes});
+    first = co_await ds::persist_all(ctx_->client, ranges, /*ordered=*/true);
+    ++ctx_->counters.round_trips;
   }
   if (first.ok() && clears_log) ctx_->logs.set_cleared(log_slot_.index);
   co_return first;

@@ -117,8 +117,12 @@ class ThreadClient {
   // range held when the node read it survive at the node's durability level (control.md
   // "Persist"); at once on a volatile node. Issue it after the writes it covers completed.
   runtime::Task<Status> persist(GlobalAddress addr, uint64_t bytes);
-  // Several ranges of one node in one round trip (1..wire::kMaxPersistRanges).
-  runtime::Task<Status> persist(uint16_t node, std::vector<wire::PersistRange> ranges);
+  // Several ranges of one node in one round trip (1..wire::kMaxPersistRanges), logged in this
+  // order. `ordered`: return once they are in the node's log, without waiting for its sync
+  // (wire::kPersistOrdered): enough when a later waiting persist to the same node (or the next
+  // sync) will cover them, since the log keeps its order.
+  runtime::Task<Status> persist(uint16_t node, std::vector<wire::PersistRange> ranges,
+                                bool ordered = false);
   // Named objects on one node (control.md "Objects"): create (ephemeral: destroyed with this
   // session unless persisted), open by name, persist, destroy (frees all its memory and roots).
   runtime::Task<Result<uint64_t>> object_create(uint16_t node, std::string name, bool ephemeral);

@@ -181,9 +181,13 @@ static_assert(sizeof(SessionsAliveRequest) == 8);
 // ranges held when the node read them are durable at the node's level (at once on a volatile
 // node). Ranges lie in the region, not below kRegionHeaderBytes.
 inline constexpr uint32_t kMaxPersistRanges = 256;
+// Answer once the ranges are in the node's log, in order, without waiting for its sync: on a
+// power node they become stable with the next sync, together with every record before them, and
+// a later persist that did wait covers them.
+inline constexpr uint32_t kPersistOrdered = 1;
 struct PersistRequest {
-  uint32_t count;     // 1..kMaxPersistRanges
-  uint32_t reserved;  // 0
+  uint32_t count;  // 1..kMaxPersistRanges
+  uint32_t flags;  // 0 or kPersistOrdered
 };
 static_assert(sizeof(PersistRequest) == 8);
 struct PersistRange {

@@ -216,6 +216,8 @@ class Transaction {
   const char* adopt_locked(const Table& t, uint64_t key, uint64_t b, uint32_t slot);
   runtime::Task<Status> lock_bucket(const Table& t, uint64_t b, BucketLock** lock);
   runtime::Task<Status> release_all();
+  // Every lock word held (records, then buckets).
+  std::vector<GlobalAddress> lock_words() const;
   runtime::Task<Status> finish_abort(Status why);
   Status ensure_log_slot();
   uint64_t lock_value() const;
@@ -226,7 +228,10 @@ class Transaction {
   // Validation and commit (src/txn/commit.cc).
   runtime::Task<Status> validate();
   Status plan_commit(CommitPlan* plan);
+  runtime::Task<Status> write_log(const CommitPlan& plan, GlobalAddress log_at, uint64_t bytes);
   runtime::Task<Status> write_images(const CommitPlan& plan);
+  // Whether every lock word and image of the commit is on `node` (the log's).
+  bool all_on(const CommitPlan& plan, uint16_t node) const;
   void keep_for_recovery(Status s);
 
   // A log slot held by a transaction (movable; given back to its coordinator when dropped).

@@ -1,5 +1,8 @@
 #include "farmem/ds/common/durable.h"
 
+#include <algorithm>
+#include <map>
+
 namespace farmem::ds {
 
 runtime::Task<Status> persist_if_durable(client::ThreadClient* c, GlobalAddress addr,
@@ -7,6 +10,24 @@ runtime::Task<Status> persist_if_durable(client::ThreadClient* c, GlobalAddress 
   if (!node_durable(c, addr.node())) co_return OkStatus();
   Status s = co_await c->persist(addr, bytes);
   co_return s;
+}
+
+runtime::Task<Status> persist_all(client::ThreadClient* c, const std::vector<PersistRange>& ranges,
+                                  bool ordered) {
+  std::map<uint16_t, std::vector<wire::PersistRange>> by_node;
+  for (const PersistRange& r : ranges) {
+    if (r.bytes == 0 || !node_durable(c, r.addr.node())) continue;
+    by_node[r.addr.node()].push_back({r.addr.offset(), r.bytes});
+  }
+  for (auto& [node, list] : by_node) {
+    for (size_t at = 0; at < list.size(); at += wire::kMaxPersistRanges) {
+      const size_t n = std::min<size_t>(wire::kMaxPersistRanges, list.size() - at);
+      std::vector<wire::PersistRange> part(list.begin() + static_cast<long>(at),
+                                           list.begin() + static_cast<long>(at + n));
+      FARMEM_CO_TRY(co_await c->persist(node, std::move(part), ordered));
+    }
+  }
+  co_return OkStatus();
 }
 
 runtime::Task<Status> durable_write(client::ThreadClient* c, GlobalAddress addr, const void* src,

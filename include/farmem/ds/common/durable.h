@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "farmem/client/cluster.h"
 #include "farmem/client/global_address.h"
@@ -24,6 +25,27 @@ namespace farmem::ds {
 inline bool node_durable(client::ThreadClient* c, uint16_t node) {
   return c->cluster().durable(node);
 }
+
+// Whether any node of the cluster is durable (a structure spanning nodes skips building its
+// persist lists when none is).
+inline bool any_node_durable(client::ThreadClient* c) {
+  for (const client::NodeInfo& n : c->cluster().nodes()) {
+    if (n.durable) return true;
+  }
+  return false;
+}
+
+// A range of far memory to persist.
+struct PersistRange {
+  GlobalAddress addr;
+  uint64_t bytes = 0;
+};
+
+// Persists every range on a durable node: one persist round trip per node (more when a node has
+// over wire::kMaxPersistRanges ranges), each node's ranges logged in the order given; ranges on
+// volatile nodes are skipped. `ordered`: ThreadClient::persist's (no wait for the sync).
+runtime::Task<Status> persist_all(client::ThreadClient* c, const std::vector<PersistRange>& ranges,
+                                  bool ordered = false);
 
 // Persists [addr, addr + bytes) when its node is durable; OK at once otherwise.
 runtime::Task<Status> persist_if_durable(client::ThreadClient* c, GlobalAddress addr,
