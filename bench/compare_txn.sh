@@ -15,7 +15,10 @@
 # /usr/lib/jvm/*/bin/java that is >= 23, then java on PATH), WORKLOADS ("tatp smallbank tpcc"),
 # DURATION (60 s measured per run), WARMUP (10 s per run, not measured), TERMINALS (2: BenchBase
 # terminals), RETRIES (64 attempts per transaction, both systems), THREADS (2) and COROUTINES
-# (8 per thread) for farmem, TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), TATP_SF (1),
+# (8 per thread) for farmem, TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), MODES ("volatile
+# durable": farmem's rows; durable = `--durable`, its local node at --durability power with a
+# data directory under $TMPDIR or /tmp, commits synced before they are acknowledged, as
+# PostgreSQL's with fsync and synchronous_commit on), TATP_SF (1),
 # SMALLBANK_SF (1), TPCC_SF (2 warehouses, an integer: BenchBase gives each terminal a
 # warehouse of its own), SEED (1: BenchBase's randomSeed and farmem's --seed), QUICK (0; 1 =
 # DURATION 5, WARMUP 2, TATP_SF and SMALLBANK_SF 0.01 unless set), FARMEM (build/farmem), PG_BIN
@@ -96,6 +99,17 @@ RETRIES=${RETRIES:-64}
 THREADS=${THREADS:-2}
 COROUTINES=${COROUTINES:-8}
 TRANSPORTS=${TRANSPORTS:-shm}
+MODES=${MODES:-"volatile durable"}
+FM_RUNS=""  # one farmem row per transport and mode: shm, shm-durable, ...
+for tr in $TRANSPORTS; do
+  for m in $MODES; do
+    case "$m" in
+      volatile) FM_RUNS="$FM_RUNS $tr" ;;
+      durable) FM_RUNS="$FM_RUNS $tr-durable" ;;
+      *) echo "MODES: unknown mode '$m' (volatile, durable)" >&2; exit 2 ;;
+    esac
+  done
+done
 SEED=${SEED:-1}
 FARMEM=${FARMEM:-build/farmem}
 PG_OS_USER=${PG_OS_USER:-postgres}
@@ -469,21 +483,25 @@ pg_stop
 
 # --------------------------------------------------------------------------- farmem runs
 secs_total=$(( DURATION + WARMUP ))
+read -r first_run _ <<< "$FM_RUNS"
 for wl in $WORKLOADS; do
-  for tr in $TRANSPORTS; do
-    tag="${wl}_${tr}"
+  for fm_run in $FM_RUNS; do
+    tr=${fm_run%-durable}
+    durable=()
+    [ "$fm_run" = "$tr" ] || durable=(--durable)
+    tag="${wl}_${fm_run}"
     if [ -n "$fm_reason" ]; then echo "$fm_reason" > "$tmp/res/fm_$tag.err"; continue; fi
     if ! fm_has "$wl"; then
       echo "farmem $wl: not available in this build" > "$tmp/res/fm_$tag.err"
-      [ "$tr" != "${TRANSPORTS%% *}" ] || echo "== $(cat "$tmp/res/fm_$tag.err")"
+      [ "$fm_run" != "$first_run" ] || echo "== $(cat "$tmp/res/fm_$tag.err")"
       continue
     fi
     if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); else tls=(env -u UCX_TLS); fi
     args=(bench txn --workload "$wl" --threads "$THREADS" --coroutines "$COROUTINES"
           --scale "$(fm_scale "$wl")" --max-attempts "$RETRIES" --warmup "$WARMUP" --duration "$DURATION" --seed "$SEED"
-          --out "$tmp/res/fm_$tag.json")
-    echo "== farmem $wl ($tr): $FARMEM ${args[*]:0:14}"
-    start_fm_progress "$tmp/res/fm_$tag.log" "farmem $wl $tr"
+          --out "$tmp/res/fm_$tag.json" "${durable[@]}")
+    echo "== farmem $wl ($fm_run): $FARMEM ${args[*]:0:14} ${durable[*]}"
+    start_fm_progress "$tmp/res/fm_$tag.log" "farmem $wl $fm_run"
     rc=0
     run $(( secs_total + LOAD_TIMEOUT )) "$tmp/res/fm_$tag.log" "${tls[@]}" "$FARMEM" "${args[@]}" || rc=$?
     stop_progress
@@ -491,7 +509,7 @@ for wl in $WORKLOADS; do
       grep -E '^txn [a-z]+: (loaded|commits/s)|^  [A-Za-z]+ +commits/s|invariant|record counts|consistency' \
         "$tmp/res/fm_$tag.log" | sed 's/^/   /' || true
     else
-      echo "farmem bench txn --workload $wl ($tr) failed (rc $rc): $(grep -v '^ *\[' "$tmp/res/fm_$tag.log" | tail -n 2 | tr '\n' ' ')" > "$tmp/res/fm_$tag.err"
+      echo "farmem bench txn --workload $wl ($fm_run) failed (rc $rc): $(grep -v '^ *\[' "$tmp/res/fm_$tag.log" | tail -n 2 | tr '\n' ' ')" > "$tmp/res/fm_$tag.err"
       echo "   $(cat "$tmp/res/fm_$tag.err")"
     fi
   done
@@ -499,7 +517,7 @@ done
 
 # --------------------------------------------------------------------------- report
 echo
-RES=$tmp/res RETRIES=$RETRIES PG_SETTINGS="$PG_SETTINGS" WORKLOADS="$WORKLOADS" TRANSPORTS="$TRANSPORTS" OUT="$OUT" DURATION=$DURATION \
+RES=$tmp/res RETRIES=$RETRIES PG_SETTINGS="$PG_SETTINGS" WORKLOADS="$WORKLOADS" TRANSPORTS="$FM_RUNS" OUT="$OUT" DURATION=$DURATION \
 WARMUP=$WARMUP TERMINALS=$TERMINALS THREADS=$THREADS COROUTINES=$COROUTINES SEED=$SEED \
 TATP_SF=$TATP_SF SMALLBANK_SF=$SMALLBANK_SF TPCC_SF=$TPCC_SF \
 FM_SCALES="tatp=$(fm_scale tatp) smallbank=$(fm_scale smallbank) tpcc=$(fm_scale tpcc)" \
@@ -609,7 +627,7 @@ def n(v, fmt="{:,.0f}"):
     return fmt.format(v) if v is not None else "n/a"
 
 
-print("%-10s %-14s %13s %13s %11s %9s %9s  %s" % ("workload", "system", "committed/s", "requests/s",
+print("%-10s %-20s %13s %13s %11s %9s %9s  %s" % ("workload", "system", "committed/s", "requests/s",
                                                  "abort_rate", "p50_us", "p99_us", "notes"))
 for wl, e in rows:
     pg = e["postgres"]
@@ -618,24 +636,24 @@ for wl, e in rows:
         if pg["out_of_retries_at_most"]:
             notes.append("postgres %s: up to %d requests ran out of attempts (left out of committed/s's "
                          "denominator)" % (wl, pg["out_of_retries_at_most"]))
-        print("%-10s %-14s %13s %13s %11s %9s %9s  %s" % (
+        print("%-10s %-20s %13s %13s %11s %9s %9s  %s" % (
             names[wl], "postgres", n(pg["committed_per_s"], "{:,.1f}"), n(pg["requests_per_s"], "{:,.1f}"),
             "%.4f" % pg["retry_rate"], n(lat.get("Median Latency (microseconds)")),
             n(lat.get("99th Percentile Latency (microseconds)")),
             "sf %s; %d completed, %d user-aborted, %d serialization retries, %d unexpected" % (
                 bb_sf[wl], pg["completed"], pg["user_aborted"], pg["serialization_retries"], pg["unexpected"])))
     else:
-        print("%-10s %-14s %13s" % (names[wl], "postgres", "not measured"))
+        print("%-10s %-20s %13s" % (names[wl], "postgres", "not measured"))
     for tr in transports:
         fm = e["farmem"][tr]["result"]
         label = "farmem %s" % tr
         if fm:
-            print("%-10s %-14s %13s %13s %11s %9s %9s  %s" % (
+            print("%-10s %-20s %13s %13s %11s %9s %9s  %s" % (
                 "", label, n(fm["commits_per_s"]), n(fm.get("attempted_per_s")),
                 "%.4f" % fm["abort_rate"], n(fm.get("p50_us"), "{:,.1f}"), n(fm.get("p99_us"), "{:,.1f}"),
                 "scale %s; %s" % (fm.get("scale"), fm.get("invariant", ""))))
         else:
-            print("%-10s %-14s %13s" % ("", label, "not measured"))
+            print("%-10s %-20s %13s" % ("", label, "not measured"))
 print()
 print("ratio farmem / postgres (committed transactions per second, same run)")
 for wl, e in rows:

@@ -1,5 +1,5 @@
 // farmem bench txn --workload smallbank|tatp|tpcc [--coroutines N] [--scale X]
-//                  [--max-attempts N] [--tpcc-orders-per-s R] <bench flags>
+//                  [--max-attempts N] [--tpcc-orders-per-s R] [--durable] <bench flags>
 //                                                             (farmem/bench/txn.h)
 #include "command.h"
 #include "farmem/bench/txn.h"
@@ -28,6 +28,9 @@ void add_flags(CLI::App* app, bench::TxnBenchOptions* o) {
                   "tpcc, NON-STANDARD (tests only): items (and stock rows per warehouse); the "
                   "specification's 100,000 is the default")
       ->check(CLI::Range(20, 100000));
+  app->add_flag("--durable", o->durable,
+                "durable commits: the local node keeps its data (--durability power in a "
+                "temporary data directory); with --servers every node must be durable");
   app->add_option("--tpcc-customers", o->tpcc_customers,
                   "tpcc, NON-STANDARD (tests only): customers (and initial orders) per "
                   "district; the specification's 3,000 is the default")

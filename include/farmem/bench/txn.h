@@ -34,6 +34,9 @@ struct TxnBenchOptions {
   double tpcc_orders_per_s = 12000;
   uint32_t tpcc_items = 100000;    // NON-STANDARD below 100,000 (tests only)
   uint32_t tpcc_customers = 3000;  // per district; NON-STANDARD below 3,000 (tests only)
+  // Every node must keep its data (power durability; the local node is started so): commits
+  // are durable, as a database's with fsync on.
+  bool durable = false;
 };
 
 // Runs the benchmark; 0, or 1 (failed run, invariant violated) / 2 (bad options) with the error

@@ -19,7 +19,7 @@ Result<client::ClusterConfig> resolve_cluster(const ClusterOptions& o,
   }
   if (!o.down_nodes.empty()) return InvalidArgument("--down-nodes needs --servers or --config");
   FARMEM_ASSIGN_OR_RETURN(*local, LocalNode::start(o.local_capacity_bytes, 1, o.local_idle_spin_us,
-                                                   o.local_preload_dir));
+                                                   o.local_preload_dir, o.local_durability));
   return client::ClusterConfig::from_server_list((*local)->address());
 }
 

@@ -29,7 +29,8 @@ std::string server_binary() {
 
 Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uint32_t workers,
                                                     int64_t idle_spin_us,
-                                                    const std::string& preload_dir) {
+                                                    const std::string& preload_dir,
+                                                    const std::string& durability) {
   std::unique_ptr<LocalNode> n(new LocalNode());
   char tmpl[] = "/tmp/farmem-local-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Internal("mkdtemp failed");
@@ -49,6 +50,10 @@ Result<std::unique_ptr<LocalNode>> LocalNode::start(uint64_t capacity_bytes, uin
   if (!preload_dir.empty()) {
     args.push_back("--preload-dir");
     args.push_back(preload_dir.c_str());
+  }
+  const std::string data_dir = n->dir_ + "/data";
+  if (!durability.empty()) {
+    args.insert(args.end(), {"--data-dir", data_dir.c_str(), "--durability", durability.c_str()});
   }
   args.push_back(nullptr);
   std::vector<char*> argv;

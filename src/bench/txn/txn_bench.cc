@@ -321,13 +321,14 @@ void print_result(const Bench& bench, const TxnRun& run, const TxnTotals& t, con
   fmt::print(
       "txn {}: commits/s={:.0f} attempted/s={:.0f} abort_rate={:.4f} p50={:.1f}us p99={:.1f}us "
       "p999={:.1f}us round_trips/commit={:.2f} threads={} coroutines={} scale={} "
-      "replicas={}{}{}\n",
+      "replicas={} commits={}{}{}\n",
       run.name, commits_per_s, attempted_per_s, rate(t.all.aborts, t.all.attempts), lat.p50,
       lat.p99, lat.p999, rt_per_commit, f.bench.threads, f.coroutines, f.scale, replicas,
-      run.workload->result_words(), bench.result_suffix());
+      f.durable ? "durable" : "volatile", run.workload->result_words(), bench.result_suffix());
   fmt::print("{}\n", check.line);
   auto& r = *rec;
   r["workload"] = run.name;
+  r["durable"] = run.options->durable;
   r["threads"] = f.bench.threads;
   r["coroutines"] = f.coroutines;
   r["scale"] = f.scale;
@@ -376,11 +377,20 @@ int run_txn_bench(const TxnBenchOptions& f) {
     fmt::print(stderr, "farmem bench txn: {}\n", e.what());
     return 2;
   }
-  Bench bench("txn", f.bench, w->type_names());
+  BenchOptions bo = f.bench;
+  if (f.durable) bo.cluster.local_durability = "power";
+  Bench bench("txn", bo, w->type_names());
   if (int rc = bench.connect(w->local_bytes()); rc != 0) return rc;
   auto main_client = bench.cluster()->thread_client();
   if (!main_client.ok()) return bench.fail(1, main_client.status().to_string());
   client::ThreadClient* mc = *main_client;
+  for (const client::NodeInfo& n : bench.cluster()->nodes()) {
+    if (f.durable && !n.durable && !n.down) {
+      return bench.fail(2, fmt::format("--durable: memory node {} keeps no data (start it with "
+                                       "--data-dir and --durability power)",
+                                       n.node_id));
+    }
+  }
   const std::vector<TableSpec> specs = w->tables();
   Status cs = mc->run(create_tables(mc, specs));
   if (!cs.ok()) return bench.fail(1, "creating the tables: " + cs.to_string());

@@ -18,9 +18,12 @@ namespace farmem::bench {
 class LocalNode {
  public:
   // idle_spin_us < 0: the node's default. preload_dir: the node's --preload-dir ("" = none).
+  // durability: "" (volatile) or the node's --durability, with a data directory inside the
+  // node's temporary directory (removed with it).
   static Result<std::unique_ptr<LocalNode>> start(uint64_t capacity_bytes, uint32_t workers,
                                                   int64_t idle_spin_us = -1,
-                                                  const std::string& preload_dir = "");
+                                                  const std::string& preload_dir = "",
+                                                  const std::string& durability = "");
   ~LocalNode();
   uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

@@ -18,7 +18,10 @@ struct ClusterOptions {
   uint64_t local_capacity_bytes = 1ull << 30;
   int64_t local_idle_spin_us = -1;  // the local node's idle_spin_us; -1: the node's default
   std::string local_preload_dir;    // the local node's --preload-dir ("" = none)
-  std::string down_nodes;           // host:port=ID,...: listed nodes known to be down
+  // The local node's --durability ("": volatile; "process" or "power": a data directory in
+  // its temporary directory, on the file system of $TMPDIR or /tmp).
+  std::string local_durability;
+  std::string down_nodes;  // host:port=ID,...: listed nodes known to be down
 };
 
 // The seed of a benchmark run without --seed.
