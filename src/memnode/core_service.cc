@@ -121,8 +121,7 @@ class CoreWorker : public ServiceWorker {
     FARMEM_TRY(owner);
     auto b = node_.heap.allocate(req.bytes, req.alignment, *owner);
     FARMEM_TRY(b);
-    auto logged =
-        node_.log_locked(encode_record(NodeRecordKind::kAlloc, b->offset, b->bytes, *owner));
+    auto logged = node_.log_locked(NodeRecordKind::kAlloc, b->offset, b->bytes, *owner);
     if (!logged.ok()) {
       const Status undone = node_.heap.free(b->offset, *owner);
       FARMEM_ASSERT(undone.ok(), "an allocation just made cannot be freed");
@@ -136,8 +135,7 @@ class CoreWorker : public ServiceWorker {
   // Logs a change and applies it (the record decides both). Requires mu.
   Status commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0, std::string_view name = {},
                        uint8_t flags = 0) {
-    const std::string record = encode_record(kind, a, b, 0, name, flags);
-    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.log_locked(record));
+    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.log_locked(kind, a, b, 0, name, flags));
     const NodeRecord r{
         static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name.size()), a, b, 0};
     const Status applied = node_.apply_locked(r, name);
@@ -230,8 +228,7 @@ class CoreWorker : public ServiceWorker {
                     : node_.objects.open(*name);
     FARMEM_TRY(o);
     if (create) {
-      auto logged = node_.log_locked(
-          encode_record(NodeRecordKind::kObjectCreate, o->id, o->session, 0, o->name));
+      auto logged = node_.log_locked(NodeRecordKind::kObjectCreate, o->id, o->session, 0, o->name);
       if (!logged.ok()) {
         const Status undone = node_.objects.remove(o->id);
         FARMEM_ASSERT(undone.ok(), "an object just made cannot be removed");

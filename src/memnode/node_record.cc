@@ -12,7 +12,7 @@ std::string encode_record(NodeRecordKind kind, uint64_t a, uint64_t b, uint64_t 
       static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name.size()), a, b, c};
   std::string out(sizeof(r) + name.size(), '\0');
   std::memcpy(out.data(), &r, sizeof(r));
-  std::memcpy(out.data() + sizeof(r), name.data(), name.size());
+  if (!name.empty()) std::memcpy(out.data() + sizeof(r), name.data(), name.size());
   return out;
 }
 

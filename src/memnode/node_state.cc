@@ -20,8 +20,7 @@ void NodeState::end_session(uint64_t session) {
   std::lock_guard<std::mutex> lock(mu);
   if (sessions.erase(session) == 0) return;
   // Nothing waits for this record: if it is lost, recovery releases what every session owned.
-  if (auto logged = log_locked(encode_record(NodeRecordKind::kReleaseOwner, session));
-      !logged.ok()) {
+  if (auto logged = log_locked(NodeRecordKind::kReleaseOwner, session); !logged.ok()) {
     log::warn("node {}: session {} end not logged: {}", config.node_id, session,
               logged.status().to_string());
   }
@@ -36,9 +35,10 @@ void NodeState::end_session(uint64_t session) {
   }
 }
 
-Result<uint64_t> NodeState::log_locked(std::string_view record) {
+Result<uint64_t> NodeState::log_locked(NodeRecordKind kind, uint64_t a, uint64_t b, uint64_t c,
+                                       std::string_view name, uint8_t flags) {
   if (journal == nullptr) return uint64_t{0};
-  return journal->append(record);
+  return journal->append(encode_record(kind, a, b, c, name, flags));
 }
 
 namespace {

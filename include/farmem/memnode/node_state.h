@@ -62,9 +62,11 @@ struct NodeState {
 
   // Destroys an object: frees its allocations and removes its roots. Requires mu held.
   Status destroy_object_locked(uint64_t id);
-  // Logs a change (node_record.h) on a durable node and returns the LSN its answer must wait
-  // for (journal.h: stable_lsn); 0 on a volatile node. Requires mu held.
-  Result<uint64_t> log_locked(std::string_view record);
+  // Logs a change (node_record.h: encode_record's fields) on a durable node and returns the LSN
+  // its answer must wait for (journal.h: stable_lsn); 0 on a volatile node, which encodes
+  // nothing. Requires mu held.
+  Result<uint64_t> log_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0, uint64_t c = 0,
+                              std::string_view name = {}, uint8_t flags = 0);
   // Applies one change to the tables: what recovery replays and what handlers run after
   // logging. Requires mu held.
   Status apply_locked(const NodeRecord& r, std::string_view name);
