@@ -5,9 +5,12 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "farmem/client/cluster.h"
 #include "farmem/client/thread_client.h"
@@ -58,6 +61,17 @@ class DurableNode {
   }
   // kill -9, from any thread (the node's pid stays valid until kill() reaps it).
   void kill_now() const { ::kill(server_->pid(), SIGKILL); }
+  // A thread that kill -9s the node once `count` reaches `n` (or after a 120 s hang guard), for
+  // a kill at a chosen moment of a running workload; join it before kill().
+  std::thread kill_when(const std::atomic<uint64_t>& count, uint64_t n) const {
+    return std::thread([this, &count, n] {
+      const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      while (count.load() < n && std::chrono::steady_clock::now() < guard) {
+        std::this_thread::yield();
+      }
+      kill_now();
+    });
+  }
   // Drops the client, kill -9s the node and reaps it.
   void kill() {
     cluster_.reset();

@@ -50,13 +50,7 @@ TEST_P(DurableHashTableTest, AcknowledgedWritesSurviveAKillDuringInsertsAndSplit
   std::vector<uint64_t> acked(kWriters * 100'000, 0);  // key -> last acknowledged version
   std::vector<uint64_t> tried(acked.size(), 0);        // key -> last version written or in flight
   std::atomic<uint64_t> done{0};
-  std::thread killer([&] {
-    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (done.load() < kill_after && std::chrono::steady_clock::now() < guard) {
-      std::this_thread::yield();
-    }
-    node.kill_now();
-  });
+  std::thread killer = node.kill_when(done, kill_after);
   auto writer = [&](uint64_t w) -> Task<Status> {
     std::mt19937_64 r(seed + w);
     for (uint64_t n = 0;; ++n) {

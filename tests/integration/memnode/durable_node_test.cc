@@ -124,13 +124,7 @@ TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
   const uint64_t kill_after = 500 + rng() % 3000;  // a 48-byte record each: 0..2 checkpoints
   std::vector<uint64_t> acked(kSlots, 0);
   std::atomic<uint64_t> done{0};
-  std::thread killer([&] {
-    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (done.load() < kill_after && std::chrono::steady_clock::now() < guard) {
-      std::this_thread::yield();
-    }
-    node_.kill_now();
-  });
+  std::thread killer = node_.kill_when(done, kill_after);
   auto writer = [&](uint64_t first) -> runtime::Task<Status> {
     for (uint64_t v = first;; v += 16) {
       const uint64_t slot = v % kSlots;

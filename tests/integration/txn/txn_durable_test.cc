@@ -91,13 +91,7 @@ TEST_P(TxnDurableTest, AcknowledgedTransfersSurviveAKillAndTheMoneyAddsUp) {
 
   const uint64_t kill_after = 100 + rng() % 400;
   std::atomic<uint64_t> acked{0};
-  std::thread killer([&] {
-    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (acked.load() < kill_after && std::chrono::steady_clock::now() < guard) {
-      std::this_thread::yield();
-    }
-    node.kill_now();
-  });
+  std::thread killer = node.kill_when(acked, kill_after);
   auto worker = [&](uint64_t w) -> Task<Status> {
     std::mt19937_64 r(seed * 31 + w);
     for (;;) {
