@@ -15,6 +15,25 @@ namespace farmem::storage {
 using journal_format::CheckpointSlot;
 using journal_format::MetaHeader;
 
+namespace {
+
+// Clients write the region while a checkpoint copies it (over shared memory, from their own
+// processes): the copy is a snapshot that may tear a write in flight, by design; the log records
+// after the switch repair every persisted range (docs/formats/storage.md, "Journal"). Word loads
+// through volatile, so that no memcpy is called, and not instrumented for ThreadSanitizer, for
+// which a test's writer thread would otherwise be a race.
+__attribute__((no_sanitize("thread"))) void copy_racy(char* dst, const uint8_t* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t w = *reinterpret_cast<const volatile uint64_t*>(src + i);
+    std::memcpy(dst + i, &w, sizeof(w));
+  }
+  for (; i < n; ++i)
+    dst[i] = static_cast<char>(*reinterpret_cast<const volatile uint8_t*>(src + i));
+}
+
+}  // namespace
+
 void Journal::bump_stable(uint64_t lsn) {
   uint64_t seen = stable_lsn_.load();
   while (seen < lsn && !stable_lsn_.compare_exchange_weak(seen, lsn)) {
@@ -119,13 +138,14 @@ Status Journal::write_checkpoint(uint64_t generation, const std::vector<uint64_t
                                  uint64_t start_lsn, std::string_view snapshot) {
   Files& f = *files_;
   const bool power = options_.durability == Durability::kPower;
+  std::string copy(kChunkBytes, '\0');
   for (uint64_t w = 0; w < dirty.size(); ++w) {
     for (uint64_t bits = dirty[w]; bits != 0; bits &= bits - 1) {
       const uint64_t chunk = w * 64 + std::countr_zero(bits);
       const uint64_t offset = chunk * kChunkBytes;
       const uint64_t n = std::min<uint64_t>(kChunkBytes, region_.size() - offset);
-      FARMEM_TRY(f.image->write_at(
-          offset, std::string_view(reinterpret_cast<const char*>(&region_[offset]), n)));
+      copy_racy(copy.data(), &region_[offset], n);
+      FARMEM_TRY(f.image->write_at(offset, std::string_view(copy.data(), n)));
     }
     image_chunks_[w] |= dirty[w];
   }
