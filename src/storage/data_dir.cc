@@ -1,6 +1,7 @@
 #include "farmem/storage/data_dir.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -84,8 +85,8 @@ Status check_format(const std::string& dir) {
 Status stamp_format(const std::string& dir) {
   const std::string path = join(dir, DataDir::kFormatFile);
   const std::string tmp = path + ".tmp";
-  FARMEM_TRY(rewrite(
-      tmp, std::string(kFormatMagic) + " " + std::to_string(DataDir::kFormatVersion) + "\n", true));
+  // (fmt, not operator+: g++ 12's -Wstringop-overflow misfires on the latter under LTO.)
+  FARMEM_TRY(rewrite(tmp, fmt::format("{} {}\n", kFormatMagic, DataDir::kFormatVersion), true));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("rename", tmp, errno);
   return sync_dir(dir);
 }
