@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "farmem/common/atomic_max.h"
+
 namespace farmem {
 
 LocalBudget::LocalBudget(uint64_t limit_bytes) : limit_(limit_bytes) {
@@ -53,9 +55,7 @@ bool LocalBudget::Tenant::try_charge(uint64_t bytes) {
 }
 
 void LocalBudget::Tenant::raise_peak(uint64_t now) {
-  uint64_t peak = peak_.load(std::memory_order_relaxed);
-  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  raise_to(peak_, now, std::memory_order_relaxed);
 }
 
 void LocalBudget::Tenant::force_charge(uint64_t bytes) {

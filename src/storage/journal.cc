@@ -122,7 +122,8 @@ Status Journal::recover(const DataDir& dir, Report* report) {
                                 std::move(other), UINT64_MAX,
                                 [](uint64_t, std::string_view) { return OkStatus(); }, &ignored));
     f.logs[second] = std::make_unique<Log>(std::move(log));
-    FARMEM_TRY(f.logs[second]->reset(next));
+    FARMEM_TRY(f.logs[second]->reset());
+    f.logs[second]->continue_from(next);
     f.live = first;
   } else {
     // A checkpoint was under way: the state at its switch is the state now; finish it.
@@ -202,7 +203,9 @@ Status Journal::apply_record(std::string_view payload, Report* report) {
   }
   ++report->records;
   const auto kind = static_cast<uint8_t>(payload[0]);
-  if (kind == journal_format::kOwnerRecord) return owner_.apply(payload.substr(8));
+  if (kind == journal_format::kOwnerRecord) {
+    return owner_.apply(payload.substr(sizeof(RecordPrefix)));
+  }
   if (kind != journal_format::kRangeRecord || payload.size() < sizeof(RangePrefix)) {
     return Internal(fmt::format("journal record of unknown kind {}", kind));
   }
@@ -245,16 +248,17 @@ Result<uint64_t> Journal::append_range(uint64_t offset, uint64_t bytes) {
   constexpr uint64_t kPiece = kMaxLogRecordBytes - sizeof(RangePrefix);
   std::string payload;
   uint64_t lsn = 0;
+  uint64_t done = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  for (uint64_t done = 0; done < bytes || bytes == 0; done += kPiece) {
+  do {  // (an empty range still gets its record and an LSN to wait for)
     const uint64_t n = std::min(kPiece, bytes - done);
     const RangePrefix p{journal_format::kRangeRecord, {}, offset + done};
     payload.resize(sizeof(p) + n);
     std::memcpy(payload.data(), &p, sizeof(p));
     std::memcpy(payload.data() + sizeof(p), &region_[offset + done], n);
     FARMEM_ASSIGN_OR_RETURN(lsn, append_locked(payload));
-    if (bytes == 0) break;
-  }
+    done += n;
+  } while (done < bytes);
   mark_dirty(offset, bytes);
   return lsn;
 }

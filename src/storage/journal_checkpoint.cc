@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "farmem/common/atomic_max.h"
 #include "farmem/common/clock.h"
 #include "farmem/common/log.h"
 #include "farmem/storage/journal.h"
@@ -34,30 +35,22 @@ __attribute__((no_sanitize("thread"))) void copy_racy(char* dst, const uint8_t* 
 
 }  // namespace
 
-void Journal::bump_stable(uint64_t lsn) {
-  uint64_t seen = stable_lsn_.load();
-  while (seen < lsn && !stable_lsn_.compare_exchange_weak(seen, lsn)) {
-  }
-}
-
 void Journal::notify_locked() {
   const uint64_t one = 1;
   for (int fd : listeners_) (void)!::write(fd, &one, sizeof(one));
 }
 
 void Journal::advance_stable(uint64_t lsn) {
-  bump_stable(lsn);
+  raise_to(stable_lsn_, lsn);
   std::lock_guard<std::mutex> lock(mu_);
   notify_locked();
 }
 
 void Journal::fail(const Status& status) {
   log::error("journal: {}; the node acknowledges no more writes", status.to_string());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_.ok()) failed_ = status;
-  }
-  advance_stable(0);  // wakes the listeners, which see health()
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_.ok()) failed_ = status;
+  notify_locked();  // the listeners wake and see health()
 }
 
 void Journal::sync_loop() {
@@ -101,7 +94,8 @@ Status Journal::checkpoint() {
   const uint64_t start = now_ns();
   Files& f = *files_;
   const int next = 1 - f.live;
-  // The other log is free: the last complete checkpoint holds everything it held.
+  // The other log is free: the last complete checkpoint holds everything it held. Emptied here,
+  // outside every lock; rotate() only gives it the live log's numbering.
   FARMEM_TRY(f.logs[next]->reset());
   std::vector<uint64_t> dirty;
   uint64_t start_lsn = 0;
@@ -122,11 +116,10 @@ void Journal::rotate(std::vector<uint64_t>* dirty, uint64_t* start_lsn, Status* 
   Files& f = *files_;
   *status = live_->sync();  // every record of the old log is stable before the switch
   if (!status->ok()) return;
-  bump_stable(live_->next_lsn() - 1);
+  raise_to(stable_lsn_, live_->next_lsn() - 1);
   notify_locked();
   const int next = 1 - f.live;
-  *status = f.logs[next]->reset(live_->next_lsn());
-  if (!status->ok()) return;
+  f.logs[next]->continue_from(live_->next_lsn());
   *start_lsn = live_->next_lsn();
   f.live = next;
   live_ = f.logs[next].get();

@@ -8,6 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "farmem/common/atomic_max.h"
+#include "farmem/common/check.h"
+
 namespace farmem::storage {
 namespace {
 
@@ -133,9 +136,7 @@ Result<uint64_t> Log::append(std::string_view payload) {
 Status Log::sync() {
   const uint64_t upto = next_lsn() - 1;
   FARMEM_TRY(file_->sync());
-  uint64_t seen = synced_lsn_.load();
-  while (seen < upto && !synced_lsn_.compare_exchange_weak(seen, upto)) {
-  }
+  raise_to(synced_lsn_, upto);
   return OkStatus();
 }
 
@@ -146,13 +147,18 @@ Result<uint64_t> Log::first_lsn(File& file) {
   return ok ? h.lsn : 0;
 }
 
-Status Log::reset(uint64_t restart_lsn) {
+Status Log::reset() {
   FARMEM_TRY(file_->truncate(0));
   FARMEM_TRY(file_->sync());
   tail_ = 0;
-  if (restart_lsn != 0) next_lsn_.store(restart_lsn);
   synced_lsn_.store(next_lsn() - 1);
   return OkStatus();
+}
+
+void Log::continue_from(uint64_t lsn) {
+  FARMEM_ASSERT(tail_ == 0, "only an empty log takes over another's numbering");
+  next_lsn_.store(lsn);
+  synced_lsn_.store(lsn - 1);
 }
 
 }  // namespace farmem::storage

@@ -141,7 +141,6 @@ class Journal {
   void rotate(std::vector<uint64_t>* dirty, uint64_t* start_lsn, Status* status);
   Result<uint64_t> append_locked(std::string_view payload);
   void mark_dirty(uint64_t offset, uint64_t bytes);
-  void bump_stable(uint64_t lsn);
   void notify_locked();  // requires mu_
   void advance_stable(uint64_t lsn);
   void fail(const Status& status);

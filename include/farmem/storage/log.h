@@ -58,9 +58,11 @@ class Log {
   // Appends one record (payload at most kMaxLogRecordBytes) and returns its LSN.
   Result<uint64_t> append(std::string_view payload);
   Status sync();
-  // Empties the file (after a checkpoint holds everything in it); LSNs go on from where they
-  // were, or from `restart_lsn` when it is not 0 (a log that takes over from another one).
-  Status reset(uint64_t restart_lsn = 0);
+  // Empties the file (after a checkpoint holds everything in it); LSNs go on from where they were.
+  Status reset();
+  // An empty log (reset, or never written) takes over another log's numbering: its next record
+  // gets `lsn` (at least 1).
+  void continue_from(uint64_t lsn);
 
   uint64_t next_lsn() const { return next_lsn_.load(std::memory_order_acquire); }
   uint64_t bytes() const { return tail_; }
