@@ -132,14 +132,10 @@ class CoreWorker : public ServiceWorker {
     return OkStatus();
   }
 
-  // Logs a change and applies it (the record decides both). Requires mu.
-  Status commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0, std::string_view name = {},
-                       uint8_t flags = 0) {
-    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.log_locked(kind, a, b, 0, name, flags));
-    const NodeRecord r{
-        static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name.size()), a, b, 0};
-    const Status applied = node_.apply_locked(r, name);
-    FARMEM_ASSERT(applied.ok(), "a checked change failed to apply");
+  // NodeState::commit_locked, keeping the LSN this request's answer waits for. Requires mu.
+  Status commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0,
+                       std::string_view name = {}) {
+    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.commit_locked(kind, a, b, name));
     return OkStatus();
   }
 

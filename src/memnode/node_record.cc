@@ -8,8 +8,7 @@ namespace farmem::memnode {
 
 std::string encode_record(NodeRecordKind kind, uint64_t a, uint64_t b, uint64_t c,
                           std::string_view name, uint8_t flags) {
-  const NodeRecord r{
-      static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name.size()), a, b, c};
+  const NodeRecord r = make_record(kind, a, b, c, name.size(), flags);
   std::string out(sizeof(r) + name.size(), '\0');
   std::memcpy(out.data(), &r, sizeof(r));
   if (!name.empty()) std::memcpy(out.data() + sizeof(r), name.data(), name.size());

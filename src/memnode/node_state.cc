@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "farmem/common/check.h"
 #include "farmem/common/log.h"
 #include "farmem/storage/journal.h"
 
@@ -24,11 +25,7 @@ void NodeState::end_session(uint64_t session) {
     log::warn("node {}: session {} end not logged: {}", config.node_id, session,
               logged.status().to_string());
   }
-  const size_t allocations = heap.owned_by(session);
-  const size_t objects_bound = objects.bound_to(session).size();
-  const Status s = apply_locked(
-      NodeRecord{static_cast<uint8_t>(NodeRecordKind::kReleaseOwner), 0, 0, 0, session, 0, 0}, {});
-  if (!s.ok()) log::warn("node {}: session {} end: {}", config.node_id, session, s.to_string());
+  const auto [allocations, objects_bound] = release_session_locked(session);
   if (allocations > 0 || objects_bound > 0) {
     log::debug("node {}: session {} ended: {} allocations and {} ephemeral objects released",
                config.node_id, session, allocations, objects_bound);
@@ -41,15 +38,22 @@ Result<uint64_t> NodeState::log_locked(NodeRecordKind kind, uint64_t a, uint64_t
   return journal->append(encode_record(kind, a, b, c, name, flags));
 }
 
-namespace {
-
-// Releases what `session` owned: its allocations and the ephemeral objects bound to it.
-void release_session(NodeState& node, uint64_t session) {
-  node.heap.release(session);
-  for (uint64_t id : node.objects.bound_to(session)) (void)node.destroy_object_locked(id);
+Result<uint64_t> NodeState::commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b,
+                                          std::string_view name, uint8_t flags) {
+  FARMEM_ASSIGN_OR_RETURN(const uint64_t lsn, log_locked(kind, a, b, 0, name, flags));
+  const Status applied = apply_locked(make_record(kind, a, b, 0, name.size(), flags), name);
+  FARMEM_ASSERT(applied.ok(), "a checked change failed to apply");
+  return lsn;
 }
 
-}  // namespace
+std::pair<size_t, size_t> NodeState::release_session_locked(uint64_t session) {
+  const size_t allocations = heap.release(session);
+  size_t objects_gone = 0;
+  for (uint64_t id : objects.bound_to(session)) {
+    if (destroy_object_locked(id).ok()) ++objects_gone;
+  }
+  return {allocations, objects_gone};
+}
 
 Status NodeState::apply_locked(const NodeRecord& r, std::string_view name) {
   switch (static_cast<NodeRecordKind>(r.kind)) {
@@ -58,7 +62,7 @@ Status NodeState::apply_locked(const NodeRecord& r, std::string_view name) {
     case NodeRecordKind::kFree:
       return heap.free(r.a, heap.owner_of(r.a));
     case NodeRecordKind::kReleaseOwner:
-      release_session(*this, r.a);
+      release_session_locked(r.a);
       return OkStatus();
     case NodeRecordKind::kObjectCreate:
       return objects.restore(
@@ -78,7 +82,7 @@ Status NodeState::apply_locked(const NodeRecord& r, std::string_view name) {
       objects.for_each([&](const ObjectTable::Object& o) {
         if (o.session != 0) gone.push_back(o.session);
       });
-      for (uint64_t session : gone) release_session(*this, session);
+      for (uint64_t session : gone) release_session_locked(session);
       return OkStatus();
     }
     case NodeRecordKind::kNextObject:

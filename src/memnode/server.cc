@@ -151,9 +151,7 @@ Status Server::recover() {
       return ResourceExhausted(fmt::format("{} has seen {} starts, the most session ids allow",
                                            config.data_dir, node.boot));
     }
-    FARMEM_TRY(node.log_locked(NodeRecordKind::kRestart, boot));
-    FARMEM_TRY(node.apply_locked(
-        NodeRecord{static_cast<uint8_t>(NodeRecordKind::kRestart), 0, 0, 0, boot, 0, 0}, {}));
+    FARMEM_TRY(node.commit_locked(NodeRecordKind::kRestart, boot));
     log::info(
         "node {}: {} data in {} ({}), start {}: checkpoint {}, {} records replayed ({} ranges), {} "
         "image "

@@ -46,6 +46,13 @@ static_assert(offsetof(NodeRecord, c) == 24);
 
 inline constexpr size_t kMaxNodeRecordNameBytes = 4096;
 
+// The header of a record whose name is `name_bytes` long.
+inline NodeRecord make_record(NodeRecordKind kind, uint64_t a, uint64_t b = 0, uint64_t c = 0,
+                              size_t name_bytes = 0, uint8_t flags = 0) {
+  return NodeRecord{
+      static_cast<uint8_t>(kind), flags, 0, static_cast<uint32_t>(name_bytes), a, b, c};
+}
+
 // A record with its name as logged: the 32 bytes, then the name.
 std::string encode_record(NodeRecordKind kind, uint64_t a, uint64_t b = 0, uint64_t c = 0,
                           std::string_view name = {}, uint8_t flags = 0);

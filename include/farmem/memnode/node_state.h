@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "farmem/memnode/config.h"
 #include "farmem/memnode/heap.h"
@@ -70,6 +71,13 @@ struct NodeState {
   // Applies one change to the tables: what recovery replays and what handlers run after
   // logging. Requires mu held.
   Status apply_locked(const NodeRecord& r, std::string_view name);
+  // log_locked, then apply_locked of the same record, which the caller has checked applies; the
+  // LSN to wait for. Nothing changes when logging fails. Requires mu held.
+  Result<uint64_t> commit_locked(NodeRecordKind kind, uint64_t a, uint64_t b = 0,
+                                 std::string_view name = {}, uint8_t flags = 0);
+  // Releases what `session` owned: its allocations and the ephemeral objects bound to it (a
+  // kReleaseOwner record's change); returns how many of each. Requires mu held.
+  std::pair<size_t, size_t> release_session_locked(uint64_t session);
   // Forgets a session and releases what it owned (allocations, ephemeral objects). Takes mu.
   void end_session(uint64_t session);
   bool session_open(uint64_t session);  // takes mu

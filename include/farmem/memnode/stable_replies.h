@@ -29,7 +29,6 @@ class StableReplies {
   void finish(uint64_t lsn, Responder responder, const Status& status, std::string reply);
   // Sends the answers whose LSN became stable (or the journal's error).
   void poll();
-  size_t waiting() const { return waiting_.size(); }
 
  private:
   struct Waiting {
