@@ -192,13 +192,9 @@ Task<Status> Transaction::write_log(const CommitPlan& plan, GlobalAddress log_at
     co_return s;
   }
   std::vector<ds::PersistRange> elsewhere;
-  std::vector<wire::PersistRange> here;
+  std::vector<ds::PersistRange> here;  // persisted in this order: the lock words, then the log
   for (const GlobalAddress& w : lock_words()) {
-    if (w.node() == log_at.node()) {
-      here.push_back({w.offset(), kLockWordBytes});
-    } else {
-      elsewhere.push_back({w, kLockWordBytes});
-    }
+    (w.node() == log_at.node() ? here : elsewhere).push_back({w, kLockWordBytes});
   }
   if (!elsewhere.empty()) {
     FARMEM_CO_TRY(co_await ds::persist_all(c, elsewhere));
@@ -207,15 +203,10 @@ Task<Status> Transaction::write_log(const CommitPlan& plan, GlobalAddress log_at
   FARMEM_CO_TRY(co_await c->write(log_at, plan.log.data() + kLogStateOffset, bytes));
   ++ctx_->counters.round_trips;
   if (!ds::node_durable(c, log_at.node())) co_return OkStatus();
-  here.push_back({log_at.offset(), bytes});
-  for (size_t at = 0; at < here.size(); at += wire::kMaxPersistRanges) {
-    const size_t n = std::min<size_t>(wire::kMaxPersistRanges, here.size() - at);
-    FARMEM_CO_TRY(co_await c->persist(
-        log_at.node(), std::vector<wire::PersistRange>(here.begin() + static_cast<long>(at),
-                                                       here.begin() + static_cast<long>(at + n))));
-    ++ctx_->counters.round_trips;
-  }
-  co_return OkStatus();
+  here.push_back({log_at, bytes});
+  Status s = co_await ds::persist_all(c, here);
+  ++ctx_->counters.round_trips;
+  co_return s;
 }
 
 // Committed (the log is complete) but not applied everywhere: the locks stay, naming the log,
