@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "farmem/client/cluster.h"
 #include "farmem/client/thread_client.h"
@@ -44,6 +45,7 @@ class DurableNode {
     if (!checkpoint_log.empty()) {
       o.extra_args.insert(o.extra_args.end(), {"--checkpoint-log", checkpoint_log});
     }
+    o.extra_args.insert(o.extra_args.end(), extra_args.begin(), extra_args.end());
     server_ = ServerProcess::start(o);
     if (server_ == nullptr) {
       *why = "the node did not start";
@@ -59,6 +61,9 @@ class DurableNode {
     client_ = *cluster_->thread_client();
     return true;
   }
+  // More farmem-server arguments for every start (e.g. {"--workers", "2"}).
+  std::vector<std::string> extra_args;
+
   // kill -9, from any thread (the node's pid stays valid until kill() reaps it).
   void kill_now() const { ::kill(server_->pid(), SIGKILL); }
   // A thread that kill -9s the node once `count` reaches `n` (or after a 120 s hang guard), for

@@ -103,15 +103,65 @@ Status PoolAllocator::refill() {
 
 // What is left of the current chunk goes to the free lists of the largest classes that fit.
 void PoolAllocator::carve_rest() {
-  while (bump_end_ - bump_ >= kUnit) {
-    const uint64_t left = bump_end_ - bump_;
-    auto it = std::upper_bound(class_bytes_.begin(), class_bytes_.end(), left);
+  carve(bump_, bump_end_);
+  bump_ = bump_end_ = 0;
+}
+
+void PoolAllocator::carve(uint64_t begin, uint64_t end) {
+  while (end - begin >= kUnit) {
+    auto it = std::upper_bound(class_bytes_.begin(), class_bytes_.end(), end - begin);
     FARMEM_ASSERT(it != class_bytes_.begin(), "the smallest class is one unit");
     const size_t c = static_cast<size_t>(it - class_bytes_.begin()) - 1;
-    free_[c].push_back(bump_);
-    bump_ += class_bytes_[c];
+    free_[c].push_back(begin);
+    begin += class_bytes_[c];
   }
-  bump_ = bump_end_ = 0;
+}
+
+std::vector<PoolAllocator::Live> PoolAllocator::rebuild(std::vector<MemorySource::Block> blocks,
+                                                        std::vector<Live> lives) {
+  FARMEM_ASSERT(used_ == 0 && large_.empty(), "rebuild runs on a fresh allocator");
+  auto by_offset = [](const auto& a, const auto& b) { return a.offset < b.offset; };
+  std::sort(blocks.begin(), blocks.end(), by_offset);
+  std::sort(lives.begin(), lives.end(), by_offset);
+  std::vector<Live> refused;
+  const Live* next = lives.data();
+  const Live* const end = lives.data() + lives.size();
+  for (const MemorySource::Block& b : blocks) {
+    for (; next != end && next->offset < b.offset; ++next) refused.push_back(*next);
+    const Live* first = next;
+    while (next != end && next->offset < b.offset + b.bytes) ++next;
+    rebuild_block(b, first, next, &refused);
+  }
+  refused.insert(refused.end(), next, end);
+  return refused;
+}
+
+void PoolAllocator::rebuild_block(const MemorySource::Block& b, const Live* first, const Live* last,
+                                  std::vector<Live>* refused) {
+  if (first != last && first->offset == b.offset && class_of(first->bytes) < 0 &&
+      block_bytes(first->bytes) <= b.bytes) {
+    used_ += b.bytes;
+    large_[b.offset] = b.bytes;
+    refused->insert(refused->end(), first + 1, last);  // nothing shares a large block
+    return;
+  }
+  if (b.bytes != chunk_) {
+    refused->insert(refused->end(), first, last);
+    source_.give_back(b.offset);
+    return;
+  }
+  used_ += b.bytes;
+  uint64_t at = b.offset;
+  for (const Live* l = first; l != last; ++l) {
+    const uint64_t bytes = block_bytes(l->bytes);
+    if (class_of(l->bytes) < 0 || l->offset < at || l->offset + bytes > b.offset + b.bytes) {
+      refused->push_back(*l);
+      continue;
+    }
+    carve(at, l->offset);
+    at = l->offset + bytes;
+  }
+  carve(at, b.offset + b.bytes);
 }
 
 void PoolAllocator::retire(uint64_t offset, uint64_t bytes, uint64_t now_ns) {

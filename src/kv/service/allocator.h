@@ -51,6 +51,17 @@ class PoolAllocator {
   // Moves retired blocks whose grace has passed to the free lists (large ones to the heap).
   void reclaim(uint64_t now_ns);
 
+  // Recovery, on an allocator that has allocated nothing: `blocks` are the heap blocks the pool
+  // holds and `lives` (offset, bytes asked of allocate()) what is still in use in them. A block
+  // that starts with a large live allocation is that allocation's; other blocks of chunk size
+  // are chunks, whose gaps go to the free lists; any other block with nothing live goes back to
+  // the heap. Returns the lives it refused (outside every block, or overlapping another).
+  struct Live {
+    uint64_t offset;
+    uint64_t bytes;
+  };
+  std::vector<Live> rebuild(std::vector<MemorySource::Block> blocks, std::vector<Live> lives);
+
   uint64_t used_bytes() const { return used_; }
   uint64_t capacity_bytes() const { return capacity_; }
   uint64_t chunk_bytes() const { return chunk_; }
@@ -69,6 +80,11 @@ class PoolAllocator {
   Status refill();
   void release(uint64_t offset, uint64_t bytes);
   void carve_rest();
+  // Puts [begin, end) (64-byte multiples) into the free lists of the largest classes that fit.
+  void carve(uint64_t begin, uint64_t end);
+  // rebuild() of one block and the lives that start inside it; appends refused ones.
+  void rebuild_block(const MemorySource::Block& b, const Live* first, const Live* last,
+                     std::vector<Live>* refused);
 
   MemorySource& source_;
   uint64_t capacity_;

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -67,13 +68,14 @@ uint64_t HopscotchIndex::find(uint64_t hash, std::string_view key) const {
 }
 
 bool HopscotchIndex::place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t record,
-                           uint64_t epoch, uint64_t* at) {
+                           uint64_t epoch, uint64_t* at, uint64_t* span) {
   const uint64_t mask = n - 1;
   const uint64_t home = hash & mask;
   uint64_t dist = 0;
   const uint64_t probe = std::min(n, kMaxProbe);
   while (dist < probe && tb[(home + dist) & mask].record != 0) ++dist;
   if (dist == probe) return false;
+  *span = dist + 1;
   uint64_t free = (home + dist) & mask;
   while (dist >= kNeighbourhood) {
     // Move an entry from the buckets just before `free` into it, if its home allows.
@@ -113,10 +115,11 @@ bool HopscotchIndex::place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t 
 Result<uint64_t> HopscotchIndex::insert(uint64_t hash, uint64_t record, uint64_t epoch_ns,
                                         uint64_t now_ns) {
   if ((size_ + 1) * 10 > slots_ * 9) FARMEM_TRY(grow(now_ns));
-  uint64_t at = 0;
-  while (!place(buckets(), slots_, hash, record, epoch_ns, &at)) {
+  uint64_t at = 0, span = 0;
+  while (!place(buckets(), slots_, hash, record, epoch_ns, &at, &span)) {
     FARMEM_TRY(grow(now_ns));
   }
+  mark_span(hash & (slots_ - 1), span);
   ++size_;
   return at;
 }
@@ -130,6 +133,25 @@ void HopscotchIndex::erase(uint64_t i) {
   if (dist < kNeighbourhood) tb[home].hop &= ~(1u << dist);
   tb[i].record = 0;
   if (size_ > 0) --size_;
+  mark_bucket(home);
+  mark_bucket(i);
+}
+
+void HopscotchIndex::mark_span(uint64_t first, uint64_t count) {
+  if (dirty_ == nullptr) return;
+  const uint64_t head = std::min(count, slots_ - first);
+  dirty_->mark(table_ + first * sizeof(IndexBucket), head * sizeof(IndexBucket));
+  if (count > head) dirty_->mark(table_, (count - head) * sizeof(IndexBucket));
+}
+
+Status HopscotchIndex::adopt(uint64_t table, uint64_t slots) {
+  if (!std::has_single_bit(slots) || slots < kMinSlots || slots > kMaxSlots ||
+      region_.ptr(table, slots * sizeof(IndexBucket)) == nullptr || table == 0) {
+    return InvalidArgument("the pool header names no index table inside the region");
+  }
+  table_ = table;
+  slots_ = slots;
+  return OkStatus();
 }
 
 Status HopscotchIndex::grow(uint64_t now_ns) {
@@ -143,15 +165,18 @@ Status HopscotchIndex::grow(uint64_t now_ns) {
     for (uint64_t i = 0; i < slots_ && ok; ++i) {
       const IndexBucket& b = buckets()[i];
       if (b.record == 0) continue;
-      uint64_t at;
-      ok = place(tb, n, b.hash, b.record, b.epoch_ns, &at);
+      uint64_t at, span;
+      ok = place(tb, n, b.hash, b.record, b.epoch_ns, &at, &span);
       ++moved;
     }
     if (ok) {
-      allocator_.free_now(table_, slots_ * sizeof(IndexBucket));
+      const uint64_t old = table_, old_slots = slots_;
       table_ = *off;
       slots_ = n;
       size_ = moved;
+      mark_span(0, n);
+      if (moved_) moved_();
+      allocator_.free_now(old, old_slots * sizeof(IndexBucket));
       return OkStatus();
     }
     allocator_.free_now(*off, n * sizeof(IndexBucket));

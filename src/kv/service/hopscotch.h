@@ -10,13 +10,18 @@
 // The table lives in the region, which clients can write: every record offset read from it is
 // bounds-checked before use, and inconsistent hop bits are skipped, never trusted into a crash.
 // Bucket positions change when the table grows: do not keep one across an insert.
+// On a durable node (set_dirty) every bucket it changes is marked, a grown table whole.
 // Thread safety: the pool's worker thread only.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <functional>
 #include <string_view>
+#include <vector>
 
 #include "allocator.h"
+#include "dirty_ranges.h"
 #include "farmem/common/check.h"
 #include "farmem/common/result.h"
 #include "region.h"
@@ -43,6 +48,23 @@ class HopscotchIndex {
 
   // Allocates the first table, sized for `expected_count` keys (0: the minimum).
   Status init(uint64_t expected_count, uint64_t now_ns);
+  // Marks every change in `dirty` from now on (durable node); `moved` runs when the table has
+  // grown into a new array, before the old one is freed (its owner logs where the table is).
+  void set_dirty(DirtyRanges* dirty, std::function<void()> moved) {
+    dirty_ = dirty;
+    moved_ = std::move(moved);
+  }
+  // Recovery: the table at `table` (`slots` buckets) as a crash left it. kInvalidArgument if it
+  // is not a table inside the region. Then repair().
+  Status adopt(uint64_t table, uint64_t slots);
+  // Recovery: drops every entry `keep(bucket, i)` refuses and every second entry naming the same
+  // record, recomputes the hop bits and the size (marking what changed). Returns entries dropped.
+  template <typename F>
+  uint64_t repair(F&& keep);
+  // Marks bucket i as changed (the caller changed its record or epoch).
+  void mark_bucket(uint64_t i) {
+    if (dirty_ != nullptr) dirty_->mark(table_ + i * sizeof(IndexBucket), sizeof(IndexBucket));
+  }
   static uint64_t hash_key(std::string_view key);
 
   // The bucket holding `key`, or kNotFound.
@@ -79,8 +101,11 @@ class HopscotchIndex {
   // A new table of n buckets (a power of two), zeroed, inside the region.
   Result<uint64_t> allocate_table(uint64_t n, uint64_t now_ns);
   // Places an entry in table (tb, n); false if no free bucket fits (the table must grow).
+  // *span: the buckets home..home + *span - 1 (wrapping) are the ones it may have changed.
   static bool place(IndexBucket* tb, uint64_t n, uint64_t hash, uint64_t record, uint64_t epoch,
-                    uint64_t* at);
+                    uint64_t* at, uint64_t* span);
+  // Marks buckets [first, first + count) of the table, wrapping.
+  void mark_span(uint64_t first, uint64_t count);
   Status grow(uint64_t now_ns);
 
   RegionView region_;
@@ -88,6 +113,41 @@ class HopscotchIndex {
   uint64_t table_ = 0;  // region offset of the bucket array
   uint64_t slots_ = 0;  // a power of two
   uint64_t size_ = 0;
+  DirtyRanges* dirty_ = nullptr;
+  std::function<void()> moved_;
 };
+
+template <typename F>
+uint64_t HopscotchIndex::repair(F&& keep) {
+  IndexBucket* tb = buckets();
+  const uint64_t mask = slots_ - 1;
+  std::vector<uint32_t> hop(slots_, 0);
+  uint64_t dropped = 0;
+  size_ = 0;
+  for (uint64_t i = 0; i < slots_; ++i) {
+    IndexBucket& b = tb[i];
+    if (b.record == 0) continue;
+    const uint64_t home = b.hash & mask;
+    const uint64_t dist = (i - home) & mask;
+    bool ok = dist < kNeighbourhood && keep(b, i);
+    for (uint32_t h = hop[home]; ok && h != 0; h &= h - 1) {
+      ok = tb[(home + static_cast<uint64_t>(std::countr_zero(h))) & mask].record != b.record;
+    }
+    if (!ok) {
+      b.record = 0;
+      mark_bucket(i);
+      ++dropped;
+      continue;
+    }
+    hop[home] |= 1u << dist;
+    ++size_;
+  }
+  for (uint64_t i = 0; i < slots_; ++i) {
+    if (tb[i].hop == hop[i]) continue;
+    tb[i].hop = hop[i];
+    mark_bucket(i);
+  }
+  return dropped;
+}
 
 }  // namespace farmem::kv::service

@@ -37,7 +37,12 @@ ServerPool::ServerPool(std::string name, uint64_t handle, uint64_t object_id,
 }
 
 Status ServerPool::init(uint64_t expected_count, uint64_t now_ns) {
+  if (dirty_ != nullptr) {
+    FARMEM_ASSIGN_OR_RETURN(const MemorySource::Block b, source_->take(kPoolHeaderBlockBytes));
+    header_ = b.offset;
+  }
   Status s = index_.init(expected_count, now_ns);
+  if (s.ok() && dirty_ != nullptr) s = write_header();
   refresh_summary();
   return s;
 }
@@ -88,15 +93,19 @@ Status ServerPool::check_readable(std::string_view key, uint64_t owner) const {
   return OkStatus();
 }
 
-void ServerPool::kill(uint64_t record, uint64_t now_ns) {
+ServerPool::Killed ServerPool::kill(uint64_t record) {
   const uint8_t* h = region_.ptr(record, sizeof(w::KvRecordHeader));
-  if (h == nullptr) return;
+  if (h == nullptr) return {};
   w::KvRecordHeader hdr;
   std::memcpy(&hdr, h, sizeof(hdr));
   const uint64_t bytes = record_alloc_bytes(hdr.key_bytes, hdr.value_bytes);
-  if (region_.ptr(record, bytes) == nullptr) return;
-  store_state(region_.at(record), w::record_state(hdr.version, w::kRecordDead));
-  allocator_.retire(record, bytes, now_ns);
+  if (region_.ptr(record, bytes) == nullptr) return {};
+  store_state_marked(record, w::record_state(hdr.version, w::kRecordDead));
+  return {record, bytes};
+}
+
+void ServerPool::retire(Killed k, uint64_t now_ns) {
+  if (k.bytes != 0) allocator_.retire(k.record, k.bytes, now_ns);
 }
 
 Status ServerPool::publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
@@ -107,11 +116,13 @@ Status ServerPool::publish(std::string_view key, uint64_t hash, uint64_t bucket,
     if (secondary_) secondary_->insert(key);
   } else {
     IndexBucket& b = index_.bucket(bucket);
-    kill(b.record, now_ns);  // rule 1: the old record is dead before the index moves on
+    const Killed old = kill(b.record);  // rule 1: the old record is dead before the index moves on
     b.record = rec;
     b.epoch_ns = now_ns;
+    index_.mark_bucket(bucket);
+    retire(old, now_ns);  // after the index names the new record: its memory may go at once
   }
-  store_state(region_.at(rec), w::record_state(version, w::kRecordLive));
+  store_state_marked(rec, w::record_state(version, w::kRecordLive));
   write_epoch_ns_ = now_ns;
   refresh_summary();
   return OkStatus();
@@ -139,7 +150,7 @@ Status ServerPool::put(std::string_view key, const void* value, uint32_t value_b
   auto rec = allocate_record(bytes, now_ns);
   FARMEM_TRY(rec);
   const uint64_t version = versions_.next();
-  write_record(region_.at(*rec), version, key, value, value_bytes);
+  write_record_marked(*rec, version, key, value, value_bytes);
   Status s = publish(key, hash, i, *rec, version, now_ns);
   if (!s.ok()) {
     allocator_.free_now(*rec, bytes);
@@ -160,8 +171,9 @@ Status ServerPool::erase(std::string_view key, uint64_t now_ns) {
   }
   const uint64_t i = index_.find(HopscotchIndex::hash_key(key), key);
   if (i == HopscotchIndex::kNotFound) return NotFound("no such key");
-  kill(index_.bucket(i).record, now_ns);
+  const Killed old = kill(index_.bucket(i).record);
   index_.erase(i);
+  retire(old, now_ns);
   if (secondary_) secondary_->erase(key);
   write_epoch_ns_ = now_ns;
   refresh_summary();
@@ -209,7 +221,7 @@ Result<LockGrant> ServerPool::lock(uint64_t owner, std::string_view key, w::Loca
     g.address = info->value + offset;
     g.length = length == 0 ? info->value_bytes - offset : length;
     if (mode == w::LocateMode::kWrite) {
-      store_state(region_.at(info->record), w::record_state(info->version, w::kRecordLocked));
+      store_state_marked(info->record, w::record_state(info->version, w::kRecordLocked));
     }
   }
   g.token = next_token_++;
@@ -255,8 +267,12 @@ Status ServerPool::release(uint64_t owner, uint64_t token, uint32_t flags, uint6
       const uint64_t version = versions_.next();
       seal(region_.at(g.record), version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
       store_state(region_.at(g.record), w::record_state(version, w::kRecordLive));
+      mark(g.record, record_bytes(g.key.size(), g.value_bytes));
       const uint64_t i = index_.find(HopscotchIndex::hash_key(g.key), g.key);
-      if (i != HopscotchIndex::kNotFound) index_.bucket(i).epoch_ns = now_ns;
+      if (i != HopscotchIndex::kNotFound) {
+        index_.bucket(i).epoch_ns = now_ns;
+        index_.mark_bucket(i);
+      }
       write_epoch_ns_ = now_ns;
       break;
     }
@@ -267,6 +283,7 @@ Status ServerPool::release(uint64_t owner, uint64_t token, uint32_t flags, uint6
         break;
       }
       seal(region_.at(g.record), g.version, static_cast<uint32_t>(g.key.size()), g.value_bytes);
+      mark(g.record, record_bytes(g.key.size(), g.value_bytes));
       const uint64_t hash = HopscotchIndex::hash_key(g.key);
       s = publish(g.key, hash, index_.find(hash, g.key), g.record, g.version, now_ns);
       if (!s.ok()) allocator_.free_now(g.record, bytes);
@@ -314,10 +331,13 @@ Result<LockGrant> ServerPool::resize(uint64_t owner, uint64_t token, uint64_t ne
   std::memcpy(r + sizeof(w::KvRecordHeader) + g.key.size(), region_.at(old_value),
               std::min<uint64_t>(new_size, g.value_bytes));
   store_state(r, w::record_state(version, w::kRecordLocked));
+  mark(*rec, record_bytes(g.key.size(), new_size));
   IndexBucket& b = index_.bucket(bucket);
-  kill(b.record, now_ns);
+  const Killed old = kill(b.record);
   b.record = *rec;
   b.epoch_ns = now_ns;
+  index_.mark_bucket(bucket);
+  retire(old, now_ns);
   g.record = *rec;
   g.version = version;
   g.value_bytes = static_cast<uint32_t>(new_size);
@@ -357,6 +377,12 @@ void ServerPool::add_index() {
     if (!k.empty()) s->insert(k);
   });
   secondary_ = std::move(s);
+  rewrite_header();
+}
+
+void ServerPool::remove_index() {
+  secondary_.reset();
+  rewrite_header();
 }
 
 void ServerPool::open(uint64_t session, bool writable) {

@@ -10,6 +10,10 @@
 // then in the same call the old record becomes `dead`, the index names the new one and it
 // becomes `live`; dead records' memory is reused only after the grace period.
 //
+// On a durable node (make_durable) the pool also keeps a header block (pool_header.h) and marks
+// every region byte it changes in the shard's DirtyRanges, a record before any bucket that
+// names it; recover() rebuilds a pool from what a crash left (kv.md "On a durable memory node").
+//
 // Lock owners are session ids (clients). An ADO manager that locks keys for work of its own
 // uses owner ids with kAdoOwnerBit set, which no session id has.
 #pragma once
@@ -24,12 +28,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ado_settings.h"
 #include "allocator.h"
+#include "dirty_ranges.h"
 #include "farmem/common/result.h"
 #include "farmem/kv/record.h"
 #include "farmem/kv/wire.h"
 #include "farmem/memnode/service.h"
 #include "hopscotch.h"
+#include "pool_header.h"
 #include "region.h"
 #include "secondary_index.h"
 
@@ -55,14 +62,6 @@ struct PoolSummary {
   std::atomic<uint64_t> used_bytes{0};
   std::atomic<uint64_t> capacity_bytes{0};
   std::atomic<uint32_t> open_handles{0};
-};
-
-// ADO settings a configure command stores (AdoPlugins::, AdoParam::, AdoSignals::).
-struct AdoSettings {
-  std::vector<std::string> plugins;  // file names in KvServiceOptions::ado_plugin_dir
-  std::map<std::string, std::string> params;
-  bool post_put = false, post_get = false, post_erase = false;
-  bool configured() const { return !plugins.empty(); }
 };
 
 // Where a key's current value is.
@@ -96,6 +95,23 @@ class ServerPool {
              RegionView region, std::unique_ptr<MemorySource> source, Versions& versions,
              uint64_t grace_ns, std::shared_ptr<PoolSummary> summary);
   Status init(uint64_t expected_count, uint64_t now_ns);
+
+  // ---- durable node ----
+  // Before init() or recover(): mark changes in `dirty`; `temporary` goes into the header.
+  void make_durable(DirtyRanges* dirty, bool temporary);
+  // What recover() found.
+  struct Recovered {
+    uint64_t keys = 0;
+    uint64_t dropped = 0;      // index entries whose record did not hold
+    uint64_t max_version = 0;  // the highest record version kept
+  };
+  // Instead of init(): the pool as its header (at `header`, read as `meta`) and index name it,
+  // in the heap blocks its object holds (`blocks`, the header's included).
+  Result<Recovered> recover(const PoolMeta& meta, uint64_t header,
+                            std::vector<MemorySource::Block> blocks);
+  bool temporary() const { return temporary_; }
+  // The journal position of the pool's last logged change (the shard's bookkeeping).
+  uint64_t last_lsn = 0;
 
   const std::string& name() const { return name_; }
   uint64_t handle() const { return handle_; }
@@ -149,10 +165,11 @@ class ServerPool {
 
   // ---- secondary index, ADO settings ----
   void add_index();  // builds it from the current keys
-  void remove_index() { secondary_.reset(); }
+  void remove_index();
   const SecondaryIndex* secondary() const { return secondary_.get(); }
-  AdoSettings& ado() { return ado_; }
   const AdoSettings& ado() const { return ado_; }
+  // kResourceExhausted (nothing changes) if a durable pool's header cannot hold them.
+  Status set_ado(AdoSettings settings);
 
   // ---- handles ----
   void open(uint64_t session, bool writable);
@@ -174,12 +191,33 @@ class ServerPool {
     uint32_t writable = 0;
   };
   std::optional<KeyInfo> info_of(const IndexBucket& b) const;
-  // Marks the record at `record` dead and retires its memory.
-  void kill(uint64_t record, uint64_t now_ns);
+  // Marks the record at `record` dead; retire() its memory once the index no longer names it
+  // (a durable pool may log the memory's return before the index's change otherwise).
+  struct Killed {
+    uint64_t record = 0;
+    uint64_t bytes = 0;  // 0: not a record inside the region (nothing to retire)
+  };
+  Killed kill(uint64_t record);
+  void retire(Killed k, uint64_t now_ns);
   // Publishes record `rec` (written, state writing) as the key's value (rule 1 of kv.md).
   Status publish(std::string_view key, uint64_t hash, uint64_t bucket, uint64_t rec,
                  uint64_t version, uint64_t now_ns);
   void drop_grant(const LockGrant& g);
+  // Region writes that a durable pool marks (record.h does the writing).
+  void write_record_marked(uint64_t rec, uint64_t version, std::string_view key, const void* value,
+                           uint32_t value_bytes);
+  void store_state_marked(uint64_t rec, uint64_t state);
+  void mark(uint64_t offset, uint64_t bytes) {
+    if (dirty_ != nullptr) dirty_->mark(offset, bytes);
+  }
+  // Rewrites a durable pool's header (after its table, index flag or ADO settings changed).
+  Status write_header();
+  // write_header() on a durable pool, which cannot fail here (its settings were checked).
+  void rewrite_header();
+  // rewrite_header() if the index moved to another table.
+  void follow_table();
+  // recover(): whether the record `b` names holds (and makes it live), for HopscotchIndex::repair.
+  bool keep_on_recovery(const IndexBucket& b, uint64_t* max_version);
   // Pool memory for a record (or an ADO's block); it lies inside the region.
   Result<uint64_t> allocate_record(uint64_t bytes, uint64_t now_ns);
   void refresh_summary();
@@ -201,6 +239,11 @@ class ServerPool {
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, Opens> opens_;  // by session
   uint32_t open_handles_ = 0;
+  DirtyRanges* dirty_ = nullptr;  // durable node
+  bool temporary_ = false;
+  uint64_t header_ = 0;  // region offset of the header block (durable node)
+  uint64_t header_sequence_ = 0;
+  uint64_t header_table_ = 0;  // the table the header names
 };
 
 }  // namespace farmem::kv::service

@@ -26,8 +26,13 @@ Shard::Shard(const memnode::WorkerContext& context, KvShared& shared)
       counters_(shared.counters[context.worker_index % shared.counters.size()]),
       region_{context.node->region_base, context.node->region_bytes},
       versions_(shared.next_version),
-      grace_ns_(uint64_t{shared.options.record_grace_ms} * 1'000'000) {
+      grace_ns_(uint64_t{shared.options.record_grace_ms} * 1'000'000),
+      replies_(context) {
   if (shared_.options.make_hooks) hooks_ = shared_.options.make_hooks(*this);
+  if (durable()) {
+    dirty_.set_spill([this](const std::vector<DirtyRanges::Range>& r) { log_ranges(r); });
+    recover_pools();
+  }
 }
 
 Shard::~Shard() { hooks_.reset(); }
@@ -38,12 +43,17 @@ Shard::~Shard() { hooks_.reset(); }
 void Shard::handle(Request& r, Responder responder) {
   const auto op = static_cast<w::KvOpcode>(r.header.opcode);
   if (op == w::KvOpcode::kInvokeAdo || op == w::KvOpcode::kInvokePutAdo) {
-    return invoke(r, std::move(responder));
+    invoke(r, std::move(responder));  // ADO answers do not wait for the journal (kv.md)
+    flush();
+    return;
   }
+  if (!failed_.ok()) return responder.fail(failed_);
   Out out;
   Status s = dispatch(r, &out);
+  const uint64_t lsn = flush();
+  if (s.ok() && !failed_.ok()) s = failed_;
   if (!s.ok()) counters_.failures.fetch_add(1, std::memory_order_relaxed);
-  responder.finish(s, out);
+  replies_.finish(lsn, std::move(responder), s, std::move(out));
 }
 
 Status Shard::dispatch(Request& r, Out* out) {
@@ -160,6 +170,7 @@ void Shard::on_session_end(uint64_t session) {
   }
   drop_temporary_pools(session);
   if (hooks_) hooks_->on_session_end(session);
+  flush();
 }
 
 void Shard::drop_temporary_pools(uint64_t session) {
@@ -180,6 +191,8 @@ void Shard::drop_temporary_pools(uint64_t session) {
 
 void Shard::poll(uint64_t now_ns) {
   if (hooks_) hooks_->poll(now_ns);
+  flush();
+  replies_.poll();
 }
 
 uint64_t Shard::wake_at_ns() const { return hooks_ ? hooks_->wake_at_ns() : 0; }

@@ -7,7 +7,9 @@
 // then runs on that shard's thread. Sources: shard.cc (dispatch, handles, sessions),
 // shard_pools.cc (pool requests), shard_keys.cc (key requests). KvShared is what all shards share:
 // the directory of pool names (list, the per-node pool limit), per-shard counters and the version
-// counter. Thread safety: a Shard on its worker's thread; KvShared as marked.
+// counter. On a durable node (shard_durable.cc) a shard also logs the region bytes each request
+// changed, answers once they are stable, and rebuilds its pools at start.
+// Thread safety: a Shard on its worker's thread; KvShared as marked.
 #pragma once
 
 #include <array>
@@ -25,6 +27,7 @@
 #include "farmem/kv/service.h"
 #include "farmem/kv/wire.h"
 #include "farmem/memnode/service.h"
+#include "farmem/memnode/stable_replies.h"
 #include "hooks.h"
 #include "messages.h"
 #include "server_pool.h"
@@ -78,6 +81,19 @@ class Shard {
   };
   using Out = std::string;
 
+  // ---- durable node (shard_durable.cc) ----
+  bool durable() const { return context_.node->journal != nullptr; }
+  // Rebuilds the pools of this shard that a data directory holds (construction).
+  void recover_pools();
+  Status recover_pool(const memnode::ObjectTable::Object& object,
+                      std::vector<MemorySource::Block> blocks, uint64_t* max_version);
+  // Logs what the pools changed since the last flush; returns the LSN the next answers wait for.
+  uint64_t flush();
+  void log_ranges(const std::vector<DirtyRanges::Range>& ranges);
+  // A change that could not be logged: every later request of this shard fails with it, so
+  // nothing is acknowledged that a restart would not bring back.
+  void write_failure(const Status& status);
+
   // ---- dispatch, handles, sessions (shard.cc) ----
   Status dispatch(memnode::Request& r, Out* out);
   // The pool `handle` names if `session` has it open.
@@ -129,6 +145,10 @@ class Shard {
   // Temporary pools (wire::kPoolTemporary): handle -> the session whose end deletes the pool.
   std::unordered_map<uint64_t, uint64_t> temporary_;
   std::unique_ptr<PoolHooks> hooks_;
+  DirtyRanges dirty_;
+  memnode::StableReplies replies_;
+  uint64_t last_lsn_ = 0;  // the last range logged: answers wait for it to be stable
+  Status failed_;          // write_failure()
 };
 
 }  // namespace farmem::kv::service

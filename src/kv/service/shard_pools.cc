@@ -7,6 +7,7 @@
 
 #include "farmem/common/check.h"
 #include "farmem/memnode/node_state.h"
+#include "node_heap_source.h"
 #include "shard.h"
 
 namespace farmem::kv::service {
@@ -19,26 +20,6 @@ namespace {
 // Pools per shard: as many as a handle's slot field can name.
 constexpr uint64_t kMaxSlots = w::kPoolSlotMask + 1;
 static_assert(kMaxSlots == uint64_t{1} << 24);
-
-// Heap blocks owned by the pool's node object.
-class NodeHeapSource final : public MemorySource {
- public:
-  NodeHeapSource(memnode::NodeState& node, uint64_t owner) : node_(node), owner_(owner) {}
-  Result<Block> take(uint64_t bytes) override {
-    std::lock_guard<std::mutex> lock(node_.mu);
-    auto b = node_.heap.allocate(bytes, 64, owner_);
-    FARMEM_TRY(b);
-    return Block{b->offset, b->bytes};
-  }
-  void give_back(uint64_t offset) override {
-    std::lock_guard<std::mutex> lock(node_.mu);
-    (void)node_.heap.free(offset, 0);
-  }
-
- private:
-  memnode::NodeState& node_;
-  uint64_t owner_;
-};
 
 std::string object_name(std::string_view pool) { return "kv/" + std::string(pool); }
 
@@ -65,9 +46,11 @@ Result<ServerPool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns
   Slot& s = slots_[slot];
   if (++s.generation == 0) s.generation = 1;
   const uint64_t handle = w::make_pool_handle(context_.worker_index, slot, s.generation);
-  s.pool = std::make_unique<ServerPool>(name, handle, *object_id, req.fixed.capacity_bytes, region_,
-                                        std::make_unique<NodeHeapSource>(node, *object_id),
-                                        versions_, grace_ns_, summary);
+  s.pool = std::make_unique<ServerPool>(
+      name, handle, *object_id, req.fixed.capacity_bytes, region_,
+      std::make_unique<NodeHeapSource>(node, *object_id, [this] { flush(); }), versions_, grace_ns_,
+      summary);
+  if (durable()) s.pool->make_durable(&dirty_, (req.fixed.flags & w::kPoolTemporary) != 0);
   Status st = s.pool->init(req.fixed.expected_count, now_ns);
   if (!st.ok()) {
     s.pool.reset();
@@ -107,12 +90,23 @@ Result<uint64_t> Shard::create_pool_object(const std::string& name) {
     }
     return o.status();
   }
+  auto logged = node.log_locked(memnode::NodeRecordKind::kObjectCreate, o->id, 0, 0, o->name,
+                                memnode::kNodeRecordPinned);
+  if (!logged.ok()) {
+    const Status undone = node.objects.remove(o->id);
+    FARMEM_ASSERT(undone.ok(), "an object just made cannot be removed");
+    return logged.status();
+  }
   return o->id;
 }
 
 void Shard::destroy_pool_object(uint64_t object_id) {
   std::lock_guard<std::mutex> lock(context_.node->mu);
-  (void)context_.node->destroy_object_locked(object_id);
+  if (auto logged =
+          context_.node->commit_locked(memnode::NodeRecordKind::kObjectDestroy, object_id);
+      !logged.ok()) {
+    write_failure(logged.status());  // the object (and the pool's memory) stays
+  }
 }
 
 uint32_t Shard::take_slot() {
@@ -236,6 +230,7 @@ Status Shard::configure(const Request& r) {
   FARMEM_TRY(c);
   ServerPool& pool = **p;
   using Kind = ConfigureCommand::Kind;
+  AdoSettings ado = pool.ado();
   switch (c->kind) {
     case Kind::kAddIndex:
       pool.add_index();
@@ -244,20 +239,21 @@ Status Shard::configure(const Request& r) {
       pool.remove_index();
       return OkStatus();
     case Kind::kAdoPlugins:
-      pool.ado().plugins = c->list;
+      ado.plugins = c->list;
       break;
     case Kind::kAdoParam:
-      if (pool.ado().params.size() >= 256 && pool.ado().params.count(c->key) == 0) {
+      if (ado.params.size() >= 256 && ado.params.count(c->key) == 0) {
         return ResourceExhausted("a pool keeps at most 256 ADO parameters");
       }
-      pool.ado().params[c->key] = c->value;
+      ado.params[c->key] = c->value;
       break;
     case Kind::kAdoSignals:
-      pool.ado().post_put = std::count(c->list.begin(), c->list.end(), "post-put") > 0;
-      pool.ado().post_get = std::count(c->list.begin(), c->list.end(), "post-get") > 0;
-      pool.ado().post_erase = std::count(c->list.begin(), c->list.end(), "post-erase") > 0;
+      ado.post_put = std::count(c->list.begin(), c->list.end(), "post-put") > 0;
+      ado.post_get = std::count(c->list.begin(), c->list.end(), "post-get") > 0;
+      ado.post_erase = std::count(c->list.begin(), c->list.end(), "post-erase") > 0;
       break;
   }
+  FARMEM_TRY(pool.set_ado(std::move(ado)));
   if (hooks_) hooks_->on_pool_event(pool, PoolEvent::kConfigured, r.session);
   return OkStatus();
 }

@@ -1,0 +1,132 @@
+// Shard (shard.h) on a durable node: logging what requests changed, and rebuilding pools at
+// start from the node's recovered objects and region (docs/formats/kv.md "On a durable memory
+// node").
+#include <fmt/format.h>
+
+#include <map>
+
+#include "farmem/common/atomic_max.h"
+#include "farmem/common/check.h"
+#include "farmem/common/log.h"
+#include "farmem/storage/journal.h"
+#include "node_heap_source.h"
+#include "shard.h"
+
+namespace farmem::kv::service {
+
+namespace w = farmem::kv::wire;
+using memnode::NodeRecordKind;
+using memnode::ObjectTable;
+
+namespace {
+constexpr std::string_view kObjectPrefix = "kv/";
+// A life's versions start at boot << 40: boots stay below 2^16 (NodeState), versions below 2^56.
+constexpr int kBootVersionShift = 40;
+static_assert(48 - memnode::NodeState::kBootShift + kBootVersionShift <= 64 - w::kRecordStateBits);
+}  // namespace
+
+uint64_t Shard::flush() {
+  if (!dirty_.empty()) log_ranges(dirty_.take());
+  return last_lsn_;
+}
+
+void Shard::log_ranges(const std::vector<DirtyRanges::Range>& ranges) {
+  storage::Journal& journal = *context_.node->journal;
+  for (const DirtyRanges::Range& r : ranges) {
+    if (!failed_.ok()) return;
+    auto lsn = journal.append_range(r.offset, r.bytes);
+    if (!lsn.ok()) return write_failure(lsn.status());
+    last_lsn_ = *lsn;
+  }
+}
+
+void Shard::write_failure(const Status& status) {
+  if (!failed_.ok()) return;
+  failed_ = Status(status.code(),
+                   fmt::format("kv shard {} stopped taking requests: a change could not be "
+                               "logged: {}",
+                               context_.worker_index, status.message()));
+  log::error("node {}: {}", context_.node->config.node_id, failed_.message());
+}
+
+void Shard::recover_pools() {
+  memnode::NodeState& node = *context_.node;
+  std::map<uint64_t, ObjectTable::Object> mine;  // by object id
+  std::map<uint64_t, std::vector<MemorySource::Block>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    node.objects.for_each([&](const ObjectTable::Object& o) {
+      if (!o.pinned || !o.name.starts_with(kObjectPrefix)) return;
+      const std::string_view pool = std::string_view(o.name).substr(kObjectPrefix.size());
+      if (shard_of(pool, context_.worker_count) == context_.worker_index) mine[o.id] = o;
+    });
+    node.heap.for_each([&](uint64_t offset, uint64_t bytes, uint64_t owner) {
+      if (mine.count(owner) != 0) blocks[owner].push_back({offset, bytes});
+    });
+  }
+  uint64_t max_version = 0;
+  for (auto& [id, object] : mine) {
+    const Status s = recover_pool(object, std::move(blocks[id]), &max_version);
+    if (!s.ok()) {
+      log::error("node {}: kv pool object '{}' kept but not served: {}", node.config.node_id,
+                 object.name, s.to_string());
+    }
+  }
+  // Versions of this life start above every version of earlier lives, logged or not (a client's
+  // location cache may hold one): at boot << 40, and above what the pools hold.
+  uint64_t boot;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    boot = node.boot;
+  }
+  raise_to(shared_.next_version, std::max(max_version + 1, boot << kBootVersionShift));
+  flush();
+}
+
+Status Shard::recover_pool(const ObjectTable::Object& object,
+                           std::vector<MemorySource::Block> blocks, uint64_t* max_version) {
+  memnode::NodeState& node = *context_.node;
+  const std::string name = object.name.substr(kObjectPrefix.size());
+  std::optional<PoolMeta> meta;
+  uint64_t header = 0;
+  for (const MemorySource::Block& b : blocks) {
+    if (b.bytes < kPoolHeaderBlockBytes || region_.ptr(b.offset, b.bytes) == nullptr) continue;
+    auto m = read_pool_header(region_.at(b.offset), object.id);
+    if (m.ok() && m->name == name && (!meta || m->sequence > meta->sequence)) {
+      meta = std::move(*m);
+      header = b.offset;
+    }
+  }
+  if (!meta || (meta->flags & kPoolHeaderTemporary) != 0) {
+    // Never acknowledged (the node stopped before the pool's creation was logged whole), or a
+    // temporary pool whose session is gone: its memory goes back.
+    destroy_pool_object(object.id);
+    return OkStatus();
+  }
+  auto summary = std::make_shared<PoolSummary>();
+  FARMEM_TRY(enter_directory(name, summary));
+  const uint32_t slot = take_slot();
+  Slot& s = slots_[slot];
+  if (++s.generation == 0) s.generation = 1;
+  const uint64_t handle = w::make_pool_handle(context_.worker_index, slot, s.generation);
+  s.pool = std::make_unique<ServerPool>(
+      name, handle, object.id, meta->capacity_bytes, region_,
+      std::make_unique<NodeHeapSource>(node, object.id, [this] { flush(); }), versions_, grace_ns_,
+      summary);
+  s.pool->make_durable(&dirty_, false);
+  auto r = s.pool->recover(*meta, header, std::move(blocks));
+  if (!r.ok()) {
+    s.pool.reset();
+    free_slots_.push_back(slot);
+    leave_directory(name);
+    return r.status();
+  }
+  by_name_[name] = slot;
+  *max_version = std::max(*max_version, r->max_version);
+  log::info("node {}: kv pool '{}' recovered: {} keys, {} torn entries dropped",
+            node.config.node_id, name, r->keys, r->dropped);
+  refresh_gauges();
+  return OkStatus();
+}
+
+}  // namespace farmem::kv::service
