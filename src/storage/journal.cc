@@ -263,9 +263,40 @@ Result<uint64_t> Journal::append_range(uint64_t offset, uint64_t bytes) {
   return lsn;
 }
 
+Result<uint64_t> Journal::append_ranges(std::span<const RangeCopy> ranges) {
+  size_t total = 0;
+  for (const RangeCopy& r : ranges) {
+    if (r.bytes.size() > kMaxRangeCopyBytes || r.offset > region_.size() ||
+        r.bytes.size() > region_.size() - r.offset) {
+      return InvalidArgument(fmt::format(
+          "range copy [{:#x}, +{}) is too large or outside the region", r.offset, r.bytes.size()));
+    }
+    total += sizeof(RangePrefix) + r.bytes.size();
+  }
+  std::string arena(total, '\0');  // every payload, one after the other
+  std::vector<std::string_view> payloads;
+  payloads.reserve(ranges.size());
+  size_t at = 0;
+  for (const RangeCopy& r : ranges) {
+    const RangePrefix p{journal_format::kRangeRecord, {}, r.offset};
+    std::memcpy(arena.data() + at, &p, sizeof(p));
+    std::memcpy(arena.data() + at + sizeof(p), r.bytes.data(), r.bytes.size());
+    payloads.emplace_back(arena.data() + at, sizeof(p) + r.bytes.size());
+    at += sizeof(p) + r.bytes.size();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  FARMEM_ASSIGN_OR_RETURN(const uint64_t lsn, append_batch_locked(payloads));
+  for (const RangeCopy& r : ranges) mark_dirty(r.offset, r.bytes.size());
+  return lsn;
+}
+
 Result<uint64_t> Journal::append_locked(std::string_view payload) {
+  return append_batch_locked(std::span<const std::string_view>(&payload, 1));
+}
+
+Result<uint64_t> Journal::append_batch_locked(std::span<const std::string_view> payloads) {
   FARMEM_TRY(failed_);
-  FARMEM_ASSIGN_OR_RETURN(const uint64_t lsn, live_->append(payload));
+  FARMEM_ASSIGN_OR_RETURN(const uint64_t lsn, live_->append_batch(payloads));
   appended_lsn_.store(lsn, std::memory_order_release);
   if (options_.durability == Durability::kProcess) {
     stable_lsn_.store(lsn, std::memory_order_release);

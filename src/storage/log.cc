@@ -113,24 +113,36 @@ Log& Log::operator=(Log&& o) noexcept {
 Log::~Log() = default;
 
 Result<uint64_t> Log::append(std::string_view payload) {
-  if (payload.size() > kMaxLogRecordBytes) {
-    return InvalidArgument("log record of " + std::to_string(payload.size()) +
-                           " bytes: the limit is " + std::to_string(kMaxLogRecordBytes));
+  return append_batch(std::span<const std::string_view>(&payload, 1));
+}
+
+Result<uint64_t> Log::append_batch(std::span<const std::string_view> payloads) {
+  size_t total = 0;
+  for (std::string_view p : payloads) {
+    if (p.size() > kMaxLogRecordBytes) {
+      return InvalidArgument("log record of " + std::to_string(p.size()) + " bytes: the limit is " +
+                             std::to_string(kMaxLogRecordBytes));
+    }
+    total += kLogHeaderBytes + padded(p.size());
   }
-  const uint64_t lsn = next_lsn_.load(std::memory_order_relaxed);
-  const RecordHeader h{kLogRecordMagic, static_cast<uint32_t>(payload.size()), lsn,
-                       checksum(lsn, payload)};
-  std::string record(kLogHeaderBytes + padded(payload.size()), '\0');
-  std::memcpy(record.data(), &h, sizeof(h));
-  std::memcpy(record.data() + sizeof(h), payload.data(), payload.size());
-  Status s = file_->write_at(tail_, record);
+  uint64_t lsn = next_lsn_.load(std::memory_order_relaxed);
+  std::string records(total, '\0');
+  size_t at = 0;
+  for (std::string_view p : payloads) {
+    const RecordHeader h{kLogRecordMagic, static_cast<uint32_t>(p.size()), lsn, checksum(lsn, p)};
+    std::memcpy(records.data() + at, &h, sizeof(h));
+    std::memcpy(records.data() + at + sizeof(h), p.data(), p.size());
+    at += kLogHeaderBytes + padded(p.size());
+    ++lsn;
+  }
+  Status s = file_->write_at(tail_, records);
   if (!s.ok()) {
     (void)file_->truncate(tail_);  // no half record stays behind the tail
     return s;
   }
-  tail_ += record.size();
-  next_lsn_.store(lsn + 1, std::memory_order_release);
-  return lsn;
+  tail_ += records.size();
+  next_lsn_.store(lsn, std::memory_order_release);
+  return lsn - 1;
 }
 
 Status Log::sync() {

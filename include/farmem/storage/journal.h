@@ -111,6 +111,15 @@ class Journal {
   Result<uint64_t> append(std::string_view record);
   // Logs region bytes [offset, offset + bytes) as they are now (split into records as needed).
   Result<uint64_t> append_range(uint64_t offset, uint64_t bytes);
+  // Logs copies of region ranges the caller took (each as it was when taken), in order, with one
+  // write; returns the last LSN. Each copy must lie inside the region and be at most
+  // kMaxRangeCopyBytes (larger ranges go through append_range).
+  struct RangeCopy {
+    uint64_t offset;
+    std::string_view bytes;  // the caller's copy
+  };
+  static constexpr uint64_t kMaxRangeCopyBytes = 1 << 20;
+  Result<uint64_t> append_ranges(std::span<const RangeCopy> ranges);
   uint64_t stable_lsn() const { return stable_lsn_.load(std::memory_order_acquire); }
   Status health() const;
   Stats stats() const;
@@ -140,6 +149,7 @@ class Journal {
                           uint64_t start_lsn, std::string_view snapshot);
   void rotate(std::vector<uint64_t>* dirty, uint64_t* start_lsn, Status* status);
   Result<uint64_t> append_locked(std::string_view payload);
+  Result<uint64_t> append_batch_locked(std::span<const std::string_view> payloads);
   void mark_dirty(uint64_t offset, uint64_t bytes);
   void notify_locked();  // requires mu_
   void advance_stable(uint64_t lsn);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,9 @@ class Log {
 
   // Appends one record (payload at most kMaxLogRecordBytes) and returns its LSN.
   Result<uint64_t> append(std::string_view payload);
+  // Appends records with consecutive LSNs in one write (group of a caller's changes); returns
+  // the last LSN. Nothing is appended if any payload is too large or the write fails.
+  Result<uint64_t> append_batch(std::span<const std::string_view> payloads);
   Status sync();
   // Empties the file (after a checkpoint holds everything in it); LSNs go on from where they were.
   Status reset();
