@@ -30,7 +30,7 @@ Shard::Shard(const memnode::WorkerContext& context, KvShared& shared)
       replies_(context) {
   if (shared_.options.make_hooks) hooks_ = shared_.options.make_hooks(*this);
   if (durable()) {
-    dirty_.set_spill([this](const std::vector<DirtyRanges::Range>& r) { log_ranges(r); });
+    dirty_.set_spill([this](const std::vector<DirtyRanges::Range>& r) { take_copies(r); });
     recover_pools();
   }
 }

@@ -28,6 +28,7 @@
 #include "farmem/kv/wire.h"
 #include "farmem/memnode/service.h"
 #include "farmem/memnode/stable_replies.h"
+#include "farmem/storage/journal.h"
 #include "hooks.h"
 #include "messages.h"
 #include "server_pool.h"
@@ -87,9 +88,14 @@ class Shard {
   void recover_pools();
   Status recover_pool(const memnode::ObjectTable::Object& object,
                       std::vector<MemorySource::Block> blocks, uint64_t* max_version);
-  // Logs what the pools changed since the last flush; returns the LSN the next answers wait for.
+  // The end of one key operation: copies the bytes it changed (as they are now) for the next
+  // flush, so that a later operation of the same request cannot change what this one logs.
+  void end_op();
+  void take_copies(const std::vector<DirtyRanges::Range>& ranges);
+  // Logs what the pools changed since the last flush (one write for the copies); returns the
+  // LSN the next answers wait for.
   uint64_t flush();
-  void log_ranges(const std::vector<DirtyRanges::Range>& ranges);
+  void log_copies();
   // A change that could not be logged: every later request of this shard fails with it, so
   // nothing is acknowledged that a restart would not bring back.
   void write_failure(const Status& status);
@@ -147,6 +153,9 @@ class Shard {
   std::unique_ptr<PoolHooks> hooks_;
   DirtyRanges dirty_;
   memnode::StableReplies replies_;
+  // end_op() to flush(): the copied bytes one after the other, and (offset, bytes) of each.
+  std::string copied_;
+  std::vector<std::pair<uint64_t, uint64_t>> copies_;
   uint64_t last_lsn_ = 0;  // the last range logged: answers wait for it to be stable
   Status failed_;          // write_failure()
 };

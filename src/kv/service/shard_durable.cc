@@ -25,19 +25,52 @@ constexpr int kBootVersionShift = 40;
 static_assert(48 - memnode::NodeState::kBootShift + kBootVersionShift <= 64 - w::kRecordStateBits);
 }  // namespace
 
+namespace {
+// A request's copies are logged early once they hold this much.
+constexpr uint64_t kMaxCopiedBytes = 4 << 20;
+}  // namespace
+
+void Shard::end_op() {
+  if (!dirty_.empty()) take_copies(dirty_.take());
+}
+
+void Shard::take_copies(const std::vector<DirtyRanges::Range>& ranges) {
+  for (const DirtyRanges::Range& r : ranges) {
+    if (!failed_.ok()) return;
+    if (r.bytes > storage::Journal::kMaxRangeCopyBytes) {
+      // A grown index: logged from the region now (after what was copied before it).
+      log_copies();
+      auto lsn = context_.node->journal->append_range(r.offset, r.bytes);
+      if (!lsn.ok()) return write_failure(lsn.status());
+      last_lsn_ = *lsn;
+      continue;
+    }
+    copied_.append(reinterpret_cast<const char*>(region_.at(r.offset)), r.bytes);
+    copies_.emplace_back(r.offset, r.bytes);
+  }
+  if (copied_.size() > kMaxCopiedBytes) log_copies();
+}
+
 uint64_t Shard::flush() {
-  if (!dirty_.empty()) log_ranges(dirty_.take());
+  end_op();
+  log_copies();
   return last_lsn_;
 }
 
-void Shard::log_ranges(const std::vector<DirtyRanges::Range>& ranges) {
-  storage::Journal& journal = *context_.node->journal;
-  for (const DirtyRanges::Range& r : ranges) {
-    if (!failed_.ok()) return;
-    auto lsn = journal.append_range(r.offset, r.bytes);
-    if (!lsn.ok()) return write_failure(lsn.status());
-    last_lsn_ = *lsn;
+void Shard::log_copies() {
+  if (copies_.empty() || !failed_.ok()) return;
+  std::vector<storage::Journal::RangeCopy> ranges;
+  ranges.reserve(copies_.size());
+  size_t at = 0;
+  for (const auto& [offset, bytes] : copies_) {
+    ranges.push_back({offset, std::string_view(copied_).substr(at, bytes)});
+    at += bytes;
   }
+  auto lsn = context_.node->journal->append_ranges(ranges);
+  copies_.clear();
+  copied_.clear();  // keeps its capacity for the next request
+  if (!lsn.ok()) return write_failure(lsn.status());
+  last_lsn_ = *lsn;
 }
 
 void Shard::write_failure(const Status& status) {

@@ -138,6 +138,7 @@ Status Shard::ops(const Request& r, Out* out) {
         op_erase(run, op, &res);
         break;
     }
+    end_op();  // this operation's changes are logged as they are now
     finish_op_reply(run, kind, &res);
     append(out, res.reply);
     if (res.value != nullptr) append_padded(out, res.value, res.info.value_bytes);
