@@ -82,6 +82,10 @@ void add_flags(CLI::App* app, bench::YcsbOptions* o) {
   add_workload_flags(app, o);
   add_table_flags(app, o);
   add_kv_flags(app, o);
+  app->add_option("--local-durability", o->bench.cluster.local_durability,
+                  "the local memory node keeps its data in a temporary data directory: "
+                  "process | power (default: volatile)")
+      ->check(CLI::IsMember({"process", "power"}));
   app->add_option("--keep-table", o->keep_table,
                   "create a persistent table with this name and keep it (default: a "
                   "temporary table, destroyed at the end or when the run dies)");

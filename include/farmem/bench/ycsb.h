@@ -27,20 +27,23 @@ enum class YcsbStructure { kHash, kBtree, kKv };
 inline constexpr EnumNames<YcsbStructure, 3> kYcsbStructureNames{
     {{"hash", YcsbStructure::kHash}, {"btree", YcsbStructure::kBtree}, {"kv", YcsbStructure::kKv}}};
 
-// YCSB's core workloads (workload::workload_by_name); the capitals are accepted too.
-enum class YcsbWorkload { kA, kB, kC, kD, kE, kF };
-inline constexpr EnumNames<YcsbWorkload, 12> kYcsbWorkloadNames{{{"a", YcsbWorkload::kA},
+// YCSB's core workloads (workload::workload_by_name), and w (100% update: the SET-only shape of
+// redis-benchmark's SET test); the capitals are accepted too.
+enum class YcsbWorkload { kA, kB, kC, kD, kE, kF, kW };
+inline constexpr EnumNames<YcsbWorkload, 14> kYcsbWorkloadNames{{{"a", YcsbWorkload::kA},
                                                                  {"b", YcsbWorkload::kB},
                                                                  {"c", YcsbWorkload::kC},
                                                                  {"d", YcsbWorkload::kD},
                                                                  {"e", YcsbWorkload::kE},
                                                                  {"f", YcsbWorkload::kF},
+                                                                 {"w", YcsbWorkload::kW},
                                                                  {"A", YcsbWorkload::kA},
                                                                  {"B", YcsbWorkload::kB},
                                                                  {"C", YcsbWorkload::kC},
                                                                  {"D", YcsbWorkload::kD},
                                                                  {"E", YcsbWorkload::kE},
-                                                                 {"F", YcsbWorkload::kF}}};
+                                                                 {"F", YcsbWorkload::kF},
+                                                                 {"W", YcsbWorkload::kW}}};
 
 struct YcsbOptions {
   BenchOptions bench = bench_options_lasting(10);

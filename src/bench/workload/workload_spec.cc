@@ -120,8 +120,10 @@ Result<WorkloadSpec> workload_by_name(std::string_view name) {
   for (const WorkloadSpec& spec : core_table()) {
     if (spec.name == key) return spec;
   }
+  if (key == "w")
+    return make("w", "write only: 100% update (not a YCSB core workload)", 0, 1.0, 0, 0, 0, false);
   return InvalidArgument("unknown YCSB workload '" + std::string(name) +
-                         "' (expected one of a, b, c, d, e, f)");
+                         "' (expected one of a, b, c, d, e, f, or w)");
 }
 
 std::span<const WorkloadSpec> core_workloads() { return core_table(); }

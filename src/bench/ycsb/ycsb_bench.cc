@@ -176,6 +176,7 @@ int load(Bench& bench, const YcsbOptions& f, YcsbShared* sh, std::vector<YcsbThr
     return bench.fail(1, "load failed: " + bench.first_error().to_string());
   }
   run->used_after_load = nodes_used(*bench.cluster(), run->main_client);
+  run->syncs_after_load = nodes_syncs(*bench.cluster(), run->main_client);
   for (const auto& p : *per) {
     run->load_splits += p.load_stats.splits;
     run->load_split_waits += p.load_stats.split_waits;
@@ -219,6 +220,7 @@ void cleanup(const Bench& bench, const YcsbOptions& f, const YcsbShared& sh, Ycs
   if (!bench.first_error().ok()) return;
   ThreadClient* c = run->main_client;
   run->used_end = nodes_used(*bench.cluster(), c);
+  run->syncs_end = nodes_syncs(*bench.cluster(), c);
   run->used_after = run->used_end;
   if (!f.keep_table.empty()) return;
   Status s = destroy_structure(c, f, sh);

@@ -99,6 +99,11 @@ void print_lines(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t,
       "  memory nodes: {} bytes used before, {} after load, {} at the end, {} after {}\n",
       run.used_before, run.used_after_load, run.used_end, run.used_after,
       f.keep_table.empty() ? "the table was destroyed" : "(table kept: " + f.keep_table + ")");
+  if (run.syncs_end > run.syncs_after_load) {
+    const double syncs = static_cast<double>(run.syncs_end - run.syncs_after_load);
+    fmt::print("  journal: {:.0f} syncs/s, {:.1f} operations per sync\n", syncs / secs,
+               all.count() / syncs);
+  }
 }
 
 nlohmann::ordered_json per_op_json(const Bench& bench, const YcsbTotals& t) {
@@ -149,6 +154,9 @@ int write_json(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t, co
   r["value_bytes"] = f.value_bytes;
   r["distribution"] = workload::distribution_name(f.distribution);
   r["zipf"] = f.zipf;
+  r["durability"] = f.bench.cluster.local_durability.empty() && f.bench.cluster.servers.empty()
+                        ? "volatile"
+                        : f.bench.cluster.local_durability;
   r["threads"] = f.bench.threads;
   r["coroutines"] = f.coroutines;
   r["duration_s"] = bench.seconds();
@@ -163,6 +171,7 @@ int write_json(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t, co
   r["load_s"] = run.load_s;
   r["used_bytes_after_load"] = run.used_after_load;
   r["used_bytes_end"] = run.used_end;
+  r["syncs_per_s"] = (run.syncs_end - run.syncs_after_load) / bench.seconds();
   r["used_bytes_before"] = run.used_before;
   r["used_bytes_after_destroy"] = run.used_after;
   r["subtables_after_load"] = run.subtables;

@@ -69,11 +69,14 @@ struct YcsbRun {
   client::ThreadClient* main_client = nullptr;
   double load_s = 0;
   uint64_t used_before = 0, used_after_load = 0, used_end = 0, used_after = 0;
+  uint64_t syncs_after_load = 0, syncs_end = 0;  // the nodes' journal syncs (durable nodes)
   uint64_t load_splits = 0, load_split_waits = 0, subtables = 0, height = 0;
 };
 
 // Bytes used on all memory nodes (nodes that do not answer count nothing).
 uint64_t nodes_used(const client::Cluster& cluster, client::ThreadClient* c);
+// The journal syncs of the cluster's nodes since they started (0 on volatile nodes).
+uint64_t nodes_syncs(const client::Cluster& cluster, client::ThreadClient* c);
 
 // The body of every thread of a run on sh->options->structure (ycsb_threads.cc): open a handle,
 // load its share of the records, run the mix, keep the counters in (*per)[thread index].

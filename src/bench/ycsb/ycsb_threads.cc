@@ -288,13 +288,24 @@ void DsCounters::add(const DsCounters& o) {
   kv_ops += o.kv_ops;
 }
 
-uint64_t nodes_used(const client::Cluster& cluster, ThreadClient* c) {
-  uint64_t used = 0;
+namespace {
+template <typename F>
+uint64_t sum_over_nodes(const client::Cluster& cluster, ThreadClient* c, F field) {
+  uint64_t sum = 0;
   for (const auto& n : cluster.nodes()) {
     auto st = c->run(c->stats(n.node_id));
-    if (st.ok()) used += st->used_bytes;
+    if (st.ok()) sum += field(*st);
   }
-  return used;
+  return sum;
+}
+}  // namespace
+
+uint64_t nodes_used(const client::Cluster& cluster, ThreadClient* c) {
+  return sum_over_nodes(cluster, c, [](const auto& s) { return s.used_bytes; });
+}
+
+uint64_t nodes_syncs(const client::Cluster& cluster, ThreadClient* c) {
+  return sum_over_nodes(cluster, c, [](const auto& s) { return s.syncs; });
 }
 
 Bench::ThreadBody ycsb_thread_body(YcsbShared* sh, std::vector<YcsbThread>* per) {

@@ -45,7 +45,8 @@ TEST(EnumNamesTest, AllNamesKeepTheTableOrder) {
   EXPECT_EQ(all_names(kOneSidedOpNames),
             (std::vector<std::string>{"read", "write", "cas", "faa", "inc"}));
   EXPECT_EQ(all_names(kYcsbWorkloadNames),
-            (std::vector<std::string>{"a", "b", "c", "d", "e", "f", "A", "B", "C", "D", "E", "F"}));
+            (std::vector<std::string>{"a", "b", "c", "d", "e", "f", "w", "A", "B", "C", "D", "E",
+                                      "F", "W"}));
 }
 
 TEST(BenchOptionsTest, DefaultsAreTheFlagsDefaults) {

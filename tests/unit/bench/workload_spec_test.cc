@@ -55,6 +55,13 @@ TEST(WorkloadSpecTest, NamesAreCaseInsensitiveAndAcceptTheWorkloadPrefix) {
   auto f = workload_by_name("F");
   ASSERT_TRUE(f.ok());
   EXPECT_DOUBLE_EQ(f->read_modify_write_proportion, 0.5);
+  // w, the write-only shape (not a core workload): 100% update.
+  auto w = workload_by_name("W");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->name, "w");
+  EXPECT_DOUBLE_EQ(w->update_proportion, 1.0);
+  EXPECT_DOUBLE_EQ(w->read_proportion, 0.0);
+  EXPECT_TRUE(validate_workload(*w).ok());
 }
 
 TEST(WorkloadSpecTest, UnknownNamesAreInvalidArgumentWithTheChoices) {
