@@ -234,5 +234,7 @@ with open(E["OUT"], "a") as f:
     f.write(json.dumps(summary) + "\n")
 for err in sorted(glob.glob(os.path.join(d, "*.err"))):
     with open(err) as f:
-        print("%s: %s" % (os.path.basename(err)[:-4], f.read().strip()))
+        text = f.read().strip()
+    if text:
+        print("%s: %s" % (os.path.basename(err)[:-4], text))
 PY
