@@ -57,8 +57,9 @@ class HopscotchIndex {
   // Recovery: the table at `table` (`slots` buckets) as a crash left it. kInvalidArgument if it
   // is not a table inside the region. Then repair().
   Status adopt(uint64_t table, uint64_t slots);
-  // Recovery: drops every entry `keep(bucket, i)` refuses and every second entry naming the same
-  // record, recomputes the hop bits and the size (marking what changed). Returns entries dropped.
+  // Recovery: drops every second entry naming the same record and every entry `keep(bucket, i)`
+  // refuses (keep is asked last: an entry it accepts stays), recomputes the hop bits and the size
+  // (marking what changed). Returns entries dropped.
   template <typename F>
   uint64_t repair(F&& keep);
   // Marks bucket i as changed (the caller changed its record or epoch).
@@ -124,15 +125,22 @@ uint64_t HopscotchIndex::repair(F&& keep) {
   std::vector<uint32_t> hop(slots_, 0);
   uint64_t dropped = 0;
   size_ = 0;
+  constexpr uint64_t kAhead = 16;  // records are read in bucket order, i.e. at random: prefetch
   for (uint64_t i = 0; i < slots_; ++i) {
+    if (i + kAhead < slots_) {
+      if (const uint8_t* next = region_.ptr(tb[i + kAhead].record, 64); next != nullptr) {
+        __builtin_prefetch(next);
+      }
+    }
     IndexBucket& b = tb[i];
     if (b.record == 0) continue;
     const uint64_t home = b.hash & mask;
     const uint64_t dist = (i - home) & mask;
-    bool ok = dist < kNeighbourhood && keep(b, i);
+    bool ok = dist < kNeighbourhood;
     for (uint32_t h = hop[home]; ok && h != 0; h &= h - 1) {
       ok = tb[(home + static_cast<uint64_t>(std::countr_zero(h))) & mask].record != b.record;
     }
+    ok = ok && keep(b, i);  // last: what it keeps stays
     if (!ok) {
       b.record = 0;
       mark_bucket(i);

@@ -216,8 +216,10 @@ class ServerPool {
   void rewrite_header();
   // rewrite_header() if the index moved to another table.
   void follow_table();
-  // recover(): whether the record `b` names holds (and makes it live), for HopscotchIndex::repair.
-  bool keep_on_recovery(const IndexBucket& b, uint64_t* max_version);
+  // recover(): whether the record `b` names holds (and makes it live), for HopscotchIndex::repair;
+  // adds a kept record to `lives`.
+  bool keep_on_recovery(const IndexBucket& b, uint64_t* max_version,
+                        std::vector<PoolAllocator::Live>* lives);
   // Pool memory for a record (or an ADO's block); it lies inside the region.
   Result<uint64_t> allocate_record(uint64_t bytes, uint64_t now_ns);
   void refresh_summary();

@@ -63,7 +63,8 @@ Status ServerPool::set_ado(AdoSettings settings) {
   return s;
 }
 
-bool ServerPool::keep_on_recovery(const IndexBucket& b, uint64_t* max_version) {
+bool ServerPool::keep_on_recovery(const IndexBucket& b, uint64_t* max_version,
+                                  std::vector<PoolAllocator::Live>* lives) {
   const uint8_t* h = region_.ptr(b.record, sizeof(w::KvRecordHeader));
   if (h == nullptr || b.record % w::kRecordAlign != 0) return false;
   w::KvRecordHeader hdr;
@@ -92,6 +93,7 @@ bool ServerPool::keep_on_recovery(const IndexBucket& b, uint64_t* max_version) {
     mark(b.record, record_bytes(hdr.key_bytes, hdr.value_bytes));
   }
   *max_version = std::max(*max_version, hdr.version);
+  lives->push_back({b.record, record_alloc_bytes(hdr.key_bytes, hdr.value_bytes)});
   return true;
 }
 
@@ -123,17 +125,11 @@ Result<ServerPool::Recovered> ServerPool::recover(const PoolMeta& meta, uint64_t
   }
   header_table_ = meta.table_offset;
   Recovered out;
+  std::vector<PoolAllocator::Live> lives;
+  lives.push_back({index_.table_offset(), index_.slots() * sizeof(IndexBucket)});
   out.dropped = index_.repair([&](const IndexBucket& b, uint64_t) {
     return inside(blocks, b.record, sizeof(w::KvRecordHeader)) &&
-           keep_on_recovery(b, &out.max_version);
-  });
-  std::vector<PoolAllocator::Live> lives;
-  lives.reserve(index_.size() + 1);
-  lives.push_back({index_.table_offset(), index_.slots() * sizeof(IndexBucket)});
-  index_.for_each([&](const IndexBucket& b) {
-    w::KvRecordHeader hdr;
-    std::memcpy(&hdr, region_.at(b.record), sizeof(hdr));
-    lives.push_back({b.record, record_alloc_bytes(hdr.key_bytes, hdr.value_bytes)});
+           keep_on_recovery(b, &out.max_version, &lives);
   });
   std::vector<PoolAllocator::Live> refused = allocator_.rebuild(std::move(blocks), lives);
   if (!refused.empty()) {
