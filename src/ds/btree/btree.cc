@@ -10,6 +10,7 @@
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/kv_block.h"
 #include "farmem/ds/common/retry.h"
 
@@ -116,7 +117,7 @@ Task<Result<std::unique_ptr<BTree>>> BTree::create(client::ThreadClient* c, std:
     d.tree_id = tree_id;
     BufRef img(t.get());
     d.encode(img.get(), t->page_bytes_);
-    st = co_await c->write(*root, img.get(), t->page_bytes_);
+    st = co_await durable_write(c, *root, img.get(), t->page_bytes_);
   }
   GlobalAddress meta;
   if (st.ok()) {
@@ -131,7 +132,7 @@ Task<Result<std::unique_ptr<BTree>>> BTree::create(client::ThreadClient* c, std:
       tm.page_bytes = o.page_bytes;
       tm.inline_value_bytes = o.inline_value_bytes;
       tm.tree_id = tree_id;
-      st = co_await c->write(meta, &tm, sizeof(tm));
+      st = co_await durable_write(c, meta, &tm, sizeof(tm));
     }
   }
   if (st.ok()) st = co_await t->object_.commit(c, meta);

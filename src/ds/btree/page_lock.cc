@@ -6,6 +6,7 @@
 #include "farmem/common/check.h"
 #include "farmem/common/clock.h"
 #include "farmem/ds/btree/btree.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/lease_lock.h"
 
 namespace farmem::ds::btree {
@@ -149,7 +150,10 @@ Task<Status> BTree::write_back(GlobalAddress page, const char* image, bool unloc
   const uint64_t slot_word = slot.pack();
   const uint64_t zero = 0;
   Status st;
-  {
+  if (node_durable(client_, node)) {
+    st = co_await write_back_durable(page, slot, image, n, unlock && !hand);
+    if (die_mid_write_) co_return st;  // the test hook's writer is dead: it cleans nothing up
+  } else {
     Batch b(*client_);
     (void)b.write(slot, image + kWriteBackFrom, n);
     (void)b.fence();
@@ -172,6 +176,40 @@ Task<Status> BTree::write_back(GlobalAddress page, const char* image, bool unloc
   free_logs_[node].push_back(slot);
   if (unlock) locks_.leave(page.pack(), hand);
   co_return st;
+}
+
+// On a durable node each step is stable before the next starts (ds/common/durable.h): the redo
+// copy and the word naming it, then the page and the cleared word; the lock word is not
+// persisted (a lock of the node's earlier life belongs to an ended session).
+Task<Status> BTree::write_back_durable(GlobalAddress page, GlobalAddress slot, const char* image,
+                                       size_t n, bool release) {
+  const uint64_t slot_word = slot.pack();
+  const uint64_t zero = 0;
+  {
+    Batch b(*client_);
+    (void)b.write(slot, image + kWriteBackFrom, n);
+    (void)b.fence();
+    (void)b.write(page + kRedoWordAt, &slot_word, 8);
+    FARMEM_CO_TRY(co_await b.wait());
+  }
+  // (Named lists: g++ 12 cannot keep a braced list alive across co_await.)
+  const std::vector<PersistRange> redo{{slot, n}, {page + kRedoWordAt, 8}};
+  FARMEM_CO_TRY(co_await persist_all(client_, redo, /*ordered=*/true));
+  if (die_mid_write_) {
+    (void)co_await client_->write(page + kWriteBackFrom, image + kWriteBackFrom, n / 2);
+    co_return Cancelled("test hook: the writer died in the middle of a page write");
+  }
+  {
+    Batch b(*client_);
+    (void)b.write(page + kWriteBackFrom, image + kWriteBackFrom, n);
+    (void)b.fence();
+    (void)b.write(page + kRedoWordAt, &zero, 8);
+    FARMEM_CO_TRY(co_await b.wait());
+  }
+  const std::vector<PersistRange> written{{page + kWriteBackFrom, n}, {page + kRedoWordAt, 8}};
+  FARMEM_CO_TRY(co_await persist_all(client_, written));
+  if (release) FARMEM_CO_TRY(co_await client_->write(page + kLockWordAt, &zero, 8));
+  co_return OkStatus();
 }
 
 Task<Status> BTree::repair(GlobalAddress page) {
@@ -197,6 +235,10 @@ Task<Status> BTree::repair(GlobalAddress page) {
   (void)b.fence();
   (void)b.write(page + kRedoWordAt, &zero, 8);
   st = co_await b.wait();
+  if (st.ok()) {
+    const std::vector<PersistRange> written{{page + kWriteBackFrom, n}, {page + kRedoWordAt, 8}};
+    st = co_await persist_all(client_, written);
+  }
   if (st.ok()) ++stats_.repairs;
   co_return st;
 }

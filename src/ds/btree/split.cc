@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "farmem/ds/btree/btree.h"
+#include "farmem/ds/common/durable.h"
 
 namespace farmem::ds::btree {
 
@@ -159,6 +160,11 @@ Task<Status> BTree::store(GlobalAddress page, const PageDraft& d) {
     }
     st = co_await b.wait();
   }
+  if (st.ok() && any_node_durable(client_)) {  // stable before the page links them
+    std::vector<PersistRange> fresh;
+    for (size_t p = 1; p < pieces; ++p) fresh.push_back({addrs[p], page_bytes_});
+    st = co_await persist_all(client_, fresh);
+  }
   if (!st.ok()) {
     for (size_t p = 1; p < pieces; ++p) {
       if (!addrs[p].is_null()) {
@@ -195,10 +201,11 @@ Task<Result<bool>> BTree::grow_root(GlobalAddress old_root, uint32_t level, cons
   d.entries.push_back(e);
   BufRef img(this);
   d.encode(img.get(), page_bytes_);
-  Status st = co_await client_->write(*a, img.get(), page_bytes_);
+  Status st = co_await durable_write(client_, *a, img.get(), page_bytes_);
   uint64_t found = 0;
   if (st.ok()) st = co_await client_->cas(meta_, old_root.pack(), a->pack(), &found);
   if (st.ok() && found == old_root.pack()) {
+    FARMEM_CO_TRY(co_await persist_if_durable(client_, meta_, 8));
     ++stats_.root_growths;
     if (root_level_ < level) {
       root_ = *a;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "farmem/ds/btree/btree.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/ds/common/kv_block.h"
 
 namespace farmem::ds::btree {
@@ -23,7 +24,7 @@ Task<Result<GlobalAddress>> BTree::write_block(GlobalAddress near, std::string_v
   *bytes = image.size();
   auto a = co_await heap_.allocate(node, image.size());
   FARMEM_CO_TRY(a);
-  Status st = co_await client_->write(*a, image.data(), image.size());
+  Status st = co_await durable_write(client_, *a, image.data(), image.size());
   FARMEM_CO_TRY(st);
   co_return a;
 }

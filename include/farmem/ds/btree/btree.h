@@ -198,6 +198,10 @@ class BTree {
   // Writes a complete image (page_bytes) to a locked page: redo copy, body, then unlock (or
   // hand over) in one ordered batch.
   runtime::Task<Status> write_back(GlobalAddress page, const char* image, bool unlock);
+  // write_back's steps on a durable node, each persisted before the next; `release` writes the
+  // lock word free at the end.
+  runtime::Task<Status> write_back_durable(GlobalAddress page, GlobalAddress slot,
+                                           const char* image, size_t n, bool release);
   // After taking a lock over from an ended session: restores the page from its redo copy.
   runtime::Task<Status> repair(GlobalAddress page);
 
