@@ -399,6 +399,8 @@ int run_txn_bench(const TxnBenchOptions& f) {
   run.name = std::string(name_of(kTxnWorkloadNames, f.workload));
   run.workload = w.get();
   run.client_options = w->client_options();
+  // A log slot for every transaction a thread has open (its coroutines), at least the default.
+  run.client_options.log_slots = std::max(run.client_options.log_slots, f.coroutines);
   if (int rc = load_and_run(bench, &run); rc != 0) return rc;
   return report(bench, mc, run, specs);
 }
