@@ -4,11 +4,11 @@
 // Launch parameters: refuse_launch=<text> makes launch() fail with that text.
 // Requests: abort (calls abort()), hang (sleeps forever), sleep:<ms>, echo:<text> (responds the
 // text), respond:<n> (n responses of 1 KiB, layers 0..n-1), write:<text> (writes text at the
-// start of the target value, in place), events (responds the op events and signals seen so far,
-// one line each), status:<n> (returns n), erase-me (returns FARMEM_ADO_ERASE_TARGET),
-// create:<key>:<bytes> / open:<key> / erase:<key> / unlock:<key> (store callbacks: responds
-// the status and the value's length), params (responds key=value lines), pid (responds the
-// process id).
+// start of the target value, in place), write-abort:<text> (writes it, then calls abort()), events
+// (responds the op events and signals seen so far, one line each), status:<n> (returns n), erase-me
+// (returns FARMEM_ADO_ERASE_TARGET), create:<key>:<bytes> / open:<key> / erase:<key> / unlock:<key>
+// (store callbacks: responds the status and the value's length), params (responds key=value lines),
+// pid (responds the process id).
 #include <unistd.h>
 
 #include <cstdint>
@@ -118,6 +118,11 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
       if (s != FARMEM_ADO_OK) return s;
     }
     return FARMEM_ADO_OK;
+  }
+  if (take_prefix(&req, "write-abort:")) {  // a crash in the middle of an update
+    if (w->value_count == 0 || w->values[0].bytes < req.size()) return FARMEM_ADO_E_INVALID;
+    std::memcpy(w->values[0].data, req.data(), req.size());
+    std::abort();
   }
   if (take_prefix(&req, "write:")) {
     std::string_view text = req;

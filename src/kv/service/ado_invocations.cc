@@ -241,6 +241,10 @@ Status AdoManager::lock_target(ServerPool& pool, AdoJob& job, ado::Work* work) {
   }
   FARMEM_TRY(g);
   job.grants.push_back({g->token, job.key, g->mode, g->address, g->value_bytes});
+  if (g->mode == w::LocateMode::kWrite && g->value_bytes <= kMaxAdoUndoBytes) {
+    job.undo.assign(reinterpret_cast<const char*>(shard_.region().at(g->address)), g->value_bytes);
+    job.has_undo = true;
+  }
   work->value_count = std::max<uint32_t>(work->value_count, 1);
   work->values[0] = {g->address, g->value_bytes};
   return OkStatus();
@@ -252,6 +256,7 @@ Status AdoManager::lock_target(ServerPool& pool, AdoJob& job, ado::Work* work) {
 void AdoManager::release(ServerPool* pool, AdoJob& job, bool ok) {
   if (pool == nullptr) return;  // deleted: its locks went with it
   const uint64_t now = shard_.context().now_ns();
+  if (!ok && job.has_undo) undo_target(*pool, job);
   for (auto it = job.grants.rbegin(); it != job.grants.rend(); ++it) {
     uint32_t flags = (!ok && it->mode == w::LocateMode::kPutNew) ? w::kReleaseAbort : 0;
     (void)pool->release(ado_owner(job.work_id), it->token, flags, now);
@@ -260,10 +265,19 @@ void AdoManager::release(ServerPool* pool, AdoJob& job, bool ok) {
   job.listing.clear();
 }
 
+// The target's value as it was before the invocation, if the lock still covers the same bytes
+// (a resize moved the value to a new record: then it stays as the plugin left it).
+void AdoManager::undo_target(ServerPool& pool, const AdoJob& job) {
+  const AdoGrant& t = job.grants.front();
+  const LockGrant* g = pool.grant(ado_owner(job.work_id), t.token);
+  if (g == nullptr || g->address != t.address || g->value_bytes != job.undo.size()) return;
+  std::memcpy(shard_.region().at(g->address), job.undo.data(), job.undo.size());
+}
+
 void AdoManager::answer(AdoJob& job, const Status& s, std::string_view reply) {
   if (!job.responder) return;
   if (!s.ok()) shard_.counters().failures.fetch_add(1, std::memory_order_relaxed);
-  job.responder->finish(s, reply);
+  shard_.answer_when_stable(std::move(*job.responder), s, std::string(reply));
   job.responder.reset();
 }
 

@@ -104,8 +104,10 @@ class AdoManager : public PoolHooks {
   Status prepare_value(PoolAdo& a, ServerPool& pool, const AdoJob& job, ado::Work* work);
   Status lock_target(ServerPool& pool, AdoJob& job, ado::Work* work);
   void on_done(uint64_t handle, Result<ado::Done> r);
-  // Releases the job's locks (publishing, or dropping new values when !ok).
+  // Releases the job's locks (publishing, or dropping new values when !ok; when !ok the
+  // target's value is put back as it was first).
   void release(ServerPool* pool, AdoJob& job, bool ok);
+  void undo_target(ServerPool& pool, const AdoJob& job);
   void answer(AdoJob& job, const Status& s, std::string_view reply = {});
   void fail_all(PoolAdo& a, const Status& why);
   Result<std::string> callback(uint64_t handle, const ado::Callback& c);

@@ -33,6 +33,8 @@ struct AdoGrant {
   uint64_t bytes = 0;    // the value's length
 };
 
+inline constexpr uint64_t kMaxAdoUndoBytes = 16ull << 20;
+
 // One invocation or signal.
 struct AdoJob {
   uint64_t work_id = 0;
@@ -46,6 +48,10 @@ struct AdoJob {
   // While it runs:
   std::vector<AdoGrant> grants;         // the target's first, then the callbacks'
   std::vector<ado::RecordRef> listing;  // iterate's snapshot, taken at cursor 0
+  // The target value as it was before a write invocation (at most kMaxAdoUndoBytes): put back
+  // if the ADO process dies in the middle, so the value is the old one or the new one.
+  std::string undo;
+  bool has_undo = false;
 
   // The lock this job holds on `key`, or null.
   AdoGrant* held(std::string_view key) {

@@ -43,7 +43,7 @@ Shard::~Shard() { hooks_.reset(); }
 void Shard::handle(Request& r, Responder responder) {
   const auto op = static_cast<w::KvOpcode>(r.header.opcode);
   if (op == w::KvOpcode::kInvokeAdo || op == w::KvOpcode::kInvokePutAdo) {
-    invoke(r, std::move(responder));  // ADO answers do not wait for the journal (kv.md)
+    invoke(r, std::move(responder));  // answered through answer_when_stable
     flush();
     return;
   }

@@ -74,6 +74,9 @@ class Shard {
   ServerPool* pool(uint64_t handle);
   ServerPool* pool_by_name(std::string_view name);
   ShardCounters& counters() { return counters_; }
+  // Answers a request the hooks kept once what the pools changed so far is stable (logged
+  // first: on a durable node, an ADO's answer acknowledges its changes; at once otherwise).
+  void answer_when_stable(memnode::Responder responder, const Status& status, std::string reply);
 
  private:
   struct Slot {

@@ -51,6 +51,12 @@ void Shard::take_copies(const std::vector<DirtyRanges::Range>& ranges) {
   if (copied_.size() > kMaxCopiedBytes) log_copies();
 }
 
+void Shard::answer_when_stable(memnode::Responder responder, const Status& status,
+                               std::string reply) {
+  const uint64_t lsn = flush();
+  replies_.finish(lsn, std::move(responder), failed_.ok() ? status : failed_, std::move(reply));
+}
+
 uint64_t Shard::flush() {
   end_op();
   log_copies();

@@ -339,6 +339,23 @@ TEST_P(KvAdoTest, CrashHangKillAndStopAreIsolated) {
   EXPECT_EQ(text_of(*r), "alive");
 }
 
+// A plugin that dies half-way through an update of its target leaves the old value: the node
+// puts back the copy it took when it locked the target (an undo log of one value).
+TEST_P(KvAdoTest, ACrashInTheMiddleOfAnUpdateLeavesTheOldValue) {
+  Pool* p = pool("undo", kTesting);
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(sync_wait(p->put("t", "old-value-123")).ok());
+  auto r = sync_wait(p->invoke_ado("t", "write-abort:NEW"));
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().to_string();
+  std::string v;
+  ASSERT_TRUE(*sync_wait(p->get("t", &v)));
+  EXPECT_EQ(v, "old-value-123");
+  r = sync_wait(p->invoke_ado("t", "write:NEW"));  // a fresh process; a whole update stays
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(*sync_wait(p->get("t", &v)));
+  EXPECT_EQ(v, "NEW-value-123");
+}
+
 TEST_P(KvAdoTest, APluginThatDoesNotLoad) {
   Pool* p = pool("broken", "libno_such_plugin.so");
   ASSERT_NE(p, nullptr);
