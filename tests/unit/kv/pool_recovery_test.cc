@@ -6,6 +6,7 @@
 // recovered pool keeps working without overwriting anything.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -241,15 +242,24 @@ class PoolLog {
   uint64_t header_at_ = 0;
 };
 
+// FARMEM_KV_CUT_OPS operations (default 1500), cut at every FARMEM_KV_CUT_STRIDE-th operation
+// boundary (default 7; 1 = every one) and at 150 random points.
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::atoll(v) > 0 ? static_cast<uint64_t>(std::atoll(v)) : fallback;
+}
+
 TEST(KvPoolRecoveryTest, EveryCutOfTheLogRecoversTheAcknowledgedPool) {
   const uint64_t seed = farmem::testing::test_seed();
+  const uint64_t ops = env_or("FARMEM_KV_CUT_OPS", 1500);
+  const uint64_t stride = env_or("FARMEM_KV_CUT_STRIDE", 7);
   PoolLog run(seed);
-  for (int i = 0; i < 1500; ++i) {
-    ASSERT_NO_FATAL_FAILURE(run.step(i)) << "seed " << seed;
+  for (uint64_t i = 0; i < ops; ++i) {
+    ASSERT_NO_FATAL_FAILURE(run.step(static_cast<int>(i))) << "seed " << seed;
   }
   std::mt19937_64 rng(seed ^ 0x5eed);
   std::vector<size_t> cuts;
-  for (size_t op = 0; op < run.ends().size(); op += 7) cuts.push_back(run.ends()[op]);
+  for (size_t op = 0; op < run.ends().size(); op += stride) cuts.push_back(run.ends()[op]);
   for (int i = 0; i < 150; ++i) cuts.push_back(rng() % (run.log_size() + 1));
   cuts.push_back(run.log_size());
   for (size_t k = 0; k < cuts.size(); ++k) {
