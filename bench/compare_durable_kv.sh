@@ -25,6 +25,8 @@
 # count. Redis listens on 127.0.0.1 only, on a free port, and is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 RECORDS=${RECORDS:-100000}
 KEY_BYTES=${KEY_BYTES:-8}
@@ -57,11 +59,6 @@ fi
 
 tmp=$(mktemp -d)
 redis_pid=""
-stop() {  # pid
-  [ -n "$1" ] || return 0
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
 cleanup() {
   stop "$redis_pid"; redis_pid=""
   rm -rf "$tmp"
@@ -69,19 +66,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-wait_port() {  # port pid
-  local i
-  for i in $(seq 100); do
-    kill -0 "$2" 2>/dev/null || return 1
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' "$1" \
-      2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 echo "records=$RECORDS key=${KEY_BYTES}B value=${VALUE_BYTES}B duration=${DURATION}s" \
      "farmem ${THREADS}x${COROUTINES} $DISTRIBUTION durability=$DURABILITY;" \

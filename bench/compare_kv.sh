@@ -31,6 +31,8 @@
 # are stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 RECORDS=${RECORDS:-1000000}
 KEY_BYTES=${KEY_BYTES:-8}
@@ -87,11 +89,6 @@ MEMCACHED=$(command -v memcached)
 tmp=$(mktemp -d)
 redis_pid=""
 mc_pid=""
-stop() {  # pid
-  [ -n "$1" ] || return 0
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
 cleanup() {
   stop "$redis_pid"; redis_pid=""
   stop "$mc_pid"; mc_pid=""
@@ -100,9 +97,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 mc_stat() {  # port name -> value of one "stats" field
   python3 - "$1" "$2" <<'PY'
 import socket, sys
@@ -119,16 +113,6 @@ for line in buf.decode().splitlines():
     if len(f) == 3 and f[1] == sys.argv[2]:
         print(f[2])
 PY
-}
-wait_port() {  # port pid -> 0 when something accepts on 127.0.0.1:port
-  local i
-  for i in $(seq 100); do
-    kill -0 "$2" 2>/dev/null || return 1
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' "$1" \
-      2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
 }
 seconds_int=$(python3 -c 'import math, sys; print(max(1, math.ceil(float(sys.argv[1]))))' "$DURATION")
 
