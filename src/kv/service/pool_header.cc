@@ -4,7 +4,7 @@
 #include <xxhash.h>
 
 #include <cstring>
-#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "farmem/kv/wire.h"
 
@@ -12,36 +12,79 @@ namespace farmem::kv::service {
 
 namespace {
 
-using nlohmann::json;
+// The ADO settings' bytes (kv.md "On a durable memory node"): signals (u8: 1 post-put, 2
+// post-get, 4 post-erase), 3 zero bytes, the plugin count (u32) and each plugin as a u32 length
+// and its bytes, the parameter count (u32) and each parameter as key then value, each a u32
+// length and its bytes. Any bytes at all (names and values come from clients).
+constexpr uint8_t kPostPut = 1, kPostGet = 2, kPostErase = 4;
 
-std::string ado_json(const AdoSettings& a) {
-  json signals = json::array();
-  if (a.post_put) signals.push_back("post-put");
-  if (a.post_get) signals.push_back("post-get");
-  if (a.post_erase) signals.push_back("post-erase");
-  return json{{"plugins", a.plugins}, {"params", a.params}, {"signals", signals}}.dump();
+void put_u32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
+void put_bytes(std::string* out, std::string_view b) {
+  put_u32(out, static_cast<uint32_t>(b.size()));
+  out->append(b);
 }
 
-Result<AdoSettings> ado_from_json(std::string_view text) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j["plugins"].is_array() || !j["params"].is_object() ||
-      !j["signals"].is_array()) {
-    return InvalidArgument("the pool header's ADO settings are not the expected JSON");
+std::string encode_ado(const AdoSettings& a) {
+  std::string out(4, '\0');
+  out[0] = static_cast<char>((a.post_put ? kPostPut : 0) | (a.post_get ? kPostGet : 0) |
+                             (a.post_erase ? kPostErase : 0));
+  put_u32(&out, static_cast<uint32_t>(a.plugins.size()));
+  for (const std::string& p : a.plugins) put_bytes(&out, p);
+  put_u32(&out, static_cast<uint32_t>(a.params.size()));
+  for (const auto& [k, v] : a.params) {
+    put_bytes(&out, k);
+    put_bytes(&out, v);
+  }
+  return out;
+}
+
+// Reads what encode_ado wrote, every length checked against what is left.
+class AdoReader {
+ public:
+  explicit AdoReader(std::string_view in) : in_(in) {}
+  bool u32(uint32_t* v) {
+    if (in_.size() < 4) return false;
+    std::memcpy(v, in_.data(), 4);
+    in_.remove_prefix(4);
+    return true;
+  }
+  bool bytes(std::string* out) {
+    uint32_t n;
+    if (!u32(&n) || n > in_.size()) return false;
+    out->assign(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+Result<AdoSettings> decode_ado(std::string_view in) {
+  const Status bad = ProtocolError("the pool header's ADO settings are malformed");
+  if (in.size() < 4 || in[1] != 0 || in[2] != 0 || in[3] != 0 ||
+      (static_cast<uint8_t>(in[0]) & ~(kPostPut | kPostGet | kPostErase)) != 0) {
+    return bad;
   }
   AdoSettings a;
-  for (const json& p : j["plugins"]) {
-    if (!p.is_string()) return InvalidArgument("an ADO plugin name is not a string");
-    a.plugins.push_back(p.get<std::string>());
+  const auto signals = static_cast<uint8_t>(in[0]);
+  a.post_put = (signals & kPostPut) != 0;
+  a.post_get = (signals & kPostGet) != 0;
+  a.post_erase = (signals & kPostErase) != 0;
+  AdoReader r(in.substr(4));
+  uint32_t count;
+  if (!r.u32(&count)) return bad;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!r.bytes(&a.plugins.emplace_back())) return bad;
   }
-  for (const auto& [k, v] : j["params"].items()) {
-    if (!v.is_string()) return InvalidArgument("an ADO parameter is not a string");
-    a.params[k] = v.get<std::string>();
+  if (!r.u32(&count)) return bad;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string k, v;
+    if (!r.bytes(&k) || !r.bytes(&v)) return bad;
+    a.params[std::move(k)] = std::move(v);
   }
-  for (const json& s : j["signals"]) {
-    a.post_put |= s == "post-put";
-    a.post_get |= s == "post-get";
-    a.post_erase |= s == "post-erase";
-  }
+  if (!r.done()) return bad;
   return a;
 }
 
@@ -60,7 +103,7 @@ uint64_t checksum_of(const uint8_t* block, uint32_t bytes) {
 }  // namespace
 
 Result<uint64_t> write_pool_header(uint8_t* block, const PoolMeta& meta) {
-  const std::string ado = ado_json(meta.ado);
+  const std::string ado = encode_ado(meta.ado);
   const uint64_t bytes = sizeof(PoolHeader) + meta.name.size() + ado.size();
   if (bytes > kPoolHeaderBlockBytes) {
     return ResourceExhausted(fmt::format(
@@ -112,8 +155,8 @@ Result<PoolMeta> read_pool_header(const uint8_t* block, uint64_t object_id) {
   m.sequence = h.sequence;
   m.flags = h.flags;
   FARMEM_ASSIGN_OR_RETURN(
-      m.ado, ado_from_json(
-                 {reinterpret_cast<const char*>(block) + sizeof(h) + h.name_bytes, h.ado_bytes}));
+      m.ado,
+      decode_ado({reinterpret_cast<const char*>(block) + sizeof(h) + h.name_bytes, h.ado_bytes}));
   return m;
 }
 

@@ -2,9 +2,9 @@
 // the region that the pool's node object owns (docs/formats/kv.md "On a durable memory node").
 //
 // The block (kPoolHeaderBlockBytes) holds the fixed header, the pool's name and its ADO
-// settings as JSON. Recovery finds it among the object's heap blocks by its magic, the
-// object id and the checksum; the highest sequence wins if a torn log left two. The region is
-// writable by clients, so read_pool_header checks everything it takes from the block.
+// settings (encoded in pool_header.cc, any bytes). Recovery finds it among the object's heap blocks
+// by its magic, the object id and the checksum; the highest sequence wins if a torn log left two.
+// The region is writable by clients, so read_pool_header checks everything it takes from the block.
 // Thread safety: pure functions on the caller's memory.
 #pragma once
 
@@ -27,7 +27,7 @@ inline constexpr uint32_t kPoolHeaderTemporary = 2;  // deleted at recovery (its
 struct PoolHeader {
   uint64_t magic;           // kPoolHeaderMagic
   uint32_t format;          // kPoolHeaderFormat
-  uint32_t bytes;           // bytes the checksum covers: this header, the name, the ADO JSON
+  uint32_t bytes;           // bytes the checksum covers: this header, the name, the ADO bytes
   uint64_t object_id;       // the pool's node object
   uint64_t capacity_bytes;  // the pool's capacity
   uint64_t table_offset;    // region offset of the primary index's bucket array
@@ -35,7 +35,7 @@ struct PoolHeader {
   uint64_t sequence;        // counts the header's rewrites
   uint32_t flags;           // kPoolHeaderIndex | kPoolHeaderTemporary
   uint32_t name_bytes;      // 1..kMaxPoolNameBytes, the name follows the header
-  uint32_t ado_bytes;       // the ADO settings as JSON, after the name
+  uint32_t ado_bytes;       // the ADO settings' encoding, after the name
   uint32_t reserved;        // 0
   uint64_t checksum;        // XXH3-64 (seed 0) of bytes [0, bytes) with this field zero
 };
@@ -61,7 +61,8 @@ struct PoolMeta {
 // Writes `meta` into the block at `block` (kPoolHeaderBlockBytes); returns the bytes written.
 // kResourceExhausted if the name and the ADO settings do not fit.
 Result<uint64_t> write_pool_header(uint8_t* block, const PoolMeta& meta);
-// The header in `block` if it is one for `object_id` (magic, format, sizes, checksum, JSON).
+// The header in `block` if it is one for `object_id` (magic, format, sizes, checksum, the ADO
+// settings' encoding).
 Result<PoolMeta> read_pool_header(const uint8_t* block, uint64_t object_id);
 
 }  // namespace farmem::kv::service
