@@ -109,9 +109,6 @@ class ServerPool {
   // in the heap blocks its object holds (`blocks`, the header's included).
   Result<Recovered> recover(const PoolMeta& meta, uint64_t header,
                             std::vector<MemorySource::Block> blocks);
-  bool temporary() const { return temporary_; }
-  // The journal position of the pool's last logged change (the shard's bookkeeping).
-  uint64_t last_lsn = 0;
 
   const std::string& name() const { return name_; }
   uint64_t handle() const { return handle_; }

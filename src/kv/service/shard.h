@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,8 @@ struct KvShared {
 
 // The shard a pool name belongs to.
 uint32_t shard_of(std::string_view name, uint32_t workers);
+// A pool's node object is named kPoolObjectPrefix + the pool's name.
+inline constexpr std::string_view kPoolObjectPrefix = "kv/";
 
 class Shard {
  public:
@@ -123,6 +126,12 @@ class Shard {
   Status list(const memnode::Request& r, Out* out);
   Status shard_stats(const memnode::Request& r, Out* out);
   Result<ServerPool*> make_pool(const PoolNameRequest& req, uint64_t now_ns);
+  // A slot, handle and ServerPool for pool `name`, whose object exists and whose name is in the
+  // directory, durable on a durable node; `setup` (init or recover) readies it. On failure the
+  // slot is free again and the caller undoes the rest.
+  Result<ServerPool*> install_pool(const std::string& name, uint64_t object_id,
+                                   uint64_t capacity_bytes, std::shared_ptr<PoolSummary> summary,
+                                   bool temporary, const std::function<Status(ServerPool&)>& setup);
   // The steps of making (and removing) a pool: its name in the node's directory, its node
   // object (which owns its memory), its slot.
   Status enter_directory(const std::string& name, std::shared_ptr<PoolSummary> summary);

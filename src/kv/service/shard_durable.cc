@@ -9,23 +9,17 @@
 #include "farmem/common/check.h"
 #include "farmem/common/log.h"
 #include "farmem/storage/journal.h"
-#include "node_heap_source.h"
 #include "shard.h"
 
 namespace farmem::kv::service {
 
 namespace w = farmem::kv::wire;
-using memnode::NodeRecordKind;
 using memnode::ObjectTable;
 
 namespace {
-constexpr std::string_view kObjectPrefix = "kv/";
 // A life's versions start at boot << 40: boots stay below 2^16 (NodeState), versions below 2^56.
 constexpr int kBootVersionShift = 40;
 static_assert(48 - memnode::NodeState::kBootShift + kBootVersionShift <= 64 - w::kRecordStateBits);
-}  // namespace
-
-namespace {
 // A request's copies are logged early once they hold this much.
 constexpr uint64_t kMaxCopiedBytes = 4 << 20;
 }  // namespace
@@ -95,8 +89,8 @@ void Shard::recover_pools() {
   {
     std::lock_guard<std::mutex> lock(node.mu);
     node.objects.for_each([&](const ObjectTable::Object& o) {
-      if (!o.pinned || !o.name.starts_with(kObjectPrefix)) return;
-      const std::string_view pool = std::string_view(o.name).substr(kObjectPrefix.size());
+      if (!o.pinned || !o.name.starts_with(kPoolObjectPrefix)) return;
+      const std::string_view pool = std::string_view(o.name).substr(kPoolObjectPrefix.size());
       if (shard_of(pool, context_.worker_count) == context_.worker_index) mine[o.id] = o;
     });
     node.heap.for_each([&](uint64_t offset, uint64_t bytes, uint64_t owner) {
@@ -125,17 +119,20 @@ void Shard::recover_pools() {
 Status Shard::recover_pool(const ObjectTable::Object& object,
                            std::vector<MemorySource::Block> blocks, uint64_t* max_version) {
   memnode::NodeState& node = *context_.node;
-  const std::string name = object.name.substr(kObjectPrefix.size());
+  const std::string name = object.name.substr(kPoolObjectPrefix.size());
   std::optional<PoolMeta> meta;
   uint64_t header = 0;
+  Status damaged;  // a block that is this object's header but does not hold
   for (const MemorySource::Block& b : blocks) {
     if (b.bytes < kPoolHeaderBlockBytes || region_.ptr(b.offset, b.bytes) == nullptr) continue;
     auto m = read_pool_header(region_.at(b.offset), object.id);
+    if (!m.ok() && m.status().code() != StatusCode::kNotFound) damaged = m.status();
     if (m.ok() && m->name == name && (!meta || m->sequence > meta->sequence)) {
       meta = std::move(*m);
       header = b.offset;
     }
   }
+  if (!meta && !damaged.ok()) return damaged;  // kept (not served), never destroyed
   if (!meta || (meta->flags & kPoolHeaderTemporary) != 0) {
     // Never acknowledged (the node stopped before the pool's creation was logged whole), or a
     // temporary pool whose session is gone: its memory goes back.
@@ -144,27 +141,19 @@ Status Shard::recover_pool(const ObjectTable::Object& object,
   }
   auto summary = std::make_shared<PoolSummary>();
   FARMEM_TRY(enter_directory(name, summary));
-  const uint32_t slot = take_slot();
-  Slot& s = slots_[slot];
-  if (++s.generation == 0) s.generation = 1;
-  const uint64_t handle = w::make_pool_handle(context_.worker_index, slot, s.generation);
-  s.pool = std::make_unique<ServerPool>(
-      name, handle, object.id, meta->capacity_bytes, region_,
-      std::make_unique<NodeHeapSource>(node, object.id, [this] { flush(); }), versions_, grace_ns_,
-      summary);
-  s.pool->make_durable(&dirty_, false);
-  auto r = s.pool->recover(*meta, header, std::move(blocks));
-  if (!r.ok()) {
-    s.pool.reset();
-    free_slots_.push_back(slot);
+  ServerPool::Recovered r;
+  auto p = install_pool(
+      name, object.id, meta->capacity_bytes, summary, false, [&](ServerPool& pool) -> Status {
+        FARMEM_ASSIGN_OR_RETURN(r, pool.recover(*meta, header, std::move(blocks)));
+        return OkStatus();
+      });
+  if (!p.ok()) {
     leave_directory(name);
-    return r.status();
+    return p.status();
   }
-  by_name_[name] = slot;
-  *max_version = std::max(*max_version, r->max_version);
+  *max_version = std::max(*max_version, r.max_version);
   log::info("node {}: kv pool '{}' recovered: {} keys, {} torn entries dropped",
-            node.config.node_id, name, r->keys, r->dropped);
-  refresh_gauges();
+            node.config.node_id, name, r.keys, r.dropped);
   return OkStatus();
 }
 

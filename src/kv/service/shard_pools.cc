@@ -21,7 +21,9 @@ namespace {
 constexpr uint64_t kMaxSlots = w::kPoolSlotMask + 1;
 static_assert(kMaxSlots == uint64_t{1} << 24);
 
-std::string object_name(std::string_view pool) { return "kv/" + std::string(pool); }
+std::string object_name(std::string_view pool) {
+  return std::string(kPoolObjectPrefix) + std::string(pool);
+}
 
 }  // namespace
 
@@ -42,21 +44,33 @@ Result<ServerPool*> Shard::make_pool(const PoolNameRequest& req, uint64_t now_ns
     leave_directory(name);
     return object_id.status();
   }
+  const bool temporary = (req.fixed.flags & w::kPoolTemporary) != 0;
+  auto p =
+      install_pool(name, *object_id, req.fixed.capacity_bytes, summary, temporary,
+                   [&](ServerPool& pool) { return pool.init(req.fixed.expected_count, now_ns); });
+  if (!p.ok()) {
+    destroy_pool_object(*object_id);
+    leave_directory(name);
+  }
+  return p;
+}
+
+Result<ServerPool*> Shard::install_pool(const std::string& name, uint64_t object_id,
+                                        uint64_t capacity_bytes,
+                                        std::shared_ptr<PoolSummary> summary, bool temporary,
+                                        const std::function<Status(ServerPool&)>& setup) {
   const uint32_t slot = take_slot();
   Slot& s = slots_[slot];
   if (++s.generation == 0) s.generation = 1;
   const uint64_t handle = w::make_pool_handle(context_.worker_index, slot, s.generation);
   s.pool = std::make_unique<ServerPool>(
-      name, handle, *object_id, req.fixed.capacity_bytes, region_,
-      std::make_unique<NodeHeapSource>(node, *object_id, [this] { flush(); }), versions_, grace_ns_,
-      summary);
-  if (durable()) s.pool->make_durable(&dirty_, (req.fixed.flags & w::kPoolTemporary) != 0);
-  Status st = s.pool->init(req.fixed.expected_count, now_ns);
-  if (!st.ok()) {
+      name, handle, object_id, capacity_bytes, region_,
+      std::make_unique<NodeHeapSource>(*context_.node, object_id, [this] { flush(); }), versions_,
+      grace_ns_, std::move(summary));
+  if (durable()) s.pool->make_durable(&dirty_, temporary);
+  if (Status st = setup(*s.pool); !st.ok()) {
     s.pool.reset();
     free_slots_.push_back(slot);
-    destroy_pool_object(*object_id);
-    leave_directory(name);
     return st;
   }
   by_name_[name] = slot;
