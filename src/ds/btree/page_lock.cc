@@ -199,6 +199,13 @@ Task<Status> BTree::write_back_durable(GlobalAddress page, GlobalAddress slot, c
     (void)co_await client_->write(page + kWriteBackFrom, image + kWriteBackFrom, n / 2);
     co_return Cancelled("test hook: the writer died in the middle of a page write");
   }
+  FARMEM_CO_TRY(co_await write_page_clear_redo(page, image, n));
+  if (release) FARMEM_CO_TRY(co_await client_->write(page + kLockWordAt, &zero, 8));
+  co_return OkStatus();
+}
+
+Task<Status> BTree::write_page_clear_redo(GlobalAddress page, const char* image, size_t n) {
+  const uint64_t zero = 0;
   {
     Batch b(*client_);
     (void)b.write(page + kWriteBackFrom, image + kWriteBackFrom, n);
@@ -207,9 +214,7 @@ Task<Status> BTree::write_back_durable(GlobalAddress page, GlobalAddress slot, c
     FARMEM_CO_TRY(co_await b.wait());
   }
   const std::vector<PersistRange> written{{page + kWriteBackFrom, n}, {page + kRedoWordAt, 8}};
-  FARMEM_CO_TRY(co_await persist_all(client_, written));
-  if (release) FARMEM_CO_TRY(co_await client_->write(page + kLockWordAt, &zero, 8));
-  co_return OkStatus();
+  co_return co_await persist_all(client_, written);
 }
 
 Task<Status> BTree::repair(GlobalAddress page) {
@@ -228,17 +233,7 @@ Task<Status> BTree::repair(GlobalAddress page) {
                     "whole page",
                     page.node(), page.offset()));
   }
-  const size_t n = write_back_bytes(v.header().used);
-  const uint64_t zero = 0;
-  Batch b(*client_);
-  (void)b.write(page + kWriteBackFrom, buf.get() + kWriteBackFrom, n);
-  (void)b.fence();
-  (void)b.write(page + kRedoWordAt, &zero, 8);
-  st = co_await b.wait();
-  if (st.ok()) {
-    const std::vector<PersistRange> written{{page + kWriteBackFrom, n}, {page + kRedoWordAt, 8}};
-    st = co_await persist_all(client_, written);
-  }
+  st = co_await write_page_clear_redo(page, buf.get(), write_back_bytes(v.header().used));
   if (st.ok()) ++stats_.repairs;
   co_return st;
 }

@@ -202,6 +202,9 @@ class BTree {
   // lock word free at the end.
   runtime::Task<Status> write_back_durable(GlobalAddress page, GlobalAddress slot,
                                            const char* image, size_t n, bool release);
+  // Steps 3-4 of a write-back (and a repair): the image's n bytes from kWriteBackFrom into the
+  // page, then `redo` cleared; persisted when the page's node is durable.
+  runtime::Task<Status> write_page_clear_redo(GlobalAddress page, const char* image, size_t n);
   // After taking a lock over from an ended session: restores the page from its redo copy.
   runtime::Task<Status> repair(GlobalAddress page);
 
