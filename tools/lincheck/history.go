@@ -16,14 +16,15 @@ import (
 // record is one line of the JSON Lines history (see README.md). Pointer
 // fields distinguish "missing" from the zero value.
 type record struct {
-	Client  *int    `json:"client"`
-	Op      *string `json:"op"`
-	Key     *string `json:"key"`
-	Value   *string `json:"value"`
-	Ok      *bool   `json:"ok"`
-	Call    *int64  `json:"call"`
-	Return  *int64  `json:"return"`
-	Unknown bool    `json:"unknown"`
+	Client   *int    `json:"client"`
+	Op       *string `json:"op"`
+	Key      *string `json:"key"`
+	Value    *string `json:"value"`
+	Ok       *bool   `json:"ok"`
+	Call     *int64  `json:"call"`
+	Return   *int64  `json:"return"`
+	Unknown  bool    `json:"unknown"`
+	Deadline *int64  `json:"deadline"`
 }
 
 // inputError is a malformed history; Line is 1-based.
@@ -104,6 +105,16 @@ func parseLine(line []byte) (porcupine.Operation, error) {
 	in := kvInput{Op: op, Key: *rec.Key}
 	out := kvOutput{Unknown: rec.Unknown}
 	ret := int64(math.MaxInt64) // unknown outcome: may take effect at any time after the call
+	if rec.Deadline != nil {
+		if !rec.Unknown {
+			return porcupine.Operation{}, errors.New("\"deadline\" is for \"unknown\": true operations only")
+		}
+		if *rec.Deadline < *rec.Call {
+			return porcupine.Operation{}, fmt.Errorf("\"deadline\" (%d) is before \"call\" (%d)", *rec.Deadline, *rec.Call)
+		}
+		ret = *rec.Deadline // it took effect before then, if at all (e.g. its server died)
+		out.MayNotApply = true
+	}
 	if !rec.Unknown {
 		ret = *rec.Return
 		if ret < *rec.Call {

@@ -228,6 +228,14 @@ func TestUnknownOutcomeOps(t *testing.T) {
 			put(0, "k", "a", 0, 1), era(0, "k", true, 2, 3).unknown(), get(1, "k", "a", true, 20, 30)}},
 		{"unknown get output ignored", exitOK, []rec{
 			get(0, "k", "garbage", true, 0, 1).unknown(), put(0, "k", "a", 2, 3)}},
+		{"unknown put before its deadline", exitOK, []rec{
+			put(0, "k", "v", 0, 10).unknown().with("deadline", 15), get(1, "k", "v", true, 20, 30)}},
+		{"unknown put not at all before its deadline", exitOK, []rec{
+			put(0, "k", "v", 0, 10).unknown().with("deadline", 15), get(1, "k", "", false, 20, 30),
+			get(1, "k", "", false, 40, 50)}},
+		{"unknown put cannot act after its deadline", exitIllegal, []rec{
+			put(0, "k", "v", 0, 10).unknown().with("deadline", 15), get(1, "k", "", false, 20, 30),
+			get(1, "k", "v", true, 40, 50)}},
 		{"unknown op needs no return or ok", exitOK, []rec{
 			{"client": 0, "op": "put", "key": "k", "value": "v", "call": 0, "unknown": true},
 			get(1, "k", "v", true, 20, 30)}},
@@ -257,6 +265,8 @@ func TestMalformedInput(t *testing.T) {
 		{`{"client":0,"op":"get","key":"a","ok":false,"call":"0","return":1}`, `field "call": expected int64`},
 		{`{"client":0,"op":"get","key":"a","ok":false,"call":0.5,"return":1}`, `field "call"`},
 		{`{"client":0,"op":"get","key":"a","ok":false,"call":0,"retrun":1}`, `unknown field "retrun"`},
+		{`{"client":0,"op":"get","key":"a","ok":false,"call":0,"return":1,"deadline":2}`, `"deadline" is for "unknown": true`},
+		{`{"client":0,"op":"erase","key":"a","unknown":true,"call":5,"deadline":1}`, `"deadline" (1) is before "call" (5)`},
 		{good + ` {}`, "trailing data"},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -29,6 +31,9 @@ type kvOutput struct {
 	Ok      bool
 	Value   string // get only, meaningful when Ok
 	Unknown bool   // outcome unknown (error/timeout): any output is accepted
+	// An unknown operation with a deadline: it took effect before then or not at
+	// all, so linearizing it may also leave the state as it was.
+	MayNotApply bool
 }
 
 // kvState is the per-key state: the history is partitioned by key, so the
@@ -37,6 +42,65 @@ type kvOutput struct {
 type kvState struct {
 	Present bool
 	Value   string
+}
+
+// kvStates is the set of states one key may be in: more than one only after an
+// unknown operation with a deadline, which may or may not have taken effect. It
+// is a canonical encoding (distinct states, sorted), so == is set equality.
+type kvStates string
+
+func encodeStates(states []kvState) kvStates {
+	parts := make([]string, 0, len(states))
+	for _, s := range states {
+		if s.Present {
+			parts = append(parts, fmt.Sprintf("+%d:%s", len(s.Value), s.Value))
+		} else {
+			parts = append(parts, "-")
+		}
+	}
+	sort.Strings(parts)
+	out := ""
+	for i, p := range parts {
+		if i == 0 || p != parts[i-1] {
+			out += p
+		}
+	}
+	return kvStates(out)
+}
+
+func (ss kvStates) decode() []kvState {
+	var out []kvState
+	for rest := string(ss); rest != ""; {
+		if rest[0] == '-' {
+			out = append(out, kvState{})
+			rest = rest[1:]
+			continue
+		}
+		colon := strings.IndexByte(rest, ':')
+		n, _ := strconv.Atoi(rest[1:colon])
+		out = append(out, kvState{Present: true, Value: rest[colon+1 : colon+1+n]})
+		rest = rest[colon+1+n:]
+	}
+	return out
+}
+
+// kvSetStep steps every state the key may be in; an operation is legal if it
+// is legal from at least one of them.
+func kvSetStep(state, input, output interface{}) (bool, interface{}) {
+	out := output.(kvOutput)
+	var next []kvState
+	for _, s := range state.(kvStates).decode() {
+		if out.MayNotApply {
+			next = append(next, s)
+		}
+		if ok, n := kvStep(s, input, output); ok {
+			next = append(next, n.(kvState))
+		}
+	}
+	if len(next) == 0 {
+		return false, state
+	}
+	return true, encodeStates(next)
 }
 
 // kvStep is the sequential specification of one key of the map.
@@ -150,27 +214,27 @@ func describeOp(input, output interface{}) string {
 }
 
 func describeState(state interface{}) string {
-	s := state.(kvState)
-	if !s.Present {
-		return "absent"
+	var parts []string
+	for _, s := range state.(kvStates).decode() {
+		if s.Present {
+			parts = append(parts, fmt.Sprintf("%q", s.Value))
+		} else {
+			parts = append(parts, "absent")
+		}
 	}
-	return fmt.Sprintf("%q", s.Value)
+	return strings.Join(parts, " or ")
 }
 
 // kvModel is the Porcupine model of the key-value map, partitioned by key.
 var kvModel = porcupine.Model{
 	Partition:      partitionByKey,
 	PartitionEvent: partitionEventsByKey,
-	Init:           func() interface{} { return kvState{} },
-	Step:           kvStep,
+	Init:           func() interface{} { return encodeStates([]kvState{{}}) },
+	Step:           kvSetStep,
 	Hash: func(state interface{}) uint64 {
-		s := state.(kvState)
-		if !s.Present {
-			return 0
-		}
 		h := fnv.New64a()
-		h.Write([]byte(s.Value))
-		return h.Sum64() | 1
+		h.Write([]byte(state.(kvStates)))
+		return h.Sum64()
 	},
 	DescribeOperation: describeOp,
 	DescribeState:     describeState,
