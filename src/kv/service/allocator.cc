@@ -62,7 +62,7 @@ Result<uint64_t> PoolAllocator::allocate(uint64_t bytes, uint64_t now_ns) {
   const uint64_t need = class_bytes_[static_cast<size_t>(c)];
   if (bump_end_ - bump_ < need) {
     carve_rest();
-    FARMEM_TRY(refill());
+    if (!refill_from_free(need)) FARMEM_TRY(refill());
   }
   FARMEM_ASSERT(bump_end_ - bump_ >= need && bump_ % kUnit == 0,
                 "a small block is carved aligned from its chunk");
@@ -99,6 +99,17 @@ Status PoolAllocator::refill() {
   bump_ = b->offset;
   bump_end_ = b->offset + b->bytes;
   return OkStatus();
+}
+
+bool PoolAllocator::refill_from_free(uint64_t need) {
+  for (size_t c = free_.size(); c-- > 0 && class_bytes_[c] >= need;) {
+    if (free_[c].empty()) continue;
+    bump_ = free_[c].back();
+    bump_end_ = bump_ + class_bytes_[c];
+    free_[c].pop_back();
+    return true;
+  }
+  return false;
 }
 
 // What is left of the current chunk goes to the free lists of the largest classes that fit.

@@ -78,6 +78,10 @@ class PoolAllocator {
   int class_of(uint64_t bytes) const;  // -1: a large block
   Result<uint64_t> allocate_large(uint64_t bytes);
   Status refill();
+  // A free block of a larger class (the largest there is) becomes the bump range, before a new
+  // chunk is taken: the free space of a chunk cut up by carve() (a recovered chunk's gaps, the
+  // rest of a chunk) serves small requests again. False: no free block of `need` bytes or more.
+  bool refill_from_free(uint64_t need);
   void release(uint64_t offset, uint64_t bytes);
   void carve_rest();
   // Puts [begin, end) (64-byte multiples) into the free lists of the largest classes that fit.
