@@ -25,7 +25,8 @@ struct HistoryOp {
   bool ok = false;
   bool unknown = false;
   int64_t call = 0, ret = 0;
-  std::string error;  // why the outcome is unknown
+  std::string error;     // why the outcome is unknown
+  int64_t deadline = 0;  // unknown only: it took effect before then or never (0: any time)
 };
 
 struct History {
@@ -42,6 +43,7 @@ struct History {
       if (o.unknown) {
         j["unknown"] = true;
         if (o.op != "erase" && o.op != "get") j["value"] = o.value;  // lincheck needs the input
+        if (o.deadline != 0) j["deadline"] = o.deadline;
       } else {
         j["ok"] = o.ok;
         j["return"] = o.ret;

@@ -22,6 +22,7 @@
 #include "farmem/runtime/when_all.h"
 #include "harness.h"
 #include "history.h"
+#include "kv_history_target.h"
 #include "test_seed.h"
 
 using farmem::runtime::sync_wait;
@@ -454,38 +455,6 @@ TEST_P(KvClientTest, OneSidedGetsNeverReturnAStaleValue) {
 }
 
 // ---- concurrency: Porcupine-checked histories ------------------------------------------
-
-// A pool as history.h's apply_op sees a key-value structure. The kv store has no
-// update-if-present (callers map dice 7 to an insert); an insert is a put with kPutCreateOnly or,
-// every other time, kPutDontOverwrite, whose kept value counts as kAlreadyExists.
-class KvHistoryTarget {
- public:
-  explicit KvHistoryTarget(Pool* p) : p_(p) {}
-  Task<Result<bool>> get(std::string_view key, std::string* value) { return p_->get(key, value); }
-  Task<Status> put(std::string_view key, std::string_view value) { return p_->put(key, value); }
-  Task<Status> erase(std::string_view key) { return p_->erase(key); }
-  Task<Status> insert(std::string_view key, std::string_view value);
-  Task<Status> update(std::string_view key, std::string_view value);
-
- private:
-  Pool* p_;
-  uint64_t inserts_ = 0;
-};
-
-Task<Status> KvHistoryTarget::insert(std::string_view key, std::string_view value) {
-  if (++inserts_ % 2 == 0) {
-    Status s = co_await p_->put(key, value, w::kPutCreateOnly);
-    co_return s;
-  }
-  bool existed = false;
-  Status s = co_await p_->put(key, value, w::kPutDontOverwrite, &existed);
-  if (s.ok() && existed) co_return AlreadyExists("kept the existing value");
-  co_return s;
-}
-
-Task<Status> KvHistoryTarget::update(std::string_view, std::string_view) {
-  co_return Internal("the kv store has no update-if-present");
-}
 
 struct Written {
   std::mutex mu;

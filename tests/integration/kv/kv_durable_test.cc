@@ -9,12 +9,12 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "durable_history.h"
 #include "durable_node.h"
 #include "farmem/kv/pool.h"
 #include "farmem/kv/record.h"
@@ -22,6 +22,8 @@
 #include "farmem/runtime/scheduler.h"
 #include "farmem/runtime/when_all.h"
 #include "harness.h"
+#include "kv_history_target.h"
+#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -128,8 +130,7 @@ uint64_t check_keys(client::ThreadClient& c, Pool& pool, KeyStates& ks, uint64_t
 TEST_P(KvDurableTest, AcknowledgedWritesSurviveKillsDuringPutsAndErases) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
-  const char* env = std::getenv("FARMEM_KV_KILL_CYCLES");
-  const int cycles = env != nullptr ? std::max(1, std::atoi(env)) : 2;
+  const int cycles = static_cast<int>(test_knob("FARMEM_KV_KILL_CYCLES", 2));
   DurableNode node(GetParam().tls, 512ull << 20);
   node.extra_args = {"--workers", "2"};
   std::string why;
@@ -189,6 +190,38 @@ TEST_P(KvDurableTest, AcknowledgedWritesSurviveKillsDuringPutsAndErases) {
     ASSERT_TRUE(*c.run(pool->get(key_of(k), &v)));
     ASSERT_EQ(v, value_of(k, 100));
   }
+}
+
+// A pool with the store that holds it, as durable_history.h opens it in each life.
+struct DurablePoolHandle : KvHistoryTarget {
+  DurablePoolHandle(std::unique_ptr<Store> s, std::unique_ptr<Pool> p)
+      : KvHistoryTarget(p.get()), store(std::move(s)), pool(std::move(p)) {}
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Pool> pool;
+};
+
+Task<Result<std::unique_ptr<DurablePoolHandle>>> open_history_pool(client::ThreadClient* c) {
+  FARMEM_CO_ASSIGN_OR_RETURN(auto store, Store::open(c, kv::StoreOptions{}));
+  auto pool = co_await store->create_pool("history", 16 << 20, 0, 0);
+  if (!pool.ok()) co_return pool.status();
+  // Memory comes back: eight small keys fit in one chunk of the heap, life after life.
+  auto info = co_await (*pool)->info();
+  if (!info.ok()) co_return info.status();
+  EXPECT_LE(info->used_bytes, 1u << 20) << "the pool grows with every restart";
+  co_return std::make_unique<DurablePoolHandle>(std::move(store), std::move(*pool));
+}
+
+// FARMEM_DURABLE_HISTORY_KILLS lives that end in a kill -9 (default 2; the 50-cycle run of the
+// persistence work sets 50): the history of puts, inserts, erases and gets (one-sided where
+// the transport allows) across them is linearizable (durable_history.h).
+TEST_P(KvDurableTest, HistoriesAcrossKillsAreLinearizable) {
+  DurableNode node(GetParam().tls, 128ull << 20);
+  node.extra_args = {"--workers", "2"};
+  HistoryAcrossKills<DurablePoolHandle> run;
+  run.open = open_history_pool;
+  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
+  run.has_update = false;
+  history_across_kills(node, run, test_seed(), "durable-kv-" + GetParam().name);
 }
 
 TEST_P(KvDurableTest, AProcessNodeKeepsPoolsAcrossACleanRestart) {

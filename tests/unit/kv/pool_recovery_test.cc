@@ -6,7 +6,6 @@
 // recovered pool keeps working without overwriting anything.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "kv/service/record.h"
 #include "kv/service/server_pool.h"
 #include "kv_test_region.h"
+#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::kv::service {
@@ -244,15 +244,10 @@ class PoolLog {
 
 // FARMEM_KV_CUT_OPS operations (default 1500), cut at every FARMEM_KV_CUT_STRIDE-th operation
 // boundary (default 7; 1 = every one) and at 150 random points.
-uint64_t env_or(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::atoll(v) > 0 ? static_cast<uint64_t>(std::atoll(v)) : fallback;
-}
-
 TEST(KvPoolRecoveryTest, EveryCutOfTheLogRecoversTheAcknowledgedPool) {
   const uint64_t seed = farmem::testing::test_seed();
-  const uint64_t ops = env_or("FARMEM_KV_CUT_OPS", 1500);
-  const uint64_t stride = env_or("FARMEM_KV_CUT_STRIDE", 7);
+  const uint64_t ops = farmem::testing::test_knob("FARMEM_KV_CUT_OPS", 1500);
+  const uint64_t stride = farmem::testing::test_knob("FARMEM_KV_CUT_STRIDE", 7);
   PoolLog run(seed);
   for (uint64_t i = 0; i < ops; ++i) {
     ASSERT_NO_FATAL_FAILURE(run.step(static_cast<int>(i))) << "seed " << seed;
