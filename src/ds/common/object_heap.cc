@@ -29,18 +29,26 @@ Task<Result<GlobalAddress>> ObjectHeap::allocate(uint16_t node, uint64_t bytes,
     co_return r;
   }
   // per_node_ is sized once; index it again after every co_await.
-  GlobalAddress a = per_node_[node].take(cls);
-  if (!a.is_null()) co_return a;
+  for (;;) {
+    GlobalAddress a = per_node_[node].chunks.take(cls);
+    if (!a.is_null()) co_return a;
+    if (!per_node_[node].refilling) break;
+    // One refill per node at a time: a chunk for each coroutine that ran out at once would
+    // mostly stay unused, and what a handle holds outlives it (a durable node keeps it across
+    // restarts). The refill has a deadline, so this wait ends.
+    co_await client_->scheduler().yield();
+  }
+  per_node_[node].refilling = true;
   auto chunk = co_await client_->allocate_on(node, chunk_bytes_, 4096, owner);
+  per_node_[node].refilling = false;
   FARMEM_CO_TRY(chunk);
-  // Another coroutine may have refilled meanwhile.
-  co_return per_node_[node].take_after_refill(cls, *chunk, chunk_bytes_);
+  co_return per_node_[node].chunks.take_after_refill(cls, *chunk, chunk_bytes_);
 }
 
 Task<Status> ObjectHeap::free(GlobalAddress addr, uint64_t bytes) {
   const int cls = ChunkAllocator::class_of(bytes);
   if (cls >= 0 && addr.node() < per_node_.size()) {
-    per_node_[addr.node()].give_back(cls, addr);
+    per_node_[addr.node()].chunks.give_back(cls, addr);
     co_return OkStatus();
   }
   Status s = co_await client_->free_on(addr);
@@ -49,7 +57,7 @@ Task<Status> ObjectHeap::free(GlobalAddress addr, uint64_t bytes) {
 
 uint64_t ObjectHeap::chunks() const {
   uint64_t n = 0;
-  for (const auto& a : per_node_) n += a.chunks();
+  for (const auto& a : per_node_) n += a.chunks.chunks();
   return n;
 }
 

@@ -3,7 +3,8 @@
 // Everything it hands out is owned by the object (it comes back when the object is
 // destroyed). Small sizes are carved from chunks the handle takes from each node (one RPC per
 // chunk, client::ChunkAllocator's size classes), larger ones come from the node directly; both
-// are object-owned. free() of a small block returns it to this handle's free lists for reuse.
+// are object-owned, and one chunk per node is on its way at a time. free() of a small block
+// returns it to this handle's free lists for reuse.
 // What a handle still holds when it is dropped (free lists, the rest of its chunks) stays
 // allocated to the object until the object is destroyed: at most about one chunk per node per
 // handle plus the handle's free lists.
@@ -36,7 +37,11 @@ class ObjectHeap {
   client::ThreadClient* client_;
   const FarObject* object_;
   uint64_t chunk_bytes_;
-  std::vector<client::ChunkAllocator> per_node_;  // indexed by node id
+  struct PerNode {
+    client::ChunkAllocator chunks;
+    bool refilling = false;  // a chunk is on its way: other coroutines wait for it
+  };
+  std::vector<PerNode> per_node_;  // indexed by node id
 };
 
 }  // namespace farmem::ds
