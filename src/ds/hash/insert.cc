@@ -238,14 +238,13 @@ Task<Status> HashTable::settle_claim(OpContext& op, Wait& wait, const PendingSlo
 Task<Status> HashTable::commit_claim(OpContext& op, Wait& wait, const PendingSlot& mine,
                                      bool* restart) {
   const uint64_t committed = mine.word & ~kSlotPendingBit;
+  const uint64_t published = committed | unstable_bit(op.shard.node);
   uint64_t old = 0;
-  Status st = co_await client_->cas(mine.addr, mine.word, committed, &old);
+  Status st = co_await client_->cas(mine.addr, mine.word, published, &old);
   FARMEM_CO_TRY(st);
   if (old == mine.word) {
     remember(op.kh, mine.addr, committed);
-    if (node_durable(client_, op.shard.node)) {
-      FARMEM_CO_TRY(co_await client_->persist(mine.addr, 8));  // the commit point
-    }
+    if (published != committed) FARMEM_CO_TRY(co_await settle(mine.addr, published));
     co_return OkStatus();
   }
   if (old != (mine.word | kSlotFrozenBit)) {

@@ -159,6 +159,14 @@ Task<Result<HashTable::Scan>> HashTable::find(OpContext& op, const Buckets& b, b
     out->push_back(m);
   }
   if (out->empty()) co_return torn ? Scan::kTorn : Scan::kOk;
+  bool settled = false;
+  for (const Match& m : *out) {
+    if (!slot_settling(m.word)) continue;
+    FARMEM_CO_TRY(co_await settle(slot_addr(b, m), m.word));
+    ++stats_.settled;
+    settled = true;
+  }
+  if (settled) co_return Scan::kTorn;
   if (out->size() > 1) {
     std::sort(out->begin(), out->end(), [&b](const Match& x, const Match& y) {
       return slot_addr(b, x).pack() < slot_addr(b, y).pack();
@@ -166,6 +174,17 @@ Task<Result<HashTable::Scan>> HashTable::find(OpContext& op, const Buckets& b, b
   }
   if (value != nullptr) value->assign(first_value);
   co_return Scan::kOk;
+}
+
+Task<Status> HashTable::settle(GlobalAddress slot, uint64_t word, uint64_t* found) {
+  FARMEM_CO_TRY(co_await persist_if_durable(client_, slot, 8));
+  uint64_t ignored = 0;
+  Status st = co_await client_->cas(slot, word, slot_settled(word), found ? found : &ignored);
+  co_return st;
+}
+
+uint64_t HashTable::unstable_bit(uint16_t node) const {
+  return node_durable(client_, node) ? kSlotUnstableBit : 0;
 }
 
 Task<Result<HashTable::Match>> HashTable::locate(OpContext& op, Buckets* b, std::string* value,

@@ -51,7 +51,8 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
     }
     uint64_t found = 0;
     GlobalAddress slot = slot_addr(b, *m);
-    Status st = co_await client_->cas(slot, m->word, new_word, &found);
+    const uint64_t published = new_word | unstable_bit(op.shard.node);
+    Status st = co_await client_->cas(slot, m->word, published, &found);
     if (!st.ok()) {
       block.published = true;  // the CAS may have happened
       result = st;
@@ -60,9 +61,7 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
     if (found == m->word) {
       loop.succeeded();
       remember(op.kh, slot, new_word);
-      if (node_durable(client_, op.shard.node)) {
-        FARMEM_CO_TRY(co_await client_->persist(slot, 8));  // the commit point
-      }
+      if (published != new_word) FARMEM_CO_TRY(co_await settle(slot, published));
       Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
                                              m->block_bytes);
       co_return rs;
@@ -89,6 +88,16 @@ Task<Status> HashTable::put(std::string_view key, std::string_view value) {
   co_return st;
 }
 
+Task<Status> HashTable::finish_erase(OpContext& op, GlobalAddress slot, uint64_t erased) {
+  uint64_t found = 0;
+  FARMEM_CO_TRY(co_await settle(slot, erased, &found));
+  if (found != (erased | kSlotFrozenBit)) co_return OkStatus();  // settled, here or by a reader
+  // A split froze the slot and moved the marked word: a lookup settles it where it is now.
+  Buckets b;
+  auto m = co_await locate(op, &b);
+  co_return m.ok() ? OkStatus() : m.status();
+}
+
 Task<Status> HashTable::erase(std::string_view key) {
   FARMEM_CO_TRY(check_sizes(key, {}));
   const KeyHash kh = hash_key(key);
@@ -102,14 +111,14 @@ Task<Status> HashTable::erase(std::string_view key) {
     if (m->bucket < 0) co_return NotFound("key not present");
     uint64_t found = 0;
     const GlobalAddress slot = slot_addr(b, *m);
-    Status st = co_await client_->cas(slot, m->word, 0, &found);
+    // On a durable node the key is erased by marking its slot, then settled (persisted, then 0).
+    const uint64_t erased = unstable_bit(op.shard.node) != 0 ? m->word | kSlotErasingBit : 0;
+    Status st = co_await client_->cas(slot, m->word, erased, &found);
     FARMEM_CO_TRY(st);
     if (found == m->word) {
       loop.succeeded();
       forget(kh);
-      if (node_durable(client_, op.shard.node)) {
-        FARMEM_CO_TRY(co_await client_->persist(slot, 8));  // the commit point
-      }
+      if (erased != 0) FARMEM_CO_TRY(co_await finish_erase(op, slot, erased));
       Status rs = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(m->word)),
                                              m->block_bytes);
       co_return rs;

@@ -7,10 +7,12 @@
 
 #include <string>
 
+#include "durable_history.h"
 #include "durable_node.h"
 #include "durable_writes.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
+#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -34,6 +36,23 @@ TEST_P(DurableHashTableTest, AcknowledgedWritesSurviveAKillDuringInsertsAndSplit
   kill_during_writes<HashTable>(
       node, std::move(*created), test_seed(), "256KiB",
       [](client::ThreadClient* c) { return HashTable::open(c, "durable"); }, value_of);
+}
+
+// FARMEM_DURABLE_HISTORY_KILLS lives that end in a kill -9 (default 2; the 50-cycle run of the
+// persistence work sets 50): the history of gets, puts, inserts, updates and erases across them
+// is linearizable (durable_history.h).
+TEST_P(DurableHashTableTest, HistoriesAcrossKillsAreLinearizable) {
+  DurableNode node(GetParam().tls, 128ull << 20);
+  HistoryAcrossKills<HashTable> run;
+  run.open = [](client::ThreadClient* c) -> runtime::Task<Result<std::unique_ptr<HashTable>>> {
+    auto opened = co_await HashTable::open(c, "history");
+    if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
+    HashTableOptions o;
+    o.main_buckets_log2 = 4;
+    co_return co_await HashTable::create(c, "history", o);
+  };
+  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
+  history_across_kills(node, run, test_seed(), "durable-hash-" + GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DurableHashTableTest, ::testing::ValuesIn(all_transports()),

@@ -93,6 +93,7 @@ struct HashStats {
   uint64_t inserts = 0, updates = 0, puts = 0, erases = 0;
   uint64_t cas_failures = 0;  // lost slot CAS races (each retried with backoff)
   uint64_t stale_reads = 0;   // torn or recycled blocks seen and retried
+  uint64_t settled = 0;       // slots a durable node's writer had not persisted, persisted here
   uint64_t retired = 0, reclaimed = 0;
   uint64_t splits = 0;           // subtables this handle split
   uint64_t split_failures = 0;   // splits that failed (and undid themselves when they could)
@@ -172,6 +173,7 @@ class HashTable {
   };
   static_assert(sizeof(SpecEntry) == 16);
   // kFrozen: a split froze some slot of the buckets; refresh the directory and retry.
+  // kTorn: a block was read mid-write, or a slot of the key was just settled: read again.
   enum class Scan { kOk, kTorn, kFrozen };
   // What an insert learned from one look at its buckets.
   enum class Claim { kClaimed, kExists, kRetry, kLostRace, kFull };
@@ -251,8 +253,15 @@ class HashTable {
   runtime::Task<Status> read_buckets(OpContext& op, Buckets* b);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
   // Finds the committed (or, with pending_too, any) slot holding op's key, lowest address first.
+  // A slot of the key its writer has not settled is settled first (kTorn: read again).
   runtime::Task<Result<Scan>> find(OpContext& op, const Buckets& b, bool pending_too,
                                    std::vector<Match>* out, std::string* value);
+  // Persists `slot` (holding `word`, with kSlotUnstableBit or kSlotErasingBit) and clears the
+  // bit by CAS; losing that CAS is fine (someone else settled or replaced the word). *found:
+  // what the CAS found.
+  runtime::Task<Status> settle(GlobalAddress slot, uint64_t word, uint64_t* found = nullptr);
+  // What a durable node's writer ORs into the word it publishes (0 on a volatile node).
+  uint64_t unstable_bit(uint16_t node) const;
   // Reads the blocks of `cands` into bufs (a second round for blocks longer than the slot
   // says).
   runtime::Task<Status> read_blocks(OpContext& op, const std::vector<Match>& cands,
@@ -299,6 +308,8 @@ class HashTable {
   runtime::Task<Status> release_block(const NewBlock& block);
   // update (insert_if_absent false) and put (true): checks, counts, and swings the key's slot
   // to a new block.
+  // Settles an erase's marked slot; if a split froze it first, settles the moved word too.
+  runtime::Task<Status> finish_erase(OpContext& op, GlobalAddress slot, uint64_t erased);
   runtime::Task<Status> replace(std::string_view key, std::string_view value,
                                 bool insert_if_absent);
   uint64_t grace_ns() const { return reclaimer_.grace_ns(); }

@@ -107,9 +107,14 @@ static_assert(sizeof(Bucket) == kBucketBytes);
 static_assert(offsetof(Bucket, slots) == 8);
 
 // Slot word. Blocks are 64-byte aligned, so the offset's low 6 bits are free: bit 0 marks a
-// slot frozen by a split (no CAS from a live word can succeed on it any more).
+// slot frozen by a split (no CAS from a live word can succeed on it any more). On a durable
+// node, bit 1 marks a committed word its writer has not yet persisted and bit 2 a committed key
+// being erased (persisted, then 0): whoever meets either persists the slot and clears it
+// ("settles" it) before acting on what it saw, so no one acts on a write a crash could lose.
 inline constexpr uint64_t kSlotPendingBit = 1ull << 55;
 inline constexpr uint64_t kSlotFrozenBit = 1ull;
+inline constexpr uint64_t kSlotUnstableBit = 1ull << 1;
+inline constexpr uint64_t kSlotErasingBit = 1ull << 2;
 inline constexpr uint64_t kSlotOffsetMask = ((1ull << 48) - 1) & ~uint64_t{kBlockUnit - 1};
 inline constexpr uint64_t make_slot(uint8_t fp, uint32_t len_units, uint64_t offset, bool pending) {
   return (static_cast<uint64_t>(fp) << 56) | (pending ? kSlotPendingBit : 0) |
@@ -129,6 +134,18 @@ inline constexpr uint32_t slot_len_units(uint64_t s) {
   return static_cast<uint32_t>((s >> 48) & 0x7F);
 }
 inline constexpr uint64_t slot_offset(uint64_t s) { return s & kSlotOffsetMask; }
+// A word a writer has not settled yet (see above), and what settling makes of it.
+inline constexpr bool slot_settling(uint64_t s) {
+  return (s & (kSlotUnstableBit | kSlotErasingBit)) != 0;
+}
+inline constexpr uint64_t slot_settled(uint64_t s) {
+  return (s & kSlotErasingBit) != 0 ? 0 : s & ~kSlotUnstableBit;
+}
+static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, false) | kSlotUnstableBit) == 0x123440);
+static_assert(slot_settled(make_slot(1, 3, 64, false) | kSlotUnstableBit) ==
+              make_slot(1, 3, 64, false));
+static_assert(slot_settled(make_slot(1, 3, 64, false) | kSlotErasingBit) == 0);
+static_assert(!slot_settling(make_slot(0xFF, 127, ~0ull, true) | kSlotFrozenBit));
 static_assert(slot_offset(make_slot(0xAB, 3, 0x123440, true)) == 0x123440);
 static_assert(slot_len_units(make_slot(0xAB, 3, 0x123440, true)) == 3);
 static_assert(slot_fp(make_slot(0xAB, 3, 0x123440, true)) == 0xAB);
