@@ -231,7 +231,16 @@ Task<Status> BTree::fetch(OpContext& op, GlobalAddress a, char* buf, PageView* v
     Status st = co_await read_page(op, a, buf);
     FARMEM_CO_TRY(st);
     const PageView::Check c = v->parse(buf, page_bytes_, tree_id_);
-    if (c == PageView::Check::kWhole) {
+    // A whole page whose redo word is set is mid-write. With its lock held, its writer is dead:
+    // repair it first. A reader on a durable node waits for it like a torn page (or repairs it
+    // once its writer is dead), so that no one answers from the page a crash's redo replaces.
+    const bool mid_write = c == PageView::Check::kWhole && v->header().redo != 0 &&
+                           (locked || node_durable(client_, a.node()));
+    if (mid_write && locked) {
+      FARMEM_CO_TRY(co_await repair(a));
+      continue;
+    }
+    if (c == PageView::Check::kWhole && !mid_write) {
       *foreign = v->dead();
       co_return OkStatus();
     }
@@ -250,11 +259,15 @@ Task<Status> BTree::fetch(OpContext& op, GlobalAddress a, char* buf, PageView* v
     const uint64_t now = now_ns();
     if (torn_since == 0) torn_since = now;
     if (now - torn_since >= options_.lease_check_ms * 1'000'000) {
-      // Torn for long: its writer may have died mid-write. Taking the lock repairs the page
-      // from the redo copy if so; a live holder makes this wait (kTimedOut past lock_wait_ms).
+      // Torn for long: its writer may have died mid-write. With the lock (a live holder makes
+      // this wait, kTimedOut past lock_wait_ms) the page is repaired from the redo copy if it
+      // has one: taking a dead session's lock over does it, and so does a redo word under a
+      // free lock (a durable node does not persist lock words).
       Status ls = co_await lock_page(a);
       FARMEM_CO_TRY(ls);
+      Status rs = co_await repair(a);
       Status us = co_await unlock_page(a);
+      FARMEM_CO_TRY(rs);
       FARMEM_CO_TRY(us);
       torn_since = now_ns();
       continue;

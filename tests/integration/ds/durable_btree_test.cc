@@ -7,10 +7,12 @@
 
 #include <string>
 
+#include "durable_history.h"
 #include "durable_node.h"
 #include "durable_writes.h"
 #include "farmem/ds/btree/btree.h"
 #include "harness.h"
+#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -39,6 +41,23 @@ TEST_P(DurableBTreeTest, AcknowledgedWritesSurviveAKillDuringInsertsAndSplits) {
   kill_during_writes<BTree>(
       node, std::move(*created), test_seed(), "256KiB",
       [](client::ThreadClient* c) { return BTree::open(c, "durable"); }, value_of);
+}
+
+// FARMEM_DURABLE_HISTORY_KILLS lives that end in a kill -9 (default 2; the 50-cycle run of the
+// persistence work sets 50): the history of gets, puts, inserts, updates and erases across them
+// is linearizable (durable_history.h).
+TEST_P(DurableBTreeTest, HistoriesAcrossKillsAreLinearizable) {
+  DurableNode node(GetParam().tls, 128ull << 20);
+  HistoryAcrossKills<BTree> run;
+  run.open = [](client::ThreadClient* c) -> runtime::Task<Result<std::unique_ptr<BTree>>> {
+    auto opened = co_await BTree::open(c, "history");
+    if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
+    BTreeOptions o;
+    o.page_bytes = ds::btree::kMinPageBytes;
+    co_return co_await BTree::create(c, "history", o);
+  };
+  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
+  history_across_kills(node, run, test_seed(), "durable-btree-" + GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DurableBTreeTest, ::testing::ValuesIn(all_transports()),
