@@ -38,6 +38,7 @@ struct Flags {
   std::string preload_dir, data_dir, durability, checkpoint_log;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
   std::optional<uint32_t> kv_record_grace_ms;
+  bool simulate_power_loss = false;
 };
 
 // Applies the flags given on the command line over the config (file or defaults).
@@ -55,6 +56,11 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   if (!f.preload_dir.empty()) c->preload_dir = f.preload_dir;
   if (!f.data_dir.empty() || !f.durability.empty()) {
     FARMEM_TRY(c->set_data_dir(f.data_dir.empty() ? c->data_dir : f.data_dir, f.durability));
+  }
+  if (f.simulate_power_loss) {
+    if (c->data_dir.empty())
+      return farmem::InvalidArgument("--simulate-power-loss needs --data-dir");
+    c->simulate_power_loss = true;
   }
   if (!f.checkpoint_log.empty()) {
     auto b = farmem::parse_bytes(f.checkpoint_log);
@@ -103,6 +109,9 @@ int run(int argc, char** argv) {
                  "with --data-dir: process (outlives kill -9) or power (synced first; default)");
   app.add_option("--checkpoint-log", f.checkpoint_log,
                  "checkpoint once the log holds this much, e.g. 256MiB (default)");
+  app.add_flag("--simulate-power-loss", f.simulate_power_loss,
+               "tests: the data directory takes writes only at sync, so kill -9 loses what a "
+               "power loss could");
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));

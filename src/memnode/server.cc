@@ -17,6 +17,7 @@
 #include "farmem/common/clock.h"
 #include "farmem/common/log.h"
 #include "farmem/memnode/node_journal.h"
+#include "farmem/storage/sync_only_disk.h"
 #include "server_worker.h"
 
 namespace farmem::memnode {
@@ -135,6 +136,7 @@ Status Server::recover() {
   storage::JournalOptions options;
   options.durability = config.durability;
   options.checkpoint_log_bytes = config.checkpoint_log_bytes;
+  if (config.simulate_power_loss) options.disk = &storage::sync_only_disk();
   storage::Journal::Report r;
   FARMEM_ASSIGN_OR_RETURN(
       journal_, storage::Journal::open(*data_dir_, {node.region_base, node.region_bytes}, options,

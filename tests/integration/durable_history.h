@@ -1,12 +1,13 @@
 // Linearizability across kills of a durable node, shared by the kv pool, hash table and B+tree
 // tests: coroutines apply history.h's mixed operations to a few hot keys; a watcher kill -9s
-// the node after a seeded number of operations; the operations in flight fail, their outcome
-// unknown until the node's death (a write may have reached the log, but none takes effect in a
-// later life: that is the deadline lincheck gets); the node restarts on its directory, the
-// structure is reopened and the next life goes on with the same keys. The last life runs
-// without a kill and every operation in it succeeds. Porcupine then checks the whole history:
-// an acknowledged write that a restart lost, or a write in flight that shows up, disappears
-// and shows up again, is a violation. Every wait is a hang guard.
+// the node after a seeded number of operations (by default a power loss: the node's files take
+// writes only at sync, so the kill takes everything not yet synced); the operations in flight
+// fail, their outcome unknown until the node's death (a write may have reached the log, but
+// none takes effect in a later life: that is the deadline lincheck gets); the node restarts on
+// its directory, the structure is reopened and the next life goes on with the same keys. The
+// last life runs without a kill and every operation in it succeeds. Porcupine then checks the
+// whole history: an acknowledged write that a restart lost, or a write in flight that shows up,
+// disappears and shows up again, is a violation. Every wait is a hang guard.
 #pragma once
 
 #include <fmt/format.h>
@@ -41,6 +42,9 @@ struct HistoryAcrossKills {
   int last_life_ops = 40;  // per coroutine, in the life without a kill
   std::string durability = "power";
   std::string checkpoint_log = "256KiB";  // small: checkpoints happen during the writes
+  // The node's files take writes only at sync (--simulate-power-loss): each kill -9 is then a
+  // power loss, which takes everything not yet synced.
+  bool power_loss = true;
 };
 
 namespace durable_history_detail {
@@ -88,6 +92,7 @@ void history_across_kills(DurableNode& node, const HistoryAcrossKills<H>& run, u
   std::mt19937_64 rng(seed);
   History history;
   std::string why;
+  if (run.power_loss) node.extra_args.push_back("--simulate-power-loss");
   for (int life = 0; life <= run.kills; ++life) {
     const bool last = life == run.kills;
     ASSERT_TRUE(node.start(&why, run.durability, run.checkpoint_log)) << why;

@@ -59,6 +59,9 @@ struct ServerConfig {
   // kVolatile without data_dir; with it kPower unless "process" is asked for.
   storage::Durability durability = storage::Durability::kVolatile;
   uint64_t checkpoint_log_bytes = 256ull << 20;
+  // Tests: the data directory's files take writes only at sync (storage/sync_only_disk.h), so a
+  // kill -9 loses what a power loss could. Not in TOML.
+  bool simulate_power_loss = false;
 
   // Sets data_dir and, unless `durability` names one, the default level (power).
   Status set_data_dir(const std::string& dir, const std::string& durability = "");
