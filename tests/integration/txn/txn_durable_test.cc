@@ -65,10 +65,13 @@ Task<Result<std::pair<uint64_t, uint64_t>>> audit(TxnClient* tc, const Table* ta
   co_return out;
 }
 
-TEST_P(TxnDurableTest, AcknowledgedTransfersSurviveAKillAndTheMoneyAddsUp) {
+// Transfers until the node is killed at a seeded moment (with power_loss, a kill that takes
+// everything not yet synced: --simulate-power-loss), then a restart and the audit.
+void transfers_across_a_kill(const Transport& transport, bool power_loss) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
-  DurableNode node(GetParam().tls, 128ull << 20);
+  DurableNode node(transport.tls, 128ull << 20);
+  if (power_loss) node.extra_args = {"--simulate-power-loss"};
   std::string why;
   ASSERT_TRUE(node.start(&why, "power", "256KiB")) << why;
   client::ThreadClient* c = &node.client();
@@ -138,6 +141,14 @@ TEST_P(TxnDurableTest, AcknowledgedTransfersSurviveAKillAndTheMoneyAddsUp) {
   EXPECT_EQ(after->first, kAccounts * kStart);
   EXPECT_EQ(after->second, before->second + 2 * kAccounts);
   EXPECT_TRUE(c->run((*tc2)->close()).ok());
+}
+
+TEST_P(TxnDurableTest, AcknowledgedTransfersSurviveAKillAndTheMoneyAddsUp) {
+  transfers_across_a_kill(GetParam(), /*power_loss=*/false);
+}
+
+TEST_P(TxnDurableTest, AcknowledgedTransfersSurviveAPowerLossAndTheMoneyAddsUp) {
+  transfers_across_a_kill(GetParam(), /*power_loss=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TxnDurableTest, ::testing::ValuesIn(all_transports()),
