@@ -162,6 +162,7 @@ Task<Result<HashTable::Scan>> HashTable::find(OpContext& op, const Buckets& b, b
   bool settled = false;
   for (const Match& m : *out) {
     if (!slot_settling(m.word)) continue;
+    if (op.overwrites && (m.word & kSlotErasingBit) == 0) continue;
     FARMEM_CO_TRY(co_await settle(slot_addr(b, m), m.word));
     ++stats_.settled;
     settled = true;

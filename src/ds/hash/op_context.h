@@ -40,6 +40,9 @@ struct HashTable::OpContext {
   Shard& shard;
   NewBlock* block = nullptr;  // the block this operation publishes, if any
   uint32_t round_trips = 0;   // batches this operation waited on
+  // An update, put or erase: its own persist makes what it replaces durable, so it may act on
+  // an unsettled word of its key without settling it first (an erasing one it settles).
+  bool overwrites = false;
 };
 
 struct HashTable::Wait {

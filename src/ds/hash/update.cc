@@ -17,6 +17,7 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
   const KeyHash kh = hash_key(key);
   ++(insert_if_absent ? stats_.puts : stats_.updates);
   OpContext op(key, kh, shard_of(kh));
+  op.overwrites = true;
   NewBlock block;
   FARMEM_CO_TRY(co_await write_block(op, value, &block));
   op.block = &block;  // the first bucket read writes it
@@ -102,6 +103,7 @@ Task<Status> HashTable::erase(std::string_view key) {
   FARMEM_CO_TRY(check_sizes(key, {}));
   const KeyHash kh = hash_key(key);
   OpContext op(key, kh, shard_of(kh));
+  op.overwrites = true;
   ++stats_.erases;
   RetryLoop loop(client_, "erase", options_.max_attempts);
   for (;;) {
