@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -44,63 +42,18 @@ type kvState struct {
 	Value   string
 }
 
-// kvStates is the set of states one key may be in: more than one only after an
-// unknown operation with a deadline, which may or may not have taken effect. It
-// is a canonical encoding (distinct states, sorted), so == is set equality.
-type kvStates string
-
-func encodeStates(states []kvState) kvStates {
-	parts := make([]string, 0, len(states))
-	for _, s := range states {
-		if s.Present {
-			parts = append(parts, fmt.Sprintf("+%d:%s", len(s.Value), s.Value))
-		} else {
-			parts = append(parts, "-")
-		}
+// kvNondetStep is kvStep, plus "no effect" for an unknown operation with a
+// deadline (it took effect before then or never). Porcupine's power-set
+// construction (NondeterministicModel.ToModel) tracks the states a key may be in.
+func kvNondetStep(state, input, output interface{}) []interface{} {
+	var next []interface{}
+	if output.(kvOutput).MayNotApply {
+		next = append(next, state)
 	}
-	sort.Strings(parts)
-	out := ""
-	for i, p := range parts {
-		if i == 0 || p != parts[i-1] {
-			out += p
-		}
+	if ok, n := kvStep(state, input, output); ok {
+		next = append(next, n)
 	}
-	return kvStates(out)
-}
-
-func (ss kvStates) decode() []kvState {
-	var out []kvState
-	for rest := string(ss); rest != ""; {
-		if rest[0] == '-' {
-			out = append(out, kvState{})
-			rest = rest[1:]
-			continue
-		}
-		colon := strings.IndexByte(rest, ':')
-		n, _ := strconv.Atoi(rest[1:colon])
-		out = append(out, kvState{Present: true, Value: rest[colon+1 : colon+1+n]})
-		rest = rest[colon+1+n:]
-	}
-	return out
-}
-
-// kvSetStep steps every state the key may be in; an operation is legal if it
-// is legal from at least one of them.
-func kvSetStep(state, input, output interface{}) (bool, interface{}) {
-	out := output.(kvOutput)
-	var next []kvState
-	for _, s := range state.(kvStates).decode() {
-		if out.MayNotApply {
-			next = append(next, s)
-		}
-		if ok, n := kvStep(s, input, output); ok {
-			next = append(next, n.(kvState))
-		}
-	}
-	if len(next) == 0 {
-		return false, state
-	}
-	return true, encodeStates(next)
+	return next
 }
 
 // kvStep is the sequential specification of one key of the map.
@@ -214,27 +167,27 @@ func describeOp(input, output interface{}) string {
 }
 
 func describeState(state interface{}) string {
-	var parts []string
-	for _, s := range state.(kvStates).decode() {
-		if s.Present {
-			parts = append(parts, fmt.Sprintf("%q", s.Value))
-		} else {
-			parts = append(parts, "absent")
-		}
+	s := state.(kvState)
+	if !s.Present {
+		return "absent"
 	}
-	return strings.Join(parts, " or ")
+	return fmt.Sprintf("%q", s.Value)
 }
 
 // kvModel is the Porcupine model of the key-value map, partitioned by key.
-var kvModel = porcupine.Model{
+var kvModel = (&porcupine.NondeterministicModel{
 	Partition:      partitionByKey,
 	PartitionEvent: partitionEventsByKey,
-	Init:           func() interface{} { return encodeStates([]kvState{{}}) },
-	Step:           kvSetStep,
+	Init:           func() []interface{} { return []interface{}{kvState{}} },
+	Step:           kvNondetStep,
 	Hash: func(state interface{}) uint64 {
+		s := state.(kvState)
+		if !s.Present {
+			return 0
+		}
 		h := fnv.New64a()
-		h.Write([]byte(state.(kvStates)))
-		return h.Sum64()
+		h.Write([]byte(s.Value))
+		return h.Sum64() | 1
 	},
 	DescribeOperation: describeOp,
 	DescribeState:     describeState,
@@ -244,4 +197,4 @@ var kvModel = porcupine.Model{
 		}
 		return ""
 	},
-}
+}).ToModel()
