@@ -253,7 +253,8 @@ class HashTable {
   runtime::Task<Status> read_buckets(OpContext& op, Buckets* b);
   bool buckets_fresh(const KeyHash& kh, const Buckets& b) const;
   // Finds the committed (or, with pending_too, any) slot holding op's key, lowest address first.
-  // A slot of the key its writer has not settled is settled first (kTorn: read again).
+  // A slot of the key its writer has not settled is settled first (kTorn: read again), unless
+  // op overwrites it (OpContext::overwrites) and it is not an erasing one.
   runtime::Task<Result<Scan>> find(OpContext& op, const Buckets& b, bool pending_too,
                                    std::vector<Match>* out, std::string* value);
   // Persists `slot` (holding `word`, with kSlotUnstableBit or kSlotErasingBit) and clears the
@@ -306,10 +307,10 @@ class HashTable {
                                                  const std::vector<Match>& matches, Wait& wait);
   // Frees an unused new block, or retires it when a slot may ever have named it.
   runtime::Task<Status> release_block(const NewBlock& block);
-  // update (insert_if_absent false) and put (true): checks, counts, and swings the key's slot
-  // to a new block.
   // Settles an erase's marked slot; if a split froze it first, settles the moved word too.
   runtime::Task<Status> finish_erase(OpContext& op, GlobalAddress slot, uint64_t erased);
+  // update (insert_if_absent false) and put (true): checks, counts, and swings the key's slot
+  // to a new block.
   runtime::Task<Status> replace(std::string_view key, std::string_view value,
                                 bool insert_if_absent);
   uint64_t grace_ns() const { return reclaimer_.grace_ns(); }
