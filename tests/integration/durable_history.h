@@ -27,6 +27,7 @@
 #include "farmem/common/clock.h"
 #include "farmem/runtime/when_all.h"
 #include "history.h"
+#include "test_knob.h"
 
 namespace farmem::testing {
 
@@ -35,7 +36,8 @@ namespace farmem::testing {
 template <typename H>
 struct HistoryAcrossKills {
   std::function<runtime::Task<Result<std::unique_ptr<H>>>(client::ThreadClient*)> open;
-  int kills = 2;
+  // 2 in make test; the long run of the persistence work sets 50.
+  int kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
   int coroutines = 16;
   int keys = 8;
   bool has_update = true;  // false: dice for update become inserts (the kv store)
@@ -46,6 +48,16 @@ struct HistoryAcrossKills {
   // power loss, which takes everything not yet synced.
   bool power_loss = true;
 };
+
+// A HistoryAcrossKills::open for a structure with T::open(client, name) and
+// T::create(client, name, options): opens `name`, or creates it in the first life.
+template <typename T, typename Options>
+runtime::Task<Result<std::unique_ptr<T>>> open_or_create(client::ThreadClient* c, std::string name,
+                                                         Options options) {
+  auto opened = co_await T::open(c, name);
+  if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
+  co_return co_await T::create(c, name, options);
+}
 
 namespace durable_history_detail {
 

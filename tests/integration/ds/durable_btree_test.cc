@@ -12,7 +12,6 @@
 #include "durable_writes.h"
 #include "farmem/ds/btree/btree.h"
 #include "harness.h"
-#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -48,15 +47,10 @@ TEST_P(DurableBTreeTest, AcknowledgedWritesSurviveAKillDuringInsertsAndSplits) {
 // is linearizable (durable_history.h).
 TEST_P(DurableBTreeTest, HistoriesAcrossKillsAreLinearizable) {
   DurableNode node(GetParam().tls, 128ull << 20);
+  BTreeOptions o;
+  o.page_bytes = ds::btree::kMinPageBytes;
   HistoryAcrossKills<BTree> run;
-  run.open = [](client::ThreadClient* c) -> runtime::Task<Result<std::unique_ptr<BTree>>> {
-    auto opened = co_await BTree::open(c, "history");
-    if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
-    BTreeOptions o;
-    o.page_bytes = ds::btree::kMinPageBytes;
-    co_return co_await BTree::create(c, "history", o);
-  };
-  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
+  run.open = [o](client::ThreadClient* c) { return open_or_create<BTree>(c, "history", o); };
   history_across_kills(node, run, test_seed(), "durable-btree-" + GetParam().name);
 }
 

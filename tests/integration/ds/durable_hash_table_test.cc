@@ -12,7 +12,6 @@
 #include "durable_writes.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
-#include "test_knob.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -43,15 +42,10 @@ TEST_P(DurableHashTableTest, AcknowledgedWritesSurviveAKillDuringInsertsAndSplit
 // is linearizable (durable_history.h).
 TEST_P(DurableHashTableTest, HistoriesAcrossKillsAreLinearizable) {
   DurableNode node(GetParam().tls, 128ull << 20);
+  HashTableOptions o;
+  o.main_buckets_log2 = 4;
   HistoryAcrossKills<HashTable> run;
-  run.open = [](client::ThreadClient* c) -> runtime::Task<Result<std::unique_ptr<HashTable>>> {
-    auto opened = co_await HashTable::open(c, "history");
-    if (opened.ok() || opened.status().code() != StatusCode::kNotFound) co_return opened;
-    HashTableOptions o;
-    o.main_buckets_log2 = 4;
-    co_return co_await HashTable::create(c, "history", o);
-  };
-  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
+  run.open = [o](client::ThreadClient* c) { return open_or_create<HashTable>(c, "history", o); };
   history_across_kills(node, run, test_seed(), "durable-hash-" + GetParam().name);
 }
 

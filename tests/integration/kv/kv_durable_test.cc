@@ -219,7 +219,6 @@ TEST_P(KvDurableTest, HistoriesAcrossKillsAreLinearizable) {
   node.extra_args = {"--workers", "2"};
   HistoryAcrossKills<DurablePoolHandle> run;
   run.open = open_history_pool;
-  run.kills = static_cast<int>(test_knob("FARMEM_DURABLE_HISTORY_KILLS", 2));
   run.has_update = false;
   history_across_kills(node, run, test_seed(), "durable-kv-" + GetParam().name);
 }
