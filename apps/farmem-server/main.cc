@@ -35,7 +35,7 @@ int fail(const std::string& msg) {
 
 struct Flags {
   std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
-  std::string preload_dir, data_dir, durability, checkpoint_log;
+  std::string preload_dir, data_dir, durability, checkpoint_log, sync_trace;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
   std::optional<uint32_t> kv_record_grace_ms;
   bool simulate_power_loss = false;
@@ -61,6 +61,11 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
     if (c->data_dir.empty())
       return farmem::InvalidArgument("--simulate-power-loss needs --data-dir");
     c->simulate_power_loss = true;
+  }
+  if (!f.sync_trace.empty()) {
+    if (!c->simulate_power_loss)
+      return farmem::InvalidArgument("--sync-trace needs --simulate-power-loss");
+    c->sync_trace = f.sync_trace;
   }
   if (!f.checkpoint_log.empty()) {
     auto b = farmem::parse_bytes(f.checkpoint_log);
@@ -112,6 +117,8 @@ int run(int argc, char** argv) {
   app.add_flag("--simulate-power-loss", f.simulate_power_loss,
                "tests: the data directory takes writes only at sync, so kill -9 loses what a "
                "power loss could");
+  app.add_option("--sync-trace", f.sync_trace,
+                 "tests, with --simulate-power-loss: record every sync in this file");
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));

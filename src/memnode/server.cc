@@ -137,6 +137,7 @@ Status Server::recover() {
   options.durability = config.durability;
   options.checkpoint_log_bytes = config.checkpoint_log_bytes;
   if (config.simulate_power_loss) options.disk = &storage::sync_only_disk();
+  if (!config.sync_trace.empty()) FARMEM_TRY(storage::start_sync_trace(config.sync_trace));
   storage::Journal::Report r;
   FARMEM_ASSIGN_OR_RETURN(
       journal_, storage::Journal::open(*data_dir_, {node.region_base, node.region_bytes}, options,

@@ -1,6 +1,7 @@
 #include "farmem/storage/sync_only_disk.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -8,8 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "farmem/storage/sync_trace.h"
+
 namespace farmem::storage {
 namespace {
+
+// The trace every sync goes to once start_sync_trace() set it (never unset: a node's life).
+std::atomic<SyncTraceWriter*> trace_{nullptr};
 
 class SyncOnlyFile final : public File {
  public:
@@ -40,15 +46,22 @@ class SyncOnlyFile final : public File {
   Status sync() override {
     std::lock_guard<std::mutex> lock(mu_);  // (a test's disk: writes wait for the sync)
     if (cut_bytes_ < synced_bytes_) FARMEM_TRY(real_->truncate(cut_bytes_));
+    std::vector<SyncTraceWriter::RangeView> ranges;
     for (const auto& [offset, bytes] : dirty_) {
       if (offset >= image_.size()) continue;
       const size_t k = std::min<size_t>(bytes, image_.size() - offset);
-      FARMEM_TRY(real_->write_at(offset, std::string_view(image_.data() + offset, k)));
+      ranges.push_back({offset, std::string_view(image_.data() + offset, k)});
+      FARMEM_TRY(real_->write_at(offset, ranges.back().bytes));
     }
     if (image_.size() != synced_bytes_ || cut_bytes_ < synced_bytes_) {
       FARMEM_TRY(real_->truncate(image_.size()));
     }
     FARMEM_TRY(real_->sync());
+    if (SyncTraceWriter* trace = trace_.load(std::memory_order_acquire)) {
+      const std::string& path = real_->path();
+      FARMEM_TRY(trace->append(std::string_view(path).substr(path.rfind('/') + 1), cut_bytes_,
+                               image_.size(), ranges));
+    }
     dirty_.clear();
     synced_bytes_ = cut_bytes_ = image_.size();
     return OkStatus();
@@ -95,6 +108,14 @@ class SyncOnlyDisk final : public Disk {
 Disk& sync_only_disk() {
   static SyncOnlyDisk disk;
   return disk;
+}
+
+Status start_sync_trace(const std::string& path) {
+  static std::unique_ptr<SyncTraceWriter> writer;  // lives as long as the process
+  if (writer != nullptr) return InvalidArgument("a sync trace is already being written");
+  FARMEM_ASSIGN_OR_RETURN(writer, SyncTraceWriter::open(path));
+  trace_.store(writer.get(), std::memory_order_release);
+  return OkStatus();
 }
 
 }  // namespace farmem::storage

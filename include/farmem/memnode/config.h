@@ -62,6 +62,9 @@ struct ServerConfig {
   // Tests: the data directory's files take writes only at sync (storage/sync_only_disk.h), so a
   // kill -9 loses what a power loss could. Not in TOML.
   bool simulate_power_loss = false;
+  // Tests, with simulate_power_loss: every sync is also recorded in this file
+  // (storage/sync_trace.h), to rebuild the directory at each sync boundary. Not in TOML.
+  std::string sync_trace;
 
   // Sets data_dir and, unless `durability` names one, the default level (power).
   Status set_data_dir(const std::string& dir, const std::string& durability = "");

@@ -9,10 +9,17 @@
 // it while it writes out); sync_only_disk() from any thread.
 #pragma once
 
+#include <string>
+
 #include "farmem/storage/file.h"
 
 namespace farmem::storage {
 
 Disk& sync_only_disk();
+
+// From now on every sync() of a sync_only_disk() file is recorded in the trace file at `path`
+// (storage/sync_trace.h), for tests that rebuild the directory at each sync boundary
+// (farmem-server --sync-trace). Once per process, before the first file is opened.
+Status start_sync_trace(const std::string& path);
 
 }  // namespace farmem::storage
