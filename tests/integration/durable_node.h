@@ -85,6 +85,8 @@ class DurableNode {
     server_->stop();
   }
   client::ThreadClient& client() { return *client_; }
+  const std::string& tls() const { return tls_; }
+  uint64_t capacity_bytes() const { return capacity_; }
   ServerProcess& server() { return *server_; }
   const std::string& dir() const { return dir_; }
 

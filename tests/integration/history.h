@@ -95,18 +95,26 @@ runtime::Task<void> apply_op(S* t, int dice, HistoryOp* o) {
   }
 }
 
-// Writes the history and checks it with tools/lincheck (Porcupine); the history file is kept
-// when the check fails. Without a checker the test skips (fails in CI).
-inline void expect_linearizable(History& history, const std::string& name) {
-  std::string lincheck = FARMEM_LINCHECK_BIN;
-  if (lincheck.empty())
-    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
+// Writes the history and checks it with tools/lincheck (Porcupine): true when it is
+// linearizable; else false, with lincheck's verdict and the kept history's path in *out.
+inline bool check_linearizable(History& history, const std::string& name, std::string* out) {
   std::string path = "/tmp/farmem-history-" + name + "-" + std::to_string(getpid()) + ".jsonl";
   history.write(path);
+  const int rc = run_command(std::string(FARMEM_LINCHECK_BIN) + " -timeout 120s " + path, out);
+  if (rc == 0) {
+    std::remove(path.c_str());
+    return true;
+  }
+  *out += " (history kept at " + path + ")";
+  return false;
+}
+
+// check_linearizable as a test expectation. Without a checker the test skips (fails in CI).
+inline void expect_linearizable(History& history, const std::string& name) {
+  if (std::string(FARMEM_LINCHECK_BIN).empty())
+    FARMEM_SKIP_OR_FAIL("go was not found at configure time: no lincheck binary");
   std::string out;
-  int rc = run_command(lincheck + " -timeout 120s " + path, &out);
-  EXPECT_EQ(rc, 0) << out << " (history kept at " << path << ")";
-  if (rc == 0) std::remove(path.c_str());
+  EXPECT_TRUE(check_linearizable(history, name, &out)) << out;
   std::printf("lincheck: %s", out.c_str());
 }
 

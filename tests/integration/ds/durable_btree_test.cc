@@ -12,6 +12,7 @@
 #include "durable_writes.h"
 #include "farmem/ds/btree/btree.h"
 #include "harness.h"
+#include "power_loss_sweep.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -52,6 +53,19 @@ TEST_P(DurableBTreeTest, HistoriesAcrossKillsAreLinearizable) {
   HistoryAcrossKills<BTree> run;
   run.open = [o](client::ThreadClient* c) { return open_or_create<BTree>(c, "history", o); };
   history_across_kills(node, run, test_seed(), "durable-btree-" + GetParam().name);
+}
+
+// Power loss at every sync boundary of FARMEM_POWER_SWEEP_OPS operations (default 160; the
+// persistence work's long run sets 10000): each recovery holds what was acknowledged
+// (power_loss_sweep.h).
+TEST_P(DurableBTreeTest, PowerLossAtEverySyncBoundaryKeepsAcknowledgedWrites) {
+  DurableNode node(GetParam().tls, 64ull << 20);
+  BTreeOptions o;
+  o.page_bytes = ds::btree::kMinPageBytes;
+  HistoryAcrossKills<BTree> run;
+  run.open = [o](client::ThreadClient* c) { return open_or_create<BTree>(c, "sweep", o); };
+  power_loss_sweep(node, run, static_cast<int>(test_knob("FARMEM_POWER_SWEEP_OPS", 160)),
+                   test_seed(), "sweep-btree-" + GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DurableBTreeTest, ::testing::ValuesIn(all_transports()),

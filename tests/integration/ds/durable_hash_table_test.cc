@@ -12,6 +12,7 @@
 #include "durable_writes.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "harness.h"
+#include "power_loss_sweep.h"
 #include "test_seed.h"
 
 namespace farmem::testing {
@@ -47,6 +48,19 @@ TEST_P(DurableHashTableTest, HistoriesAcrossKillsAreLinearizable) {
   HistoryAcrossKills<HashTable> run;
   run.open = [o](client::ThreadClient* c) { return open_or_create<HashTable>(c, "history", o); };
   history_across_kills(node, run, test_seed(), "durable-hash-" + GetParam().name);
+}
+
+// Power loss at every sync boundary of FARMEM_POWER_SWEEP_OPS operations (default 160; the
+// persistence work's long run sets 10000): each recovery holds what was acknowledged
+// (power_loss_sweep.h).
+TEST_P(DurableHashTableTest, PowerLossAtEverySyncBoundaryKeepsAcknowledgedWrites) {
+  DurableNode node(GetParam().tls, 64ull << 20);
+  HashTableOptions o;
+  o.main_buckets_log2 = 4;
+  HistoryAcrossKills<HashTable> run;
+  run.open = [o](client::ThreadClient* c) { return open_or_create<HashTable>(c, "sweep", o); };
+  power_loss_sweep(node, run, static_cast<int>(test_knob("FARMEM_POWER_SWEEP_OPS", 160)),
+                   test_seed(), "sweep-hash-" + GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DurableHashTableTest, ::testing::ValuesIn(all_transports()),

@@ -23,6 +23,7 @@
 #include "farmem/runtime/when_all.h"
 #include "harness.h"
 #include "kv_history_target.h"
+#include "power_loss_sweep.h"
 #include "test_knob.h"
 #include "test_seed.h"
 
@@ -221,6 +222,19 @@ TEST_P(KvDurableTest, HistoriesAcrossKillsAreLinearizable) {
   run.open = open_history_pool;
   run.has_update = false;
   history_across_kills(node, run, test_seed(), "durable-kv-" + GetParam().name);
+}
+
+// Power loss at every sync boundary of FARMEM_POWER_SWEEP_OPS operations (default 160; the
+// persistence work's long run sets 10000): each recovery holds what was acknowledged
+// (power_loss_sweep.h).
+TEST_P(KvDurableTest, PowerLossAtEverySyncBoundaryKeepsAcknowledgedWrites) {
+  DurableNode node(GetParam().tls, 64ull << 20);
+  node.extra_args = {"--workers", "2"};
+  HistoryAcrossKills<DurablePoolHandle> run;
+  run.open = open_history_pool;
+  run.has_update = false;
+  power_loss_sweep(node, run, static_cast<int>(test_knob("FARMEM_POWER_SWEEP_OPS", 160)),
+                   test_seed(), "sweep-kv-" + GetParam().name);
 }
 
 TEST_P(KvDurableTest, AProcessNodeKeepsPoolsAcrossACleanRestart) {
