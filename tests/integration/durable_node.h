@@ -84,6 +84,12 @@ class DurableNode {
     kill_now();
     server_->stop();
   }
+  // Drops the client and stops the node cleanly (SIGTERM); its exit code.
+  int stop() {
+    cluster_.reset();
+    client_ = nullptr;
+    return server_->stop();
+  }
   client::ThreadClient& client() { return *client_; }
   const std::string& tls() const { return tls_; }
   uint64_t capacity_bytes() const { return capacity_; }

@@ -1,7 +1,7 @@
 // Power loss at every sync boundary of a recorded run, shared by the kv pool, hash table and
 // B+tree tests. One life of a durable node whose files take writes only at sync
 // (--simulate-power-loss) records each sync in a trace (--sync-trace, storage/sync_trace.h)
-// while coroutines apply history.h's operations to a few hot keys; then the node is killed.
+// while coroutines apply history.h's operations to a few hot keys; then the node stops.
 // For each boundary k (0: nothing synced yet; the last: all the node synced), the directory is
 // rebuilt as a power loss right after sync k would leave it, a new node recovers on it and
 // every key is read. The history checked with those reads is what the clients knew when the
@@ -117,7 +117,8 @@ void power_loss_sweep(DurableNode& node, const HistoryAcrossKills<H>& run, int o
     c.run(runtime::when_all(std::move(tasks)));
     ASSERT_EQ(l.premature, "") << "seed " << seed;
   }
-  node.kill();
+  // A clean stop: every sync the node makes, its shutdown's included, is then in the trace.
+  ASSERT_EQ(node.stop(), 0);
   auto entries = storage::read_sync_trace(trace);
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   const std::string data = node.dir() + "/data", work = node.dir() + "/work";
@@ -149,7 +150,7 @@ void power_loss_sweep(DurableNode& node, const HistoryAcrossKills<H>& run, int o
       std::fflush(stdout);  // a long run's progress
     }
   }
-  // The last boundary is the directory the kill left: the trace holds every sync.
+  // The last boundary is the directory the node left: the trace holds every sync.
   for (const auto& f : std::filesystem::directory_iterator(data)) {
     const std::string file = f.path().filename();
     if (file == "LOCK") continue;
