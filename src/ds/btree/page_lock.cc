@@ -178,9 +178,11 @@ Task<Status> BTree::write_back(GlobalAddress page, const char* image, bool unloc
   co_return st;
 }
 
-// On a durable node each step is stable before the next starts (ds/common/durable.h): the redo
-// copy and the word naming it, then the page and the cleared word; the lock word is not
-// persisted (a lock of the node's earlier life belongs to an ended session).
+// On a durable node the redo copy and the word naming it are stable before the page changes, so
+// whatever a reader sees of the new page survives a crash (recovery replays the redo); the page
+// and the cleared word are then logged without waiting for the sync (the next waiting persist
+// to the node, the redo of its next write among them, covers them, the log keeping its order).
+// The lock word is not persisted (a lock of the node's earlier life belongs to an ended session).
 Task<Status> BTree::write_back_durable(GlobalAddress page, GlobalAddress slot, const char* image,
                                        size_t n, bool release) {
   const uint64_t slot_word = slot.pack();
@@ -194,7 +196,7 @@ Task<Status> BTree::write_back_durable(GlobalAddress page, GlobalAddress slot, c
   }
   // (Named lists: g++ 12 cannot keep a braced list alive across co_await.)
   const std::vector<PersistRange> redo{{slot, n}, {page + kRedoWordAt, 8}};
-  FARMEM_CO_TRY(co_await persist_all(client_, redo, /*ordered=*/true));
+  FARMEM_CO_TRY(co_await persist_all(client_, redo));
   if (die_mid_write_) {
     (void)co_await client_->write(page + kWriteBackFrom, image + kWriteBackFrom, n / 2);
     co_return Cancelled("test hook: the writer died in the middle of a page write");
@@ -214,7 +216,7 @@ Task<Status> BTree::write_page_clear_redo(GlobalAddress page, const char* image,
     FARMEM_CO_TRY(co_await b.wait());
   }
   const std::vector<PersistRange> written{{page + kWriteBackFrom, n}, {page + kRedoWordAt, 8}};
-  co_return co_await persist_all(client_, written);
+  co_return co_await persist_all(client_, written, /*ordered=*/true);
 }
 
 Task<Status> BTree::repair(GlobalAddress page) {

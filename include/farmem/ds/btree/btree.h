@@ -198,12 +198,12 @@ class BTree {
   // Writes a complete image (page_bytes) to a locked page: redo copy, body, then unlock (or
   // hand over) in one ordered batch.
   runtime::Task<Status> write_back(GlobalAddress page, const char* image, bool unlock);
-  // write_back's steps on a durable node, each persisted before the next; `release` writes the
-  // lock word free at the end.
+  // write_back's steps on a durable node: the redo stable before the page changes, the page
+  // logged after (page_lock.cc); `release` writes the lock word free at the end.
   runtime::Task<Status> write_back_durable(GlobalAddress page, GlobalAddress slot,
                                            const char* image, size_t n, bool release);
   // Steps 3-4 of a write-back (and a repair): the image's n bytes from kWriteBackFrom into the
-  // page, then `redo` cleared; persisted when the page's node is durable.
+  // page, then `redo` cleared; logged (not waiting for the sync) when the node is durable.
   runtime::Task<Status> write_page_clear_redo(GlobalAddress page, const char* image, size_t n);
   // After taking a lock over from an ended session: restores the page from its redo copy.
   runtime::Task<Status> repair(GlobalAddress page);
