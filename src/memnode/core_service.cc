@@ -80,8 +80,7 @@ class CoreWorker : public ServiceWorker {
       case w::Opcode::kSessionsAlive:
         return sessions_alive(r, out);
       case w::Opcode::kMemOps:
-        return execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
-                              r.payload.size(), out);
+        return memops(r, out);
       case w::Opcode::kPersist:
         return persist(r);
       default:
@@ -249,6 +248,20 @@ class CoreWorker : public ServiceWorker {
                              ? NodeRecordKind::kObjectPersist
                              : NodeRecordKind::kObjectDestroy,
                          req.id);
+  }
+
+  // Served one-sided operations; on a durable node the copies their persists took are logged
+  // in order and the answer waits until they are stable.
+  Status memops(const Request& r, std::string* out) {
+    std::vector<PersistCopy> copies;
+    FARMEM_TRY(execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
+                              r.payload.size(), out, node_.journal ? &copies : nullptr));
+    if (copies.empty()) return OkStatus();
+    std::vector<storage::Journal::RangeCopy> ranges;
+    ranges.reserve(copies.size());
+    for (const PersistCopy& c : copies) ranges.push_back({c.offset, c.bytes});
+    FARMEM_ASSIGN_OR_RETURN(lsn_, node_.journal->append_ranges(ranges));
+    return OkStatus();
   }
 
   // Logs the named region ranges as they are now; the answer waits until they are stable.

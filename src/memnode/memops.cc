@@ -18,10 +18,12 @@ Status check_op(const w::MemOp& op, uint64_t region_bytes) {
   if (op.reserved0 != 0 || op.reserved1 != 0) return ProtocolError("reserved memop fields not 0");
   const auto kind = static_cast<w::MemOpKind>(op.kind);
   const bool atomic = kind == w::MemOpKind::kCas || kind == w::MemOpKind::kFaa;
-  if (kind != w::MemOpKind::kRead && kind != w::MemOpKind::kWrite && !atomic) {
+  const bool persist = kind == w::MemOpKind::kPersist;
+  if (kind != w::MemOpKind::kRead && kind != w::MemOpKind::kWrite && !atomic && !persist) {
     return ProtocolError(fmt::format("unknown memop kind {}", op.kind));
   }
-  if (atomic ? op.bytes != 8 : (op.bytes == 0 || op.bytes > w::kMaxMemOpBytes)) {
+  const uint32_t max_bytes = persist ? w::kMaxMemOpPersistBytes : w::kMaxMemOpBytes;
+  if (atomic ? op.bytes != 8 : (op.bytes == 0 || op.bytes > max_bytes)) {
     return InvalidArgument(fmt::format("memop of {} bytes", op.bytes));
   }
   if (op.offset > region_bytes || op.bytes > region_bytes - op.offset) {
@@ -35,8 +37,8 @@ Status check_op(const w::MemOp& op, uint64_t region_bytes) {
   if (atomic && op.offset % 8 != 0) {
     return InvalidArgument(fmt::format("atomic operation at unaligned offset {}", op.offset));
   }
-  if ((kind == w::MemOpKind::kRead || kind == w::MemOpKind::kWrite) && op.operand0 | op.operand1) {
-    return ProtocolError("read/write memop carries operands");
+  if (!atomic && op.operand0 | op.operand1) {
+    return ProtocolError("read/write/persist memop carries operands");
   }
   if (kind == w::MemOpKind::kFaa && op.operand1 != 0) return ProtocolError("FAA carries operand1");
   return OkStatus();
@@ -50,7 +52,7 @@ struct Parsed {
 }  // namespace
 
 Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req, size_t n,
-                      std::string* reply) {
+                      std::string* reply, std::vector<PersistCopy>* persists) {
   w::MemOpsHeader h;
   if (n < sizeof(h)) return InvalidArgument(fmt::format("memops request of {} bytes", n));
   std::memcpy(&h, req, sizeof(h));
@@ -62,7 +64,7 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
   std::vector<Parsed> ops;
   ops.reserve(h.count);
   size_t at = sizeof(h);
-  uint64_t reply_bytes = 0;
+  uint64_t reply_bytes = 0, persist_bytes = 0;
   for (uint32_t i = 0; i < h.count; ++i) {
     if (n - at < sizeof(w::MemOp)) return ProtocolError("memops request is truncated");
     Parsed p;
@@ -75,6 +77,8 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
       const size_t padded = w::pad8(p.op.bytes);
       if (n - at < padded) return ProtocolError("memops write data is truncated");
       at += padded;
+    } else if (kind == w::MemOpKind::kPersist) {
+      persist_bytes += p.op.bytes;
     } else {
       reply_bytes += kind == w::MemOpKind::kRead ? w::pad8(p.op.bytes) : 8;
     }
@@ -84,6 +88,10 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
   if (reply_bytes > w::kMaxRpcPayloadBytes) {
     return InvalidArgument(
         fmt::format("memops reply of {} bytes exceeds {}", reply_bytes, w::kMaxRpcPayloadBytes));
+  }
+  if (persist_bytes > w::kMaxMemOpsPersistBytes) {
+    return InvalidArgument(fmt::format("memops persists of {} bytes exceed {}", persist_bytes,
+                                       w::kMaxMemOpsPersistBytes));
   }
   reply->assign(reply_bytes, '\0');
   char* out = reply->data();
@@ -112,6 +120,13 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
         out += 8;
         break;
       }
+      case w::MemOpKind::kPersist:
+        if (persists != nullptr) {
+          std::atomic_thread_fence(std::memory_order_seq_cst);  // the writes before it
+          persists->push_back(
+              {p.op.offset, std::string(reinterpret_cast<const char*>(target), p.op.bytes)});
+        }
+        break;
     }
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -197,11 +197,13 @@ struct PersistRange {
 static_assert(sizeof(PersistRange) == 16);
 
 // ---- served one-sided operations (memops.md) ----
-enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4 };
+// kPersist: the range as it is at that point of the message is logged on a durable node, and
+// the reply waits until it is stable (a no-op on a volatile node).
+enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4, kPersist = 5 };
 
 // kMemOps request: MemOpsHeader, then per operation a MemOp followed (writes only) by its
 // data padded to a multiple of 8. The reply holds, in operation order, each read's data padded
-// to a multiple of 8 and each CAS/FAA's old value (8 bytes); writes add nothing.
+// to a multiple of 8 and each CAS/FAA's old value (8 bytes); writes and persists add nothing.
 struct MemOpsHeader {
   uint32_t count;     // 1..kMaxMemOpsPerMessage
   uint32_t reserved;  // 0
@@ -212,7 +214,7 @@ struct MemOp {
   uint8_t kind;        // MemOpKind
   uint8_t reserved0;   // 0
   uint16_t reserved1;  // 0
-  uint32_t bytes;      // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8
+  uint32_t bytes;      // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8; persist: see below
   uint64_t offset;     // in the region; writes and atomics not below kRegionHeaderBytes
   uint64_t operand0;   // CAS: expected; FAA: addend; otherwise 0
   uint64_t operand1;   // CAS: desired; otherwise 0
@@ -223,6 +225,10 @@ static_assert(offsetof(MemOp, offset) == 8);
 inline constexpr uint32_t kMaxMemOpsPerMessage = 256;
 // A read or write larger than this is split into several operations by the client.
 inline constexpr uint32_t kMaxMemOpBytes = 32 * 1024;
+// A persist names 1..kMaxMemOpPersistBytes; the persists of one message add up to at most
+// kMaxMemOpsPersistBytes (the node copies them as the message runs).
+inline constexpr uint32_t kMaxMemOpPersistBytes = 1 << 20;
+inline constexpr uint32_t kMaxMemOpsPersistBytes = 1 << 20;
 inline constexpr uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
 
 }  // namespace farmem::wire

@@ -1,6 +1,6 @@
 // Served one-sided operations (docs/formats/memops.md): the memory node performs a client's
-// reads, writes, CAS and FAA on its own region and returns the results in one reply. Used over
-// transports where UCX would emulate one-sided operations with messages anyway (TCP), so that
+// reads, writes, CAS, FAA and persists on its own region and returns the results in one reply. Used
+// over transports where UCX would emulate one-sided operations with messages anyway (TCP), so that
 // a batch costs one round trip, a late reply is simply dropped, and UCX's software RMA path on
 // the node is never exercised.
 //
@@ -13,13 +13,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "farmem/common/status.h"
 
 namespace farmem::memnode {
 
-// `region` is this process's mapping of the exported region (region_bytes long).
+// A persist operation's range as it was when the message reached it.
+struct PersistCopy {
+  uint64_t offset;
+  std::string bytes;
+};
+
+// `region` is this process's mapping of the exported region (region_bytes long). With
+// `persists` (a durable node), each persist operation appends a copy of its range, taken at its
+// place in the message; without, persists are checked and do nothing.
 Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* request,
-                      size_t request_bytes, std::string* reply);
+                      size_t request_bytes, std::string* reply,
+                      std::vector<PersistCopy>* persists = nullptr);
 
 }  // namespace farmem::memnode
