@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "direct_access.h"
+#include "farmem/client/cluster.h"
 #include "farmem/client/thread_client.h"
 #include "farmem/common/check.h"
 #include "farmem/common/clock.h"
@@ -37,6 +39,29 @@ void Batch::settle() {
 
 void Batch::on_complete(fabric::Completion* c) {
   auto* self = static_cast<Batch*>(c->owner);
+  if (self->handle_ == nullptr) return;
+  if (self->persists_held()) {  // the rest completed: now the persists (posted off the callback)
+    self->client_->worker().defer(&Batch::post_persists_then_resume, self);
+    return;
+  }
+  self->client_->scheduler().post(self->handle_);
+}
+
+bool Batch::persists_held() const {
+  return off_ != nullptr && !off_->after.empty() && !persists_posted_;
+}
+
+bool Batch::post_persists() {
+  if (!persists_held()) return false;
+  persists_posted_ = true;
+  if (!first_error_.ok() || !completion_.status.ok()) return false;  // a failed batch: none
+  for (auto& o : off_->after) note(o->post(&completion_, deadline_ns_));
+  return completion_.remaining > 0;
+}
+
+void Batch::post_persists_then_resume(void* p) {
+  auto* self = static_cast<Batch*>(p);
+  if (self->post_persists()) return;  // their completion resumes the waiter
   if (self->handle_) self->client_->scheduler().post(self->handle_);
 }
 
@@ -172,6 +197,24 @@ Status Batch::faa(GlobalAddress addr, uint64_t add, uint64_t* old_value) {
   return note_ucx_post(ep->post_faa(raddr, operand, old_value, &completion_, deadline_ns_));
 }
 
+Status Batch::persist(GlobalAddress addr, uint64_t bytes) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  FARMEM_TRY(admit(addr, bytes, false, true, &ep, &raddr));
+  if (!client_->cluster().durable(addr.node())) return OkStatus();  // nothing to keep there
+  if (ServedOps* o = served_for(ep, addr.node())) {
+    o->persist(addr.offset(), bytes);
+    return OkStatus();
+  }
+  auto& after = off_direct().after;
+  auto it =
+      std::find_if(after.begin(), after.end(), [ep](const auto& o) { return o->endpoint() == ep; });
+  ServedOps* o =
+      it != after.end() ? it->get() : after.emplace_back(std::make_unique<ServedOps>(ep)).get();
+  o->persist(addr.offset(), bytes);
+  return OkStatus();
+}
+
 Status Batch::fence() {
   perform_deferred_reads();
   // Direct operations are complete when posted, so they are ordered already; operations that
@@ -194,6 +237,7 @@ bool Batch::WaitAwaitable::await_ready() {
     }
   }
   if (b->completion_.remaining > 0) return false;  // deferred reads run when UCX completes
+  if (b->post_persists()) return false;
   if (b->deferred_count_ == 0) return true;
   // Yield once so that other coroutines post (and prefetch) their reads before these copy,
   // unless nobody else would run.
@@ -212,6 +256,7 @@ Status Batch::WaitAwaitable::await_resume() {
   b->perform_deferred_reads();
   if (b->off_ != nullptr) {
     for (auto& o : b->off_->served) o->finish();
+    for (auto& o : b->off_->after) o->finish();
   }
   FARMEM_TRY(b->first_error_);
   return b->completion_.status;

@@ -7,12 +7,14 @@ namespace farmem::client {
 
 namespace w = farmem::wire;
 
-ServedOps::Message& ServedOps::room_for(uint32_t request_bytes, uint32_t reply_bytes) {
+ServedOps::Message& ServedOps::room_for(uint32_t request_bytes, uint32_t reply_bytes,
+                                        uint32_t persist_bytes) {
   if (!messages_.empty()) {
     Message& m = messages_.back();
     if (!m.posted && m.count < w::kMaxMemOpsPerMessage &&
         m.request.size() + request_bytes <= w::kMaxRpcPayloadBytes &&
-        m.reply_expected + reply_bytes <= w::kMaxRpcPayloadBytes) {
+        m.reply_expected + reply_bytes <= w::kMaxRpcPayloadBytes &&
+        m.persist_bytes + persist_bytes <= w::kMaxMemOpsPersistBytes) {
       return m;
     }
   }
@@ -24,7 +26,10 @@ ServedOps::Message& ServedOps::room_for(uint32_t request_bytes, uint32_t reply_b
 void ServedOps::add(const w::MemOp& op, const void* data, uint8_t* dst, uint32_t reply_bytes) {
   const bool write = op.kind == static_cast<uint8_t>(w::MemOpKind::kWrite);
   const uint32_t data_bytes = write ? w::pad8(op.bytes) : 0;
-  Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes);
+  const uint32_t persist_bytes =
+      op.kind == static_cast<uint8_t>(w::MemOpKind::kPersist) ? op.bytes : 0;
+  Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes, persist_bytes);
+  m.persist_bytes += persist_bytes;
   m.request.append(reinterpret_cast<const char*>(&op), sizeof(op));
   if (write) {
     m.request.append(static_cast<const char*>(data), op.bytes);
@@ -54,6 +59,16 @@ void ServedOps::write(uint64_t offset, const void* src, size_t bytes) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(w::kMaxMemOpBytes, bytes - done));
     w::MemOp op{static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0, n, offset + done, 0, 0};
     add(op, in + done, nullptr, 0);
+    done += n;
+  }
+}
+
+void ServedOps::persist(uint64_t offset, uint64_t bytes) {
+  for (uint64_t done = 0; done < bytes;) {
+    const auto n =
+        static_cast<uint32_t>(std::min<uint64_t>(w::kMaxMemOpPersistBytes, bytes - done));
+    w::MemOp op{static_cast<uint8_t>(w::MemOpKind::kPersist), 0, 0, n, offset + done, 0, 0};
+    add(op, nullptr, nullptr, 0);
     done += n;
   }
 }

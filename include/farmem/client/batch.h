@@ -1,7 +1,8 @@
 // Batch: several one-sided operations of one ThreadClient posted together and completed
 // together (doorbell batching).
 //
-// Each operation is checked (as ThreadClient::resolve does) and posted when added; wait() is
+// Each operation is checked (as ThreadClient::resolve does) and posted when added (persist:
+// see below); wait() is
 // awaited once and completes when every operation is complete at its memory node. A posting
 // error is returned by the call that added the operation and reported again by wait(). At most
 // kMaxOps operations; none may be added after wait().
@@ -58,6 +59,12 @@ class Batch {
   Status faa(GlobalAddress addr, uint64_t add, uint64_t* old_value);
   // Operations posted after the fence are ordered after those before it (write-then-unlock).
   Status fence();
+  // Makes [addr, addr + bytes) durable on its node (ThreadClient::persist inside the batch):
+  // wait() returns once the range, with every write of this batch before the persist, is stable
+  // (it may also hold later writes to it). Served nodes (TCP) do it within the batch's message;
+  // elsewhere one message per node follows once the batch's other operations completed. Nothing
+  // on a volatile node.
+  Status persist(GlobalAddress addr, uint64_t bytes);
   size_t size() const { return ops_; }
   // Direct reads wait here until wait() (or until a later write, CAS, FAA or fence of this batch
   // performs them first, keeping program order); beyond this many, the oldest are performed.
@@ -95,6 +102,10 @@ class Batch {
   // The destructor's work for a batch not waited on or still in flight: counts its operations
   // (ThreadClient::pace), flushes its UCX writes and waits for UCX to let go of it.
   void settle();
+  // Whether persists wait for the rest of the batch; posting them (false when none went out).
+  bool persists_held() const;
+  bool post_persists();
+  static void post_persists_then_resume(void* self);
 
   struct DeferredRead {
     void* dst;
@@ -115,6 +126,8 @@ class Batch {
     // Per served node, in first-use order (a ServedOps never moves).
     std::vector<std::unique_ptr<ServedOps>> served;
     std::vector<fabric::Endpoint*> written;  // endpoints needing a flush
+    // Per non-served node: its persists, posted once the rest of the batch completed.
+    std::vector<std::unique_ptr<ServedOps>> after;
   };
   OffDirect& off_direct();
   std::unique_ptr<OffDirect> off_;
@@ -129,6 +142,7 @@ class Batch {
   // only UCX orders them after the ones in flight (ucp_worker_fence).
   bool ucx_fenced_ = false;
   bool waited_ = false;
+  bool persists_posted_ = false;
 };
 
 }  // namespace farmem::client

@@ -44,6 +44,9 @@ class ServedOps {
   void write(uint64_t offset, const void* src, size_t bytes);
   void cas(uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old_value);
   void faa(uint64_t offset, uint64_t add, uint64_t* old_value);
+  // Makes the range durable as it is at this point of the set (split into pieces of at most
+  // wire::kMaxMemOpPersistBytes); the message's reply waits until it is stable.
+  void persist(uint64_t offset, uint64_t bytes);
   // Counts every message into `c` and posts the first kWindow; the rest follow as those
   // complete. A posting error is reported through `c` (and returned when it happens now).
   Status post(fabric::Completion* c, uint64_t deadline_ns);
@@ -60,6 +63,7 @@ class ServedOps {
     std::string request;  // MemOpsHeader + operations
     uint32_t count = 0;
     uint32_t reply_expected = 0;
+    uint32_t persist_bytes = 0;  // of its persists (wire::kMaxMemOpsPersistBytes)
     std::vector<uint8_t> reply;
     uint32_t reply_bytes = UINT32_MAX;  // set by the fabric when the reply arrives
     std::vector<Dest> dests;
@@ -72,7 +76,7 @@ class ServedOps {
   // Posts messages while fewer than kWindow are in flight; fails the rest after an error.
   Status post_more();
   // The message the next operation goes into (a new one when it would not fit).
-  Message& room_for(uint32_t request_bytes, uint32_t reply_bytes);
+  Message& room_for(uint32_t request_bytes, uint32_t reply_bytes, uint32_t persist_bytes);
   void add(const wire::MemOp& op, const void* data, uint8_t* dst, uint32_t reply_bytes);
 
   fabric::Endpoint* ep_;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "farmem/client/batch.h"
 #include "farmem/client/cluster.h"
 #include "farmem/client/thread_client.h"
 #include "farmem/runtime/scheduler.h"
@@ -32,7 +33,7 @@ namespace {
 constexpr uint64_t kCapacity = 64ull << 20;
 
 class DurableNodeTest : public ::testing::TestWithParam<Transport> {
- protected:
+ public:
   void start(const std::string& durability = "power", const std::string& checkpoint_log = "") {
     std::string why;
     ASSERT_TRUE(node_.start(&why, durability, checkpoint_log)) << why;
@@ -107,12 +108,15 @@ TEST_P(DurableNodeTest, KillNineKeepsObjectsRootsAndPersistedBytesAndReclaimsSes
 }
 
 // Writes and persists numbered slots from many coroutines, kills the node at a seeded moment
-// and checks that every acknowledged persist is there after the restart.
-TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
+// and checks that every acknowledged persist is there after the restart. `batched`: each write
+// and its persist go in one Batch (one message over TCP); `power_loss`: the node's files take
+// writes only at sync, so the kill takes what a power loss could.
+void persists_survive_a_kill(DurableNodeTest* t, bool batched, bool power_loss) {
   const uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
-  ASSERT_NO_FATAL_FAILURE(start("power", "64KiB"));
-  client::ThreadClient& c = *client_;
+  if (power_loss) t->node_.extra_args = {"--simulate-power-loss"};
+  ASSERT_NO_FATAL_FAILURE(t->start("power", "64KiB"));
+  client::ThreadClient& c = *t->client_;
   auto id = c.run(c.object_create(0, "slots", false));
   ASSERT_TRUE(id.ok());
   constexpr uint64_t kSlots = 4096;
@@ -124,13 +128,20 @@ TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
   const uint64_t kill_after = 500 + rng() % 3000;  // a 48-byte record each: 0..2 checkpoints
   std::vector<uint64_t> acked(kSlots, 0);
   std::atomic<uint64_t> done{0};
-  std::thread killer = node_.kill_when(done, kill_after);
+  std::thread killer = t->node_.kill_when(done, kill_after);
   auto writer = [&](uint64_t first) -> runtime::Task<Status> {
     for (uint64_t v = first;; v += 16) {
       const uint64_t slot = v % kSlots;
       const GlobalAddress a = *base + slot * 8;
-      FARMEM_CO_TRY(co_await c.write(a, &v, 8));
-      FARMEM_CO_TRY(co_await c.persist(a, 8));
+      if (batched) {
+        client::Batch b(c);
+        FARMEM_CO_TRY(b.write(a, &v, 8));
+        FARMEM_CO_TRY(b.persist(a, 8));
+        FARMEM_CO_TRY(co_await b.wait());
+      } else {
+        FARMEM_CO_TRY(co_await c.write(a, &v, 8));
+        FARMEM_CO_TRY(co_await c.persist(a, 8));
+      }
       acked[slot] = std::max(acked[slot], v);
       done.fetch_add(1);
     }
@@ -141,17 +152,27 @@ TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
   killer.join();
   for (const Status& e : ended) EXPECT_FALSE(e.ok());  // they stop only when the node dies
   EXPECT_GE(done.load(), kill_after);
-  kill_node();
-  ASSERT_NO_FATAL_FAILURE(start("power", "64KiB"));
+  t->kill_node();
+  ASSERT_NO_FATAL_FAILURE(t->start("power", "64KiB"));
   std::vector<uint64_t> back(kSlots);
-  auto root = client_->run(client_->lookup_root("slots"));
+  auto root = t->client_->run(t->client_->lookup_root("slots"));
   ASSERT_TRUE(root.ok());
-  ASSERT_TRUE(runtime::sync_wait(client_->read(*root, back.data(), kSlots * 8)).ok());
+  ASSERT_TRUE(runtime::sync_wait(t->client_->read(*root, back.data(), kSlots * 8)).ok());
   for (uint64_t s = 0; s < kSlots; ++s) {
     // A slot holds its last acknowledged value or a later one that was in flight.
     ASSERT_GE(back[s], acked[s]) << "seed " << seed << " slot " << s;
     ASSERT_EQ(back[s] % kSlots, back[s] == 0 ? 0 : s) << "seed " << seed << " slot " << s;
   }
+}
+
+TEST_P(DurableNodeTest, EveryAcknowledgedPersistSurvivesAKillAtARandomMoment) {
+  persists_survive_a_kill(this, /*batched=*/false, /*power_loss=*/false);
+}
+
+// Batch::persist: on TCP the write and its persist are one message, which the node answers
+// only once the range is stable; on shm the persist follows the batch's direct write.
+TEST_P(DurableNodeTest, EveryAcknowledgedBatchPersistSurvivesAPowerLoss) {
+  persists_survive_a_kill(this, /*batched=*/true, /*power_loss=*/true);
 }
 
 // Runs farmem-server with `args` (expected to refuse at once); returns its exit code and
