@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "farmem/client/batch.h"
+
 namespace farmem::ds {
 
 runtime::Task<Status> persist_if_durable(client::ThreadClient* c, GlobalAddress addr,
@@ -32,8 +34,14 @@ runtime::Task<Status> persist_all(client::ThreadClient* c, const std::vector<Per
 
 runtime::Task<Status> durable_write(client::ThreadClient* c, GlobalAddress addr, const void* src,
                                     size_t bytes) {
-  FARMEM_CO_TRY(co_await c->write(addr, src, bytes));
-  Status s = co_await persist_if_durable(c, addr, bytes);
+  if (!node_durable(c, addr.node())) {
+    Status s = co_await c->write(addr, src, bytes);
+    co_return s;
+  }
+  client::Batch b(*c);  // over TCP one message: the write, then its persist
+  FARMEM_CO_TRY(b.write(addr, src, bytes));
+  FARMEM_CO_TRY(b.persist(addr, bytes));
+  Status s = co_await b.wait();
   co_return s;
 }
 

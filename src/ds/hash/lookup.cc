@@ -37,15 +37,16 @@ Task<Status> HashTable::read_buckets(OpContext& op, Buckets* b) {
   const bool writes_block = block != nullptr && !block->written;
   if (writes_block) {
     (void)batch.write(block->addr, block->bytes.data(), block->bytes.size());
+    // On a durable node the block is stable before any slot can name it (over TCP within the
+    // same message; elsewhere one more once the write is done; nothing on a volatile node).
+    (void)batch.persist(block->addr, block->bytes.size());
     block->written = true;
   }
   (void)batch.read(b->addr[0], &b->bucket[0], 2 * kBucketBytes);
   (void)batch.read(b->addr[2], &b->bucket[2], 2 * kBucketBytes);
   Status st = co_await batch.wait();
   ++op.round_trips;
-  // On a durable node the block is stable before any slot can name it.
-  if (st.ok() && writes_block && node_durable(client_, op.shard.node)) {
-    st = co_await client_->persist(block->addr, block->bytes.size());
+  if (writes_block && node_durable(client_, op.shard.node) && !client_->served(op.shard.node)) {
     ++op.round_trips;
   }
   co_return st;

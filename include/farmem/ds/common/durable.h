@@ -51,7 +51,8 @@ runtime::Task<Status> persist_all(client::ThreadClient* c, const std::vector<Per
 runtime::Task<Status> persist_if_durable(client::ThreadClient* c, GlobalAddress addr,
                                          uint64_t bytes);
 
-// A write, then persist_if_durable of what it wrote.
+// A write, then persist_if_durable of what it wrote (on a durable node both in one Batch: one
+// message over TCP).
 runtime::Task<Status> durable_write(client::ThreadClient* c, GlobalAddress addr, const void* src,
                                     size_t bytes);
 
