@@ -16,18 +16,14 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <limits>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "durable_history.h"
 #include "durable_node.h"
-#include "farmem/storage/sync_trace.h"
 #include "history.h"
+#include "sync_boundaries.h"
 
 namespace farmem::testing {
 namespace power_loss_sweep_detail {
@@ -46,63 +42,41 @@ inline void as_of(const std::vector<HistoryOp>& all, int64_t horizon_ns, History
   }
 }
 
-// A new node recovers on a copy of `state_dir`; every key of the structure is read into *h by
-// one more client. False (with *why) when the node does not come back or a read fails.
+// A new node recovers on `state_dir`; every key of the structure is read into *h by one more
+// client. "" or what failed (the node did not come back, a read failed).
 template <typename H>
-bool recover_and_read(const DurableNode& recorded, const std::vector<std::string>& args,
-                      const HistoryAcrossKills<H>& run, const std::string& state_dir, History* h,
-                      std::string* why) {
+std::string recover_and_read(const DurableNode& recorded, const std::vector<std::string>& args,
+                             const HistoryAcrossKills<H>& run, const std::string& state_dir,
+                             History* h) {
   DurableNode probe(recorded.tls(), recorded.capacity_bytes());
   probe.extra_args = args;
-  std::error_code ec;
-  std::filesystem::copy(state_dir, probe.dir() + "/data", std::filesystem::copy_options::recursive,
-                        ec);
-  if (ec) {
-    *why = "copy: " + ec.message();
-    return false;
-  }
-  if (!probe.start(why, run.durability, run.checkpoint_log)) return false;
+  std::string why;
+  if (!start_on_copy(probe, state_dir, run.durability, run.checkpoint_log, &why)) return why;
   client::ThreadClient& c = probe.client();
   auto opened = c.run(run.open(&c));
-  if (!opened.ok()) {
-    *why = "open: " + opened.status().to_string();
-    return false;
-  }
+  if (!opened.ok()) return "open: " + opened.status().to_string();
   for (int k = 0; k < run.keys; ++k) {
     HistoryOp o;
     o.client = run.coroutines;
     o.key = fmt::format("hot{}", k);
     c.run(apply_op(opened->get(), 0, &o));  // dice 0: a get
-    if (o.unknown) {
-      *why = "get " + o.key + ": " + o.error;
-      return false;
-    }
+    if (o.unknown) return "get " + o.key + ": " + o.error;
     h->add(std::move(o));
   }
-  return true;
-}
-
-inline std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return "";
 }
 
 }  // namespace power_loss_sweep_detail
 
 // Records `ops` operations of `run` (HistoryAcrossKills' workload and open; its kill settings
-// are not used) on `node` (not started), then checks every sync boundary as above. Stops after
-// three failed boundaries.
+// are not used) on `node` (not started), then checks every sync boundary as above.
 template <typename H>
 void power_loss_sweep(DurableNode& node, const HistoryAcrossKills<H>& run, int ops, uint64_t seed,
                       const std::string& name) {
   namespace d = power_loss_sweep_detail;
-  const std::string trace = node.dir() + "/sync.trace";
-  const std::vector<std::string> args = node.extra_args;  // the recovering nodes' too
-  node.extra_args.insert(node.extra_args.end(), {"--simulate-power-loss", "--sync-trace", trace});
+  std::vector<std::string> args;
   std::string why;
-  ASSERT_TRUE(node.start(&why, run.durability, run.checkpoint_log)) << why;
+  ASSERT_TRUE(record_syncs(node, run.durability, run.checkpoint_log, &args, &why)) << why;
   History all;
   {
     client::ThreadClient& c = node.client();
@@ -119,43 +93,17 @@ void power_loss_sweep(DurableNode& node, const HistoryAcrossKills<H>& run, int o
   }
   // A clean stop: every sync the node makes, its shutdown's included, is then in the trace.
   ASSERT_EQ(node.stop(), 0);
-  auto entries = storage::read_sync_trace(trace);
-  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
-  const std::string data = node.dir() + "/data", work = node.dir() + "/work";
-  std::filesystem::create_directories(work);
-  std::filesystem::copy_file(data + "/FORMAT", work + "/FORMAT");
-  std::printf("[ SWEEP    ] seed %lu: %zu operations, %zu sync boundaries\n", seed, all.ops.size(),
-              entries->size());
-  std::fflush(stdout);
-  int failures = 0;
-  for (size_t k = 0; k <= entries->size() && failures < 3; ++k) {
-    if (k > 0) {
-      ASSERT_TRUE(storage::apply_sync_trace_entry(work, (*entries)[k - 1]).ok());
-    }
-    const int64_t horizon = k < entries->size() ? static_cast<int64_t>((*entries)[k].steady_ns)
-                                                : std::numeric_limits<int64_t>::max();
+  std::printf("[ SWEEP    ] %zu operations\n", all.ops.size());
+  for_each_sync_boundary(node, seed, [&](const SyncBoundary& b) -> std::string {
     History h;
-    d::as_of(all.ops, horizon, &h);
+    d::as_of(all.ops, b.horizon_ns, &h);
+    std::string failed = d::recover_and_read(node, args, run, b.dir, &h);
     std::string out;
-    if (!d::recover_and_read(node, args, run, work, &h, &why)) {
-      ADD_FAILURE() << "seed " << seed << ", boundary " << k << ": " << why;
-      ++failures;
-    } else if (!check_linearizable(h, fmt::format("{}-{}", name, k), &out)) {
-      ADD_FAILURE() << "seed " << seed << ", boundary " << k << ": " << out;
-      ++failures;
+    if (failed.empty() && !check_linearizable(h, fmt::format("{}-{}", name, b.index), &out)) {
+      failed = out;
     }
-    if (k % 50 == 0 || k == entries->size()) {
-      std::printf("[ SWEEP    ] boundary %zu of %zu: %zu operations known, %d failed\n", k,
-                  entries->size(), h.ops.size() - static_cast<size_t>(run.keys), failures);
-      std::fflush(stdout);  // a long run's progress
-    }
-  }
-  // The last boundary is the directory the node left: the trace holds every sync.
-  for (const auto& f : std::filesystem::directory_iterator(data)) {
-    const std::string file = f.path().filename();
-    if (file == "LOCK") continue;
-    EXPECT_EQ(d::slurp(work + "/" + file), d::slurp(data + "/" + file)) << file;
-  }
+    return failed;
+  });
 }
 
 }  // namespace farmem::testing
