@@ -136,8 +136,10 @@ Status AdoManager::resolve_node_address() {
 
 void AdoManager::on_launched(uint64_t handle, const AdoProcess* process, const Status& s) {
   PoolAdo* a = find(handle);
-  // A retired process's launch concerns nobody: stop() already ended what waited for it.
-  if (a == nullptr || a->proc.process.get() != process) return;
+  // A retired process's launch concerns nobody, nor that of one stop() is ending (a configure
+  // that changed the plugins or parameters): stop() ends what waited for it, and its end is not
+  // a failed launch that would hold off the next one.
+  if (a == nullptr || a->proc.process.get() != process || a->stopping) return;
   if (!s.ok()) {
     fail_all(*a, launch_failed(*a, s));
   } else {
