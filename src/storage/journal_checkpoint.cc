@@ -142,7 +142,18 @@ Status Journal::write_checkpoint(uint64_t generation, const std::vector<uint64_t
     }
     image_chunks_[w] |= dirty[w];
   }
-  if (power) FARMEM_TRY(f.image->sync());
+  if (power) {
+    FARMEM_TRY(f.image->sync());
+    // A copied chunk may hold bytes of a change in flight (an ADO's, a one-sided write) whose
+    // repair was logged while the chunks were copied (an undo entry, an ordered persist): that
+    // record is stable before the slot makes the image the state to recover from.
+    Log* live = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live = live_;
+    }
+    if (live != nullptr) FARMEM_TRY(live->sync());
+  }
   const MetaHeader h{kChunkBytes, image_chunks_.size()};
   std::string meta(sizeof(h) + image_chunks_.size() * 8, '\0');
   std::memcpy(meta.data(), &h, sizeof(h));
