@@ -4,6 +4,9 @@
 //   add:<n>       the value is an 8-byte little-endian signed counter (create it on demand
 //                 with value_size 8, or it is created here): adds n; responds the new count
 //                 (decimal text, layer 0)
+//   transfer:<n>:<key>  moves n from the target counter to the counter `key` (opened for
+//                 writing): responds both new counts ("<target> <key>"); both change or neither,
+//                 even if the ADO process or the memory node dies in the middle (tx_add)
 //   append:<text> appends text to the value (resize_value); responds the new length
 //   read          responds the value's bytes
 //   keys          responds the pool's key count (pool_info)
@@ -52,6 +55,12 @@ bool parse_int(std::string_view s, int64_t* out) {
   return true;
 }
 
+// The value's old bytes into the invocation's undo log (a host without transactions: nothing).
+int32_t tx_add(Counter* c, const farmem_ado_work* w, const farmem_ado_value& v) {
+  if (!FARMEM_ADO_HAS_TX(c->ops)) return FARMEM_ADO_OK;
+  return c->ops->tx_add(c->store, w->work_id, v.data, v.bytes);
+}
+
 int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {
   int64_t delta = 0;
   if (!parse_int(arg, &delta)) return reply(c, w, "add: not an integer", FARMEM_ADO_E_INVALID);
@@ -66,11 +75,49 @@ int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {
   }
   if (v.bytes != kCounterBytes)
     return reply(c, w, "add: the value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
+  int32_t s = tx_add(c, w, v);
+  if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
   int64_t count = 0;
   std::memcpy(&count, v.data, sizeof(count));
   count += delta;
   std::memcpy(v.data, &count, sizeof(count));
   return reply(c, w, std::to_string(count), FARMEM_ADO_OK);
+}
+
+// transfer:<n>:<key>: moves n from the target counter to the counter `key`, both or neither.
+int32_t do_transfer(Counter* c, const farmem_ado_work* w, std::string_view arg) {
+  const size_t colon = arg.find(':');
+  int64_t n = 0;
+  if (colon == std::string_view::npos || !parse_int(arg.substr(0, colon), &n)) {
+    return reply(c, w, "transfer: expects transfer:<n>:<key>", FARMEM_ADO_E_INVALID);
+  }
+  const std::string_view key = arg.substr(colon + 1);
+  if (w->value_count == 0 || (w->flags & FARMEM_ADO_WORK_READ_ONLY) ||
+      w->values[0].bytes != kCounterBytes) {
+    return reply(c, w, "transfer: the target must be a write-locked counter", FARMEM_ADO_E_INVALID);
+  }
+  if (key == std::string_view(reinterpret_cast<const char*>(w->key), w->key_bytes)) {
+    return reply(c, w, "transfer: to the target itself", FARMEM_ADO_E_INVALID);
+  }
+  farmem_ado_value to{};
+  int32_t s = c->ops->open_key(c->store, w->work_id, key.data(), static_cast<uint32_t>(key.size()),
+                               FARMEM_ADO_LOCK_WRITE, &to);
+  if (s != FARMEM_ADO_OK) return reply(c, w, c->ops->last_error(c->store), s);
+  if (to.bytes != kCounterBytes) {
+    return reply(c, w, "transfer: the other value is not an 8-byte counter", FARMEM_ADO_E_INVALID);
+  }
+  const farmem_ado_value& from = w->values[0];
+  if ((s = tx_add(c, w, from)) != FARMEM_ADO_OK || (s = tx_add(c, w, to)) != FARMEM_ADO_OK) {
+    return reply(c, w, c->ops->last_error(c->store), s);
+  }
+  int64_t a = 0, b = 0;
+  std::memcpy(&a, from.data, sizeof(a));
+  std::memcpy(&b, to.data, sizeof(b));
+  a -= n;
+  b += n;
+  std::memcpy(from.data, &a, sizeof(a));
+  std::memcpy(to.data, &b, sizeof(b));
+  return reply(c, w, std::to_string(a) + " " + std::to_string(b), FARMEM_ADO_OK);
 }
 
 int32_t do_append(Counter* c, const farmem_ado_work* w, std::string_view text) {
@@ -97,6 +144,7 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
   std::string_view req(reinterpret_cast<const char*>(w->request), w->request_bytes);
   if (take_prefix(&req, "add:")) return do_add(c, w, req);
   if (take_prefix(&req, "append:")) return do_append(c, w, req);
+  if (take_prefix(&req, "transfer:")) return do_transfer(c, w, req);
   if (req == "read") {
     if (w->value_count == 0) return reply(c, w, "read: no target value", FARMEM_ADO_E_INVALID);
     c->ops->respond(c->store, w->work_id, 0, w->values[0].data, w->values[0].bytes);

@@ -1,14 +1,16 @@
 // The testing plugin (libfarmem_ado_testing.so): misbehaviour on request, for the isolation
 // tests (tests/integration/kv/kv_ado_test.cc). Not for production pools.
 //
-// Launch parameters: refuse_launch=<text> makes launch() fail with that text.
+// Launch parameters: refuse_launch=<text> makes launch() fail with that text; hang_file=<path> is
+// created by tx-write:hang once its writes are done (a test's signal).
 // Requests: abort (calls abort()), hang (sleeps forever), sleep:<ms>, echo:<text> (responds the
 // text), respond:<n> (n responses of 1 KiB, layers 0..n-1), write:<text> (writes text at the
 // start of the target value, in place), write-abort:<text> (writes it, then calls abort()), events
 // (responds the op events and signals seen so far, one line each), status:<n> (returns n), erase-me
 // (returns FARMEM_ADO_ERASE_TARGET), create:<key>:<bytes> / open:<key> / erase:<key> / unlock:<key>
 // (store callbacks: responds the status and the value's length), params (responds key=value lines),
-// pid (responds the process id).
+// pid (responds the process id), tx-write:<mode>:<key>:<text> (transactions: see tx_write).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -27,6 +29,7 @@ struct Testing {
   const farmem_ado_store_ops* ops;
   std::string events;
   std::string params;
+  std::string hang_file;  // hang_file=<path>: tx-write:hang creates it once its writes are done
 };
 
 void say(Testing* t, const farmem_ado_work* w, std::string_view text) {
@@ -69,13 +72,54 @@ int32_t callback(Testing* t, const farmem_ado_work* w, std::string_view req) {
   return FARMEM_ADO_OK;
 }
 
+// tx-write:<mode>:<key>:<text>: writes text at the start of the target and of `key` (opened for
+// writing), each after tx_add; then by mode: commit (returns), crash (abort()), hang (sleeps
+// forever), undo (tx_abort, then returns), resize (resize_value of the target: responds its
+// status), outside (tx_add of the request's own bytes: responds its status).
+int32_t tx_write(Testing* t, const farmem_ado_work* w, std::string_view req) {
+  const size_t c1 = req.find(':');
+  const size_t c2 = c1 == std::string_view::npos ? c1 : req.find(':', c1 + 1);
+  if (c2 == std::string_view::npos || w->value_count == 0) return FARMEM_ADO_E_INVALID;
+  const std::string_view mode = req.substr(0, c1);
+  const std::string key(req.substr(c1 + 1, c2 - c1 - 1));
+  const std::string_view text = req.substr(c2 + 1);
+  farmem_ado_value other{};
+  int32_t s = t->ops->open_key(t->store, w->work_id, key.data(), static_cast<uint32_t>(key.size()),
+                               FARMEM_ADO_LOCK_WRITE, &other);
+  if (s != FARMEM_ADO_OK) return s;
+  if (w->values[0].bytes < text.size() || other.bytes < text.size()) return FARMEM_ADO_E_INVALID;
+  for (const farmem_ado_value* v : {&w->values[0], static_cast<const farmem_ado_value*>(&other)}) {
+    s = t->ops->tx_add(t->store, w->work_id, v->data, text.size());
+    if (s != FARMEM_ADO_OK) return s;
+    std::memcpy(v->data, text.data(), text.size());
+  }
+  if (mode == "crash") std::abort();
+  if (mode == "hang") {
+    if (!t->hang_file.empty()) close(open(t->hang_file.c_str(), O_CREAT | O_WRONLY, 0644));
+    for (;;) pause();
+  }
+  if (mode == "undo") return t->ops->tx_abort(t->store, w->work_id);
+  if (mode == "resize") {
+    farmem_ado_value v{};
+    s = t->ops->resize_value(t->store, w->work_id, w->key, w->key_bytes, w->values[0].bytes + 8,
+                             &v);
+    say(t, w, "status=" + std::to_string(s));
+  }
+  if (mode == "outside") {
+    s = t->ops->tx_add(t->store, w->work_id, w->request, w->request_bytes);
+    say(t, w, "status=" + std::to_string(s));
+  }
+  return FARMEM_ADO_OK;
+}
+
 void* launch(const farmem_ado_launch* l, farmem_ado_store* store, const farmem_ado_store_ops* ops,
              char* error, uint32_t error_capacity) {
-  auto* t = new Testing{store, ops, {}, {}};
+  auto* t = new Testing{store, ops, {}, {}, {}};
   for (uint32_t i = 0; i < l->param_count; ++i) {
     std::string_view k = l->params[i].key;
     std::string_view v = l->params[i].value;
     t->params.append(k).append("=").append(v).append("\n");
+    if (k == "hang_file") t->hang_file = v;
     if (k == "refuse_launch") {
       std::string text(v);
       std::strncpy(error, text.c_str(), error_capacity - 1);
@@ -119,6 +163,7 @@ int32_t do_work(void* self, const farmem_ado_work* w) {
     }
     return FARMEM_ADO_OK;
   }
+  if (take_prefix(&req, "tx-write:")) return tx_write(t, w, req);
   if (take_prefix(&req, "write-abort:")) {  // a crash in the middle of an update
     if (w->value_count == 0 || w->values[0].bytes < req.size()) return FARMEM_ADO_E_INVALID;
     std::memcpy(w->values[0].data, req.data(), req.size());

@@ -23,6 +23,7 @@
 #ifndef FARMEM_KV_ADO_PLUGIN_H_
 #define FARMEM_KV_ADO_PLUGIN_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -185,7 +186,30 @@ typedef struct farmem_ado_store_ops {
                      uint64_t bytes);
   /* The text of the last failed callback (NUL-terminated; valid until the next callback). */
   const char* (*last_error)(farmem_ado_store* s);
+  /* ---- crash-consistent updates (hosts whose struct_bytes reaches them; see
+   * FARMEM_ADO_HAS_TX) ----
+   * An invocation is one transaction over the values it holds write-locked (its target, keys it
+   * created or opened for writing): call tx_add(data, bytes) before changing bytes in place, and
+   * if the ADO process or the memory node dies before the invocation ends, those bytes get their
+   * old contents back (an undo log in the pool's memory; on a durable node it is logged before
+   * tx_add returns). When do_work returns, every change becomes visible (and, on a durable node,
+   * stable before the client's answer) at once. Ranges already added in this call cost nothing.
+   * FARMEM_ADO_E_INVALID for bytes outside every value the call holds write-locked,
+   * FARMEM_ADO_E_EXHAUSTED when the call's old bytes exceed the undo log
+   * (FARMEM_ADO_UNDO_BYTES). A value with added ranges stays locked until the call ends: its
+   * resize_value and unlock_key answer FARMEM_ADO_E_INVALID. */
+  int32_t (*tx_add)(farmem_ado_store* s, uint64_t work_id, const void* data, uint64_t bytes);
+  /* Puts back the old contents of every range this call added, newest first (the plugin gives
+   * up on its changes; the values stay locked and may be changed again). */
+  int32_t (*tx_abort)(farmem_ado_store* s, uint64_t work_id);
 } farmem_ado_store_ops;
+
+/* Whether a host's ops table has tx_add and tx_abort. */
+#define FARMEM_ADO_HAS_TX(ops) \
+  ((ops)->struct_bytes >= offsetof(farmem_ado_store_ops, tx_abort) + sizeof(void*))
+/* What the old bytes of one invocation's tx_add ranges may take in all (with 32 bytes of
+ * bookkeeping per range, each padded to 8). */
+#define FARMEM_ADO_UNDO_BYTES (256u * 1024u - 64u)
 
 typedef struct farmem_ado_plugin {
   uint32_t abi_version;  /* FARMEM_ADO_ABI_VERSION */

@@ -104,6 +104,8 @@ std::string encode_launch(const Launch& l) {
   m.param_count = static_cast<uint16_t>(l.params.size());
   m.pool_name_bytes = static_cast<uint16_t>(l.pool_name.size());
   m.timeout_ms = l.timeout_ms;
+  m.undo_offset = l.undo.offset;
+  m.undo_bytes = l.undo.bytes;
   b.put(m);
   b.put_bytes(l.pool_name);
   for (const auto& p : l.plugin_paths) b.put_u16_string(p);
@@ -197,8 +199,9 @@ Result<Launch> decode_launch(const Message& m) {
     return VersionMismatch(fmt::format("node speaks ADO ABI v{}, this farmem-ado v{}",
                                        lm.abi_version, FARMEM_ADO_ABI_VERSION));
   }
-  if (lm.reserved != 0 || (lm.flags & ~FARMEM_ADO_LAUNCH_NEW_POOL) != 0) {
-    return malformed("launch reserved fields or flags");
+  if (lm.reserved != 0 || (lm.flags & ~kLaunchKnownFlags) != 0 ||
+      (lm.undo_offset == 0) != (lm.undo_bytes == 0)) {
+    return malformed("launch reserved fields, flags or undo block");
   }
   if (lm.plugin_count == 0 || lm.plugin_count > kMaxPlugins || lm.param_count > kMaxParams ||
       lm.pool_name_bytes == 0 || lm.pool_name_bytes > wire::kMaxPoolNameBytes ||
@@ -211,6 +214,7 @@ Result<Launch> decode_launch(const Message& m) {
   l.region_bytes = lm.region_bytes;
   l.node_id = lm.node_id;
   l.timeout_ms = lm.timeout_ms;
+  l.undo = {lm.undo_offset, lm.undo_bytes};
   l.pool_name.assign(name);
   l.plugin_paths.resize(lm.plugin_count);
   for (auto& p : l.plugin_paths) {

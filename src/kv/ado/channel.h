@@ -64,7 +64,7 @@ static_assert(offsetof(MsgHeader, id) == 16);
 // u16 value bytes, key, value).
 struct LaunchMsg {
   uint32_t abi_version;  // FARMEM_ADO_ABI_VERSION
-  uint32_t flags;        // FARMEM_ADO_LAUNCH_NEW_POOL
+  uint32_t flags;        // FARMEM_ADO_LAUNCH_NEW_POOL | kLaunchDurableNode
   uint64_t pool_capacity_bytes;
   uint64_t region_bytes;  // the node's exported region (the ADO checks its mapping)
   uint16_t node_id;
@@ -73,8 +73,14 @@ struct LaunchMsg {
   uint16_t pool_name_bytes;  // 1..kMaxPoolNameBytes
   uint32_t timeout_ms;       // deadline of a callback's answer in the ADO
   uint32_t reserved;         // 0
+  uint64_t undo_offset;      // the pool's undo block (undo_log.h) in the region; 0: none
+  uint64_t undo_bytes;       // its size (0 with undo_offset 0)
 };
-static_assert(sizeof(LaunchMsg) == 40);
+static_assert(sizeof(LaunchMsg) == 56);
+static_assert(offsetof(LaunchMsg, undo_offset) == 40);
+// LaunchMsg flags beside the plugin ABI's FARMEM_ADO_LAUNCH_NEW_POOL (not passed to plugins).
+inline constexpr uint32_t kLaunchDurableNode = 1u << 16;  // tx_add entries must be logged
+inline constexpr uint32_t kLaunchKnownFlags = FARMEM_ADO_LAUNCH_NEW_POOL | kLaunchDurableNode;
 
 // A value as the channel names it: a range of the exported region.
 struct ValueRange {
@@ -132,8 +138,9 @@ enum class CallbackOp : uint32_t {
   kIterate = 8,    // arg0 cursor, arg1 max refs               -> IterateReply + RecordRef[]
   kUnlock = 9,     // key                                      -> empty
   kPoolInfo = 10,  //                                          -> farmem_ado_pool_info
+  kLogUndo = 11,   // arg0 region offset, arg1 bytes (undo block) -> empty (logged)
 };
-inline constexpr uint32_t kLastCallbackOp = 10;
+inline constexpr uint32_t kLastCallbackOp = 11;
 
 // kCallback: + key (or expression).
 struct CallbackMsg {
@@ -171,7 +178,8 @@ static_assert(std::is_trivially_copyable_v<LaunchMsg> && std::is_trivially_copya
 
 // ---- decoded forms ----
 struct Launch {
-  uint32_t flags = 0;
+  uint32_t flags = 0;  // kLaunchKnownFlags
+  ValueRange undo{};   // the pool's undo block ({0, 0}: none)
   uint64_t pool_capacity_bytes = 0;
   uint64_t region_bytes = 0;
   uint16_t node_id = 0;

@@ -57,6 +57,8 @@ AdoHost::AdoHost(HostOptions options) : options_(std::move(options)) {
   ops_.ref_is_current = &op_ref_is_current;
   ops_.respond = &op_respond;
   ops_.last_error = &op_last_error;
+  ops_.tx_add = &op_tx_add;
+  ops_.tx_abort = &op_tx_abort;
 }
 
 AdoHost::~AdoHost() {
@@ -106,6 +108,14 @@ Status AdoHost::launch(const Launch& l) {
   }
   pool_name_ = l.pool_name;
   timeout_ns_ = static_cast<uint64_t>(l.timeout_ms) * kNsPerMs;
+  durable_node_ = (l.flags & kLaunchDurableNode) != 0;
+  if (l.undo.bytes != 0) {
+    if (!range_ok(l.undo.offset, l.undo.bytes)) {
+      return ProtocolError("the launch names an undo block outside the region");
+    }
+    undo_offset_ = l.undo.offset;
+    undo_.attach(options_.region + l.undo.offset, l.undo.bytes);
+  }
   for (const auto& path : l.plugin_paths) {
     Result<LoadedPlugin> p = LoadedPlugin::load(path);
     FARMEM_TRY(p);
@@ -119,7 +129,7 @@ Status AdoHost::launch(const Launch& l) {
   info.pool_capacity_bytes = l.pool_capacity_bytes;
   info.params = params.data();
   info.param_count = static_cast<uint32_t>(params.size());
-  info.flags = l.flags;
+  info.flags = l.flags & FARMEM_ADO_LAUNCH_NEW_POOL;
   for (auto& p : plugins_) {
     FARMEM_TRY(p.launch(info, reinterpret_cast<farmem_ado_store*>(this), &ops_));
   }
@@ -168,9 +178,13 @@ Status AdoHost::run_work(const Work& w) {
     work.values[i] = {options_.region + v.offset, v.bytes, v.offset};
   }
   bool collect = (w.flags & (FARMEM_ADO_WORK_ASYNC | FARMEM_ADO_WORK_SIGNAL)) == 0;
+  const bool target_writable =
+      w.value_count > 0 && (w.flags & (FARMEM_ADO_WORK_READ_ONLY | FARMEM_ADO_WORK_SIGNAL)) == 0;
+  undo_.begin(w.work_id);
   int32_t status = FARMEM_ADO_NOT_MINE;
   for (auto& p : plugins_) {
-    current_ = Current{w.work_id, collect, {}, 0};
+    current_ = Current{w.work_id, collect, {}, 0, {}, {}};
+    if (target_writable) note_writable(w.key, w.values[0]);
     status = p.api().do_work(p.self(), &work);
     if (status != FARMEM_ADO_NOT_MINE) break;
   }
@@ -279,19 +293,34 @@ int32_t AdoHost::to_value(std::string_view payload, farmem_ado_value* out) {
 
 int32_t AdoHost::op_create_key(farmem_ado_store* s, uint64_t work_id, const void* key,
                                uint32_t key_bytes, uint64_t value_bytes, farmem_ado_value* out) {
+  AdoHost* h = self(s);
   std::string payload;
-  Status st = self(s)->call(
+  farmem_ado_value v{};
+  Status st = h->call(
       {work_id, CallbackOp::kCreateKey, std::string(bytes_of(key, key_bytes)), value_bytes, 0},
       &payload);
-  return st.ok() ? self(s)->to_value(payload, out) : self(s)->fail_callback(st);
+  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
+  if (r != FARMEM_ADO_OK) return r;
+  if (work_id == h->current_.work_id)
+    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
+  if (out != nullptr) *out = v;
+  return r;
 }
 
 int32_t AdoHost::op_open_key(farmem_ado_store* s, uint64_t work_id, const void* key,
                              uint32_t key_bytes, uint32_t lock, farmem_ado_value* out) {
+  AdoHost* h = self(s);
   std::string payload;
-  Status st = self(s)->call(
+  farmem_ado_value v{};
+  Status st = h->call(
       {work_id, CallbackOp::kOpenKey, std::string(bytes_of(key, key_bytes)), lock, 0}, &payload);
-  return st.ok() ? self(s)->to_value(payload, out) : self(s)->fail_callback(st);
+  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
+  if (r != FARMEM_ADO_OK) return r;
+  if (lock == FARMEM_ADO_LOCK_WRITE && work_id == h->current_.work_id) {
+    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
+  }
+  if (out != nullptr) *out = v;
+  return r;
 }
 
 int32_t AdoHost::op_erase_key(farmem_ado_store* s, const void* key, uint32_t key_bytes) {
@@ -304,11 +333,22 @@ int32_t AdoHost::op_erase_key(farmem_ado_store* s, const void* key, uint32_t key
 
 int32_t AdoHost::op_resize_value(farmem_ado_store* s, uint64_t work_id, const void* key,
                                  uint32_t key_bytes, uint64_t new_bytes, farmem_ado_value* out) {
+  AdoHost* h = self(s);
+  if (h->in_transaction(bytes_of(key, key_bytes))) {
+    return h->fail_callback(InvalidArgument(
+        "resize_value of a value whose bytes this call added with tx_add (resize it first)"));
+  }
   std::string payload;
-  Status st = self(s)->call(
-      {work_id, CallbackOp::kResize, std::string(bytes_of(key, key_bytes)), new_bytes, 0},
-      &payload);
-  return st.ok() ? self(s)->to_value(payload, out) : self(s)->fail_callback(st);
+  farmem_ado_value v{};
+  Status st =
+      h->call({work_id, CallbackOp::kResize, std::string(bytes_of(key, key_bytes)), new_bytes, 0},
+              &payload);
+  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
+  if (r != FARMEM_ADO_OK) return r;
+  if (work_id == h->current_.work_id)
+    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
+  if (out != nullptr) *out = v;
+  return r;
 }
 
 int32_t AdoHost::op_allocate(farmem_ado_store* s, uint64_t bytes, uint64_t alignment,
@@ -393,10 +433,18 @@ int32_t AdoHost::op_iterate(farmem_ado_store* s, uint64_t* cursor, farmem_ado_re
 
 int32_t AdoHost::op_unlock_key(farmem_ado_store* s, uint64_t work_id, const void* key,
                                uint32_t key_bytes) {
+  AdoHost* h = self(s);
+  if (h->in_transaction(bytes_of(key, key_bytes))) {
+    return h->fail_callback(InvalidArgument(
+        "unlock_key of a value whose bytes this call added with tx_add (it is unlocked when the "
+        "invocation ends)"));
+  }
   std::string payload;
-  Status st = self(s)->call(
-      {work_id, CallbackOp::kUnlock, std::string(bytes_of(key, key_bytes)), 0, 0}, &payload);
-  return st.ok() ? FARMEM_ADO_OK : self(s)->fail_callback(st);
+  Status st = h->call({work_id, CallbackOp::kUnlock, std::string(bytes_of(key, key_bytes)), 0, 0},
+                      &payload);
+  if (!st.ok()) return h->fail_callback(st);
+  if (work_id == h->current_.work_id) h->forget_writable(bytes_of(key, key_bytes));
+  return FARMEM_ADO_OK;
 }
 
 int32_t AdoHost::op_pool_info(farmem_ado_store* s, farmem_ado_pool_info* out) {

@@ -8,6 +8,8 @@
 // to the memory node, answered by the pool's worker; messages that arrive meanwhile (events, a
 // shutdown) wait in a bounded inbox. Values are reached through `region`, this process's mapping
 // of the node's exported region: every range the node names is checked against region_bytes.
+// tx_add keeps the old bytes of what a plugin changes in the pool's undo block (undo_log.h); on
+// a durable node each entry is logged by the node (a kLogUndo callback) before tx_add returns.
 //
 // Thread safety: one thread (the process's). Blocking is fine here: only this process waits.
 #pragma once
@@ -22,6 +24,7 @@
 #include "farmem/common/result.h"
 #include "farmem/kv/ado_plugin.h"
 #include "plugin_loader.h"
+#include "undo_log.h"
 
 namespace farmem::kv::ado {
 
@@ -57,6 +60,10 @@ class AdoHost {
     bool collect = false;  // responses wanted (not async, not a signal)
     std::string responses;
     uint32_t count = 0;
+    // The values this call holds write-locked (key, range), and the ranges its tx_add put in
+    // the undo log (host_tx.cc).
+    std::vector<std::pair<std::string, ValueRange>> writable;
+    std::vector<ValueRange> added;
   };
 
   Status launch(const Launch& l);
@@ -71,6 +78,15 @@ class AdoHost {
   int32_t fail_callback(const Status& s);
   int32_t to_value(std::string_view payload, farmem_ado_value* out);
   bool range_ok(uint64_t offset, uint64_t bytes) const;
+
+  // ---- transactions (host_tx.cc) ----
+  // The value `key` of this call, now write-locked at `range` (replacing what it was).
+  void note_writable(std::string_view key, ValueRange range);
+  void forget_writable(std::string_view key);
+  // Whether the call's undo log holds bytes of the value `key` (then it may not move or unlock).
+  bool in_transaction(std::string_view key) const;
+  static int32_t op_tx_add(farmem_ado_store* s, uint64_t work_id, const void* data, uint64_t bytes);
+  static int32_t op_tx_abort(farmem_ado_store* s, uint64_t work_id);
 
   // farmem_ado_store_ops
   static AdoHost* self(farmem_ado_store* s) { return reinterpret_cast<AdoHost*>(s); }
@@ -105,6 +121,9 @@ class AdoHost {
   std::deque<std::string> inbox_;
   std::string buffer_;
   Current current_;
+  UndoWriter undo_;
+  uint64_t undo_offset_ = 0;   // the undo block's region offset
+  bool durable_node_ = false;  // tx_add entries are logged by the node before the change
   std::string last_error_;
   bool stopping_ = false;
 };

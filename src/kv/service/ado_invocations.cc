@@ -256,11 +256,23 @@ Status AdoManager::lock_target(ServerPool& pool, AdoJob& job, ado::Work* work) {
 void AdoManager::release(ServerPool* pool, AdoJob& job, bool ok) {
   if (pool == nullptr) return;  // deleted: its locks went with it
   const uint64_t now = shard_.context().now_ns();
-  if (!ok && job.has_undo) undo_target(*pool, job);
+  if (!ok) {
+    // The plugin's undo log first (only into values the job holds for writing), then the
+    // target's copy: both give back what was there before the invocation.
+    (void)pool->roll_back_undo(job.work_id, [&job](uint64_t offset, uint64_t bytes) {
+      return std::any_of(job.grants.begin(), job.grants.end(), [&](const AdoGrant& g) {
+        return g.mode != w::LocateMode::kRead && offset >= g.address &&
+               offset - g.address <= g.bytes && bytes <= g.bytes - (offset - g.address);
+      });
+    });
+    if (job.has_undo) undo_target(*pool, job);
+  }
   for (auto it = job.grants.rbegin(); it != job.grants.rend(); ++it) {
     uint32_t flags = (!ok && it->mode == w::LocateMode::kPutNew) ? w::kReleaseAbort : 0;
     (void)pool->release(ado_owner(job.work_id), it->token, flags, now);
   }
+  // After the values it covered are published: a crash before this is logged rolls them back.
+  if (ok) pool->end_undo(job.work_id);
   job.grants.clear();
   job.listing.clear();
 }
@@ -322,7 +334,19 @@ Result<std::string> AdoManager::callback(uint64_t handle, const ado::Callback& c
     }
     job = &*a->running;
   }
+  if (c.op == ado::CallbackOp::kLogUndo) return log_undo(*pool, job, c);
   return answer_callback(*pool, *a, job, c, shard_.context().now_ns());
+}
+
+// The ADO wrote undo entries: they are logged before it changes what they restore.
+Result<std::string> AdoManager::log_undo(ServerPool& pool, const AdoJob* job,
+                                         const ado::Callback& c) {
+  if (job == nullptr) return InvalidArgument("tx_add outside an invocation");
+  if (!pool.mark_undo(c.arg0, c.arg1)) {
+    return InvalidArgument("kLogUndo names bytes outside the pool's undo block");
+  }
+  FARMEM_TRY(shard_.log_changes());
+  return std::string();
 }
 
 }  // namespace farmem::kv::service

@@ -38,7 +38,12 @@ class AdoManager::Callbacks : public AdoCallbacks {
 };
 
 AdoManager::AdoManager(Shard& shard, AdoProcessOptions options, uint64_t launch_retry_ns)
-    : shard_(shard), options_(std::move(options)), launch_retry_ns_(launch_retry_ns) {}
+    : shard_(shard), options_(std::move(options)), launch_retry_ns_(launch_retry_ns) {
+  // Work ids of a durable node's lives never meet: an undo log left by an earlier life cannot
+  // pass for an invocation of this one.
+  std::lock_guard<std::mutex> lock(shard_.context().node->mu);
+  next_work_ = (shard_.context().node->boot << kBootWorkShift) + 1;
+}
 
 AdoManager::~AdoManager() {
   // Node shutdown: whatever waits hears so, and every process is killed and reaped.
@@ -86,7 +91,13 @@ Status AdoManager::ensure_process(PoolAdo& a, ServerPool& pool) {
     return InvalidArgument(fmt::format("pool '{}' has no ADO plugins", pool.name()));
   }
   if (a.retry_at_ns != 0 && shard_.context().now_ns() < a.retry_at_ns) return a.launch_failure;
-  const ado::Launch l = launch_of(a, pool);
+  ado::Launch l = launch_of(a, pool);
+  if (auto undo = pool.undo_block(); undo.ok()) {
+    l.undo = {*undo, pool.undo_bytes()};
+  } else {
+    log::warn("kv: the ADO of {} has no undo log (tx_add fails): {}", describe(pool),
+              undo.status().to_string());
+  }
   FARMEM_TRY(resolve_node_address());
   auto callbacks = std::make_unique<Callbacks>(this, a.handle);
   auto p = AdoProcess::spawn(options_, l, callbacks.get(), shard_.context().now_ns());
@@ -114,6 +125,7 @@ ado::Launch AdoManager::launch_of(const PoolAdo& a, const ServerPool& pool) cons
   const bool new_pool = !a.launched_before && pool.count() == 0;
   ado::Launch l;
   l.flags = new_pool ? FARMEM_ADO_LAUNCH_NEW_POOL : 0;
+  if (shard_.context().node->journal != nullptr) l.flags |= ado::kLaunchDurableNode;
   l.pool_capacity_bytes = pool.capacity_bytes();
   l.region_bytes = shard_.region().bytes;
   l.node_id = shard_.context().config().node_id;

@@ -52,6 +52,7 @@ class AdoManager : public PoolHooks {
  public:
   static constexpr size_t kMaxQueued = 256;             // invocations and signals waiting per pool
   static constexpr uint64_t kIdleCheckNs = 10'000'000;  // how often idle ADOs are read
+  static constexpr int kBootWorkShift = 40;             // work ids: (boot << 40) + n (boots < 2^16)
 
   // launch_retry_ns: after a failed launch, how long invocations get its error at once (no new
   // process is tried); a configure that changes the plugins or parameters ends it early.
@@ -111,6 +112,7 @@ class AdoManager : public PoolHooks {
   void answer(AdoJob& job, const Status& s, std::string_view reply = {});
   void fail_all(PoolAdo& a, const Status& why);
   Result<std::string> callback(uint64_t handle, const ado::Callback& c);
+  Result<std::string> log_undo(ServerPool& pool, const AdoJob* job, const ado::Callback& c);
   std::string describe(const ServerPool& pool) const;
 
   Shard& shard_;

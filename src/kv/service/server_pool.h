@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -107,7 +108,9 @@ class ServerPool {
   };
   // Instead of init(): the pool as its header (at `header`, read as `meta`) and index name it,
   // in the heap blocks its object holds (`blocks`, the header's included).
-  Result<Recovered> recover(const PoolMeta& meta, uint64_t header,
+  // `undo` is the pool's undo block among them (0: none): an invocation's open log is rolled
+  // back before the index is repaired.
+  Result<Recovered> recover(const PoolMeta& meta, uint64_t header, MemorySource::Block undo,
                             std::vector<MemorySource::Block> blocks);
 
   const std::string& name() const { return name_; }
@@ -159,6 +162,22 @@ class ServerPool {
   // ---- pool memory for ADOs (allocate/free pool memory callbacks) ----
   Result<uint64_t> allocate(uint64_t bytes, uint64_t now_ns);
   void free(uint64_t offset, uint64_t bytes, uint64_t now_ns);
+
+  // ---- the ADO undo log (kv/ado/undo_log.h, server_pool_undo.cc) ----
+  // The region offset of the pool's undo block, made (empty) on first use: a heap block of the
+  // pool's object, like the header, outside the pool's capacity. kResourceExhausted if the heap
+  // has no room.
+  Result<uint64_t> undo_block();
+  uint64_t undo_bytes() const { return undo_bytes_; }
+  // Marks (for the log) bytes of the undo block an ADO wrote; false if they leave the block.
+  bool mark_undo(uint64_t offset, uint64_t bytes);
+  // Puts back the old bytes the open undo log holds for invocation `work_id` (0: whichever
+  // invocation's is open), newest entry first, each only if allowed(offset, bytes); then ends
+  // the log. Returns how many entries were put back. Marks what it changes.
+  using UndoAllowed = std::function<bool(uint64_t offset, uint64_t bytes)>;
+  size_t roll_back_undo(uint64_t work_id, const UndoAllowed& allowed);
+  // Ends the undo log of invocation `work_id` if it is open (its changes stay).
+  void end_undo(uint64_t work_id);
 
   // ---- secondary index, ADO settings ----
   void add_index();  // builds it from the current keys
@@ -241,6 +260,8 @@ class ServerPool {
   DirtyRanges* dirty_ = nullptr;  // durable node
   bool temporary_ = false;
   uint64_t header_ = 0;  // region offset of the header block (durable node)
+  uint64_t undo_ = 0;    // region offset of the undo block (0: none yet)
+  uint64_t undo_bytes_ = 0;
   uint64_t header_sequence_ = 0;
   uint64_t header_table_ = 0;  // the table the header names
 };

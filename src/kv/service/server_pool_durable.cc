@@ -111,14 +111,25 @@ bool inside(const std::vector<MemorySource::Block>& blocks, uint64_t offset, uin
 }  // namespace
 
 Result<ServerPool::Recovered> ServerPool::recover(const PoolMeta& meta, uint64_t header,
+                                                  MemorySource::Block undo,
                                                   std::vector<MemorySource::Block> blocks) {
   FARMEM_ASSERT(dirty_ != nullptr, "only a durable pool recovers");
   header_ = header;
   header_sequence_ = meta.sequence;
   ado_ = meta.ado;
-  std::erase_if(blocks, [&](const MemorySource::Block& b) { return b.offset == header; });
+  std::erase_if(blocks, [&](const MemorySource::Block& b) {
+    return b.offset == header || (undo.bytes != 0 && b.offset == undo.offset);
+  });
   std::sort(blocks.begin(), blocks.end(),
             [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  if (undo.bytes != 0) {
+    // An invocation the node died in: its values get their old bytes back (only inside the
+    // pool's own blocks), before the records are checked and resealed below.
+    undo_ = undo.offset;
+    undo_bytes_ = undo.bytes;
+    (void)roll_back_undo(
+        0, [&](uint64_t offset, uint64_t bytes) { return inside(blocks, offset, bytes); });
+  }
   FARMEM_TRY(index_.adopt(meta.table_offset, meta.table_slots));
   if (!inside(blocks, meta.table_offset, meta.table_slots * sizeof(IndexBucket))) {
     return Internal(fmt::format("pool '{}': its index lies outside its memory", name_));

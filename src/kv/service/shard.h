@@ -80,6 +80,9 @@ class Shard {
   // Answers a request the hooks kept once what the pools changed so far is stable (logged
   // first: on a durable node, an ADO's answer acknowledges its changes; at once otherwise).
   void answer_when_stable(memnode::Responder responder, const Status& status, std::string reply);
+  // Logs what the pools changed so far now, without waiting for it to be stable (an ADO's undo
+  // entries, before it changes the bytes they restore). The shard's write failure, if any.
+  Status log_changes();
 
  private:
   struct Slot {

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "../ado/undo_log.h"
 #include "farmem/common/atomic_max.h"
 #include "farmem/common/check.h"
 #include "farmem/common/log.h"
@@ -49,6 +50,11 @@ void Shard::answer_when_stable(memnode::Responder responder, const Status& statu
                                std::string reply) {
   const uint64_t lsn = flush();
   replies_.finish(lsn, std::move(responder), failed_.ok() ? status : failed_, std::move(reply));
+}
+
+Status Shard::log_changes() {
+  flush();
+  return failed_;
 }
 
 uint64_t Shard::flush() {
@@ -122,9 +128,14 @@ Status Shard::recover_pool(const ObjectTable::Object& object,
   const std::string name = object.name.substr(kPoolObjectPrefix.size());
   std::optional<PoolMeta> meta;
   uint64_t header = 0;
+  MemorySource::Block undo;
   Status damaged;  // a block that is this object's header but does not hold
   for (const MemorySource::Block& b : blocks) {
     if (b.bytes < kPoolHeaderBlockBytes || region_.ptr(b.offset, b.bytes) == nullptr) continue;
+    if (const uint64_t n = ado::undo_block_bytes(region_.at(b.offset), b.bytes, object.id)) {
+      undo = {b.offset, n};
+      continue;
+    }
     auto m = read_pool_header(region_.at(b.offset), object.id);
     if (!m.ok() && m.status().code() != StatusCode::kNotFound) damaged = m.status();
     if (m.ok() && m->name == name && (!meta || m->sequence > meta->sequence)) {
@@ -144,7 +155,7 @@ Status Shard::recover_pool(const ObjectTable::Object& object,
   ServerPool::Recovered r;
   auto p = install_pool(
       name, object.id, meta->capacity_bytes, summary, false, [&](ServerPool& pool) -> Status {
-        FARMEM_ASSIGN_OR_RETURN(r, pool.recover(*meta, header, std::move(blocks)));
+        FARMEM_ASSIGN_OR_RETURN(r, pool.recover(*meta, header, undo, std::move(blocks)));
         return OkStatus();
       });
   if (!p.ok()) {

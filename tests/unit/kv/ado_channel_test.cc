@@ -41,7 +41,8 @@ std::string reply_with(std::initializer_list<std::string> items, int32_t status 
 
 TEST(AdoChannelTest, LaunchRoundTrips) {
   Launch l;
-  l.flags = FARMEM_ADO_LAUNCH_NEW_POOL;
+  l.flags = FARMEM_ADO_LAUNCH_NEW_POOL | kLaunchDurableNode;
+  l.undo = {1 << 20, 256 << 10};
   l.pool_capacity_bytes = 1 << 20;
   l.region_bytes = 1ull << 30;
   l.node_id = 7;
@@ -52,6 +53,8 @@ TEST(AdoChannelTest, LaunchRoundTrips) {
   auto d = decode_launch(parse_ok(encode_launch(l)));
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   EXPECT_EQ(d->flags, l.flags);
+  EXPECT_EQ(d->undo.offset, l.undo.offset);
+  EXPECT_EQ(d->undo.bytes, l.undo.bytes);
   EXPECT_EQ(d->pool_capacity_bytes, l.pool_capacity_bytes);
   EXPECT_EQ(d->region_bytes, l.region_bytes);
   EXPECT_EQ(d->node_id, 7);
@@ -78,6 +81,12 @@ TEST(AdoChannelTest, LaunchRefusesBadFields) {
   std::string trailing = good + "x";
   poke<uint32_t>(&trailing, offsetof(MsgHeader, bytes), static_cast<uint32_t>(trailing.size()));
   EXPECT_EQ(decode_launch(parse_ok(trailing)).status().code(), StatusCode::kProtocolError);
+  std::string half_undo = good;  // a block with no size
+  poke<uint64_t>(&half_undo, sizeof(MsgHeader) + offsetof(LaunchMsg, undo_offset), 4096);
+  EXPECT_EQ(decode_launch(parse_ok(half_undo)).status().code(), StatusCode::kProtocolError);
+  std::string flags = good;
+  poke<uint32_t>(&flags, sizeof(MsgHeader) + offsetof(LaunchMsg, flags), 4);
+  EXPECT_EQ(decode_launch(parse_ok(flags)).status().code(), StatusCode::kProtocolError);
 }
 
 TEST(AdoChannelTest, WorkRoundTripsAndChecksValues) {

@@ -160,7 +160,7 @@ class PoolLog {
                                      std::make_unique<LoggedSource>(image, nullptr, nullptr), v, 0,
                                      std::make_shared<PoolSummary>());
     pool->make_durable(&dirty, false);
-    auto r = pool->recover(*meta, header_at_, blocks);
+    auto r = pool->recover(*meta, header_at_, {}, blocks);
     ASSERT_TRUE(r.ok()) << r.status().to_string() << " cut " << cut;
     const Model got = read_all(*pool, image.view());
     const bool whole = ends_[op] == cut;
