@@ -291,36 +291,29 @@ int32_t AdoHost::to_value(std::string_view payload, farmem_ado_value* out) {
   return FARMEM_ADO_OK;
 }
 
-int32_t AdoHost::op_create_key(farmem_ado_store* s, uint64_t work_id, const void* key,
-                               uint32_t key_bytes, uint64_t value_bytes, farmem_ado_value* out) {
-  AdoHost* h = self(s);
+int32_t AdoHost::keyed_value(const Callback& c, bool writable, farmem_ado_value* out) {
   std::string payload;
   farmem_ado_value v{};
-  Status st = h->call(
-      {work_id, CallbackOp::kCreateKey, std::string(bytes_of(key, key_bytes)), value_bytes, 0},
-      &payload);
-  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
+  Status st = call(c, &payload);
+  const int32_t r = st.ok() ? to_value(payload, &v) : fail_callback(st);
   if (r != FARMEM_ADO_OK) return r;
-  if (work_id == h->current_.work_id)
-    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
+  if (writable && c.work_id == current_.work_id) note_writable(c.key, {v.offset, v.bytes});
   if (out != nullptr) *out = v;
   return r;
 }
 
+int32_t AdoHost::op_create_key(farmem_ado_store* s, uint64_t work_id, const void* key,
+                               uint32_t key_bytes, uint64_t value_bytes, farmem_ado_value* out) {
+  return self(s)->keyed_value(
+      {work_id, CallbackOp::kCreateKey, std::string(bytes_of(key, key_bytes)), value_bytes, 0},
+      true, out);
+}
+
 int32_t AdoHost::op_open_key(farmem_ado_store* s, uint64_t work_id, const void* key,
                              uint32_t key_bytes, uint32_t lock, farmem_ado_value* out) {
-  AdoHost* h = self(s);
-  std::string payload;
-  farmem_ado_value v{};
-  Status st = h->call(
-      {work_id, CallbackOp::kOpenKey, std::string(bytes_of(key, key_bytes)), lock, 0}, &payload);
-  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
-  if (r != FARMEM_ADO_OK) return r;
-  if (lock == FARMEM_ADO_LOCK_WRITE && work_id == h->current_.work_id) {
-    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
-  }
-  if (out != nullptr) *out = v;
-  return r;
+  return self(s)->keyed_value(
+      {work_id, CallbackOp::kOpenKey, std::string(bytes_of(key, key_bytes)), lock, 0},
+      lock == FARMEM_ADO_LOCK_WRITE, out);
 }
 
 int32_t AdoHost::op_erase_key(farmem_ado_store* s, const void* key, uint32_t key_bytes) {
@@ -338,17 +331,9 @@ int32_t AdoHost::op_resize_value(farmem_ado_store* s, uint64_t work_id, const vo
     return h->fail_callback(InvalidArgument(
         "resize_value of a value whose bytes this call added with tx_add (resize it first)"));
   }
-  std::string payload;
-  farmem_ado_value v{};
-  Status st =
-      h->call({work_id, CallbackOp::kResize, std::string(bytes_of(key, key_bytes)), new_bytes, 0},
-              &payload);
-  const int32_t r = st.ok() ? h->to_value(payload, &v) : h->fail_callback(st);
-  if (r != FARMEM_ADO_OK) return r;
-  if (work_id == h->current_.work_id)
-    h->note_writable(bytes_of(key, key_bytes), {v.offset, v.bytes});
-  if (out != nullptr) *out = v;
-  return r;
+  return h->keyed_value(
+      {work_id, CallbackOp::kResize, std::string(bytes_of(key, key_bytes)), new_bytes, 0}, true,
+      out);
 }
 
 int32_t AdoHost::op_allocate(farmem_ado_store* s, uint64_t bytes, uint64_t alignment,

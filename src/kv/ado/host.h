@@ -77,6 +77,9 @@ class AdoHost {
   Status call(const Callback& c, std::string* payload);
   int32_t fail_callback(const Status& s);
   int32_t to_value(std::string_view payload, farmem_ado_value* out);
+  // A callback answered with a value of key c.key (create, open, resize): *out, and the value is
+  // this call's to change (tx_add) when `writable`.
+  int32_t keyed_value(const Callback& c, bool writable, farmem_ado_value* out);
   bool range_ok(uint64_t offset, uint64_t bytes) const;
 
   // ---- transactions (host_tx.cc) ----
