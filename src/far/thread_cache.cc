@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
+#include "farmem/client/batch.h"
 #include "farmem/client/cluster.h"
 #include "farmem/common/check.h"
 #include "farmem/common/clock.h"
@@ -310,7 +312,16 @@ Task<Status> ThreadCache::flush(Entry* e) {
   if (e->local == nullptr || !(e->flags & kDirty) || (e->flags & kWriteback)) co_return OkStatus();
   e->flags = static_cast<uint8_t>((e->flags & ~kDirty) | kWriteback);
   ++e->refs;
-  Status s = co_await client_->write(e->remote, e->local, e->bytes);
+  Status s;
+  if (e->flags & kDurable) {
+    client::Batch batch(*client_);
+    s = batch.write(e->remote, e->local, e->bytes);
+    if (s.ok()) s = batch.persist(e->remote, e->bytes);
+    Status w = co_await batch.wait();
+    if (s.ok()) s = w;
+  } else {
+    s = co_await client_->write(e->remote, e->local, e->bytes);
+  }
   e->flags &= ~kWriteback;
   if (!s.ok()) e->flags |= kDirty;
   ++stats_.writebacks;
@@ -399,14 +410,19 @@ Task<void> ThreadCache::evacuator() {
 
 Task<Status> ThreadCache::write_back(std::vector<Entry*>* entries) {
   Status first;
-  for (size_t i = 0; i < entries->size(); i += client::Batch::kMaxOps) {
-    const size_t end = std::min(entries->size(), i + client::Batch::kMaxOps);
+  // A durable entry's write and its persist take two of a batch's operations.
+  const bool durable = std::any_of(entries->begin(), entries->end(),
+                                   [](const Entry* e) { return (e->flags & kDurable) != 0; });
+  const size_t step = durable ? client::Batch::kMaxOps / 2 : client::Batch::kMaxOps;
+  for (size_t i = 0; i < entries->size(); i += step) {
+    const size_t end = std::min(entries->size(), i + step);
     Status s;
     {
       client::Batch batch(*client_);
       for (size_t j = i; j < end && s.ok(); ++j) {
         Entry* e = (*entries)[j];
         s = batch.write(e->remote, e->local, e->bytes);
+        if (s.ok() && (e->flags & kDurable)) s = batch.persist(e->remote, e->bytes);
       }
       Status w = co_await batch.wait();
       if (s.ok()) s = w;

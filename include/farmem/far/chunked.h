@@ -6,17 +6,24 @@
 // Each chunk's entry mirrors its local address into the store's own table (entry.h `mirror`,
 // as a UniquePtr's does), next to the entry pointer: a dereference that hits reads one
 // {entry, local} pair and the object, never the entry.
+// A named store (open_named) keeps its extents in node objects that outlive the process, listed
+// in a manifest (named_store.h); on durable nodes its chunks' write-backs are persisted (kDurable)
+// and sync() is what acknowledges its contents across restarts.
 // Thread safety: the cache's thread.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/huge_page_allocator.h"
+#include "farmem/ds/common/durable.h"
 #include "farmem/far/deref.h"
+#include "farmem/far/named_store.h"
 #include "farmem/far/prefetcher.h"
 #include "farmem/far/remote.h"
 #include "farmem/far/thread_cache.h"
@@ -41,6 +48,7 @@ class ChunkedStore {
         chunk_object_bytes_(o.chunk_object_bytes_),
         chunks_(std::move(o.chunks_)),  // the buffer moves: mirrors stay valid
         extents_(std::move(o.extents_)),
+        named_(std::move(o.named_)),
         prefetcher_(o.prefetcher_) {
     o.chunks_.clear();
     o.extents_.clear();
@@ -51,7 +59,37 @@ class ChunkedStore {
       c.e->mirror = nullptr;  // a fetch may still finish after the store is gone
       cache_->release(c.e);
     }
+    if (named_) return;  // its extents stay: they belong to its node objects
     for (GlobalAddress x : extents_) cache_->queue_free(x, extent_bytes());
+  }
+
+  // The store named `name` (created empty if there is none; kInvalidArgument if it holds
+  // elements of another size or chunking): its chunks below the last sync's materialized count
+  // are read from their far copies, the rest start as zeros.
+  static runtime::Task<Result<ChunkedStore>> open_named(ThreadCache* cache, uint32_t chunk_bytes,
+                                                        std::string name) {
+    ChunkedStore st(cache, chunk_bytes);
+    const NamedStore::Shape shape{static_cast<uint32_t>(sizeof(T)), st.per_chunk_,
+                                  kChunksPerExtent};
+    auto named = co_await NamedStore::open_or_create(cache->client(), std::move(name), shape);
+    FARMEM_CO_TRY(named);
+    st.named_ = std::move(*named);
+    const uint64_t materialized = st.named_->synced().materialized;
+    for (GlobalAddress x : st.named_->extents())
+      st.add_chunks(x, st.chunks_.size() >= materialized);
+    for (size_t c = 0; c < st.chunks_.size(); ++c) st.chunks_[c].e->mirror = &st.chunks_[c].local;
+    co_return st;
+  }
+  const NamedStore* named() const { return named_.get(); }
+  // A named store's sync: every chunk of elements [0, n) written back (persisted on durable
+  // nodes; never-written chunks get far copies of zeros), then n recorded in the manifest.
+  runtime::Task<Status> sync(uint64_t n) {
+    if (!named_) co_return InvalidArgument("sync of a far container without a name");
+    const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
+    Status s = co_await write_back_used(used);
+    FARMEM_CO_TRY(s);
+    s = co_await named_->commit({n, std::max(used, named_->synced().materialized)});
+    co_return s;
   }
 
   uint64_t capacity() const { return uint64_t{per_chunk_} * chunks_.size(); }
@@ -68,15 +106,11 @@ class ChunkedStore {
     while (capacity() < elements) {
       const auto& nodes = cache_->client()->cluster().nodes();
       const uint16_t node = nodes[extents_.size() % nodes.size()].node_id;
-      auto x = co_await cache_->client()->allocate(extent_bytes(), node);
+      auto x = named_ ? co_await named_->add_extent(node, extent_bytes())
+                      : co_await cache_->client()->allocate(extent_bytes(), node);
       FARMEM_CO_TRY(x);
-      extents_.push_back(*x);
       const ChunkRef* before = chunks_.data();
-      for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
-        Entry* e = cache_->adopt(*x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_,
-                                 /*zero_fill=*/true);
-        chunks_.push_back(ChunkRef{e, e->local});
-      }
+      add_chunks(*x, /*zero_fill=*/true);
       // Point every mirror at its pair (all of them when the table moved, else the new ones).
       for (size_t c = chunks_.data() == before ? chunks_.size() - kChunksPerExtent : 0;
            c < chunks_.size(); ++c) {
@@ -132,17 +166,7 @@ class ChunkedStore {
   // chunks.
   runtime::Task<Result<Spans>> spans(uint64_t n) {
     const uint64_t used = (n + per_chunk_ - 1) / per_chunk_;
-    std::vector<Entry*> dirty;
-    dirty.reserve(used);
-    for (uint64_t c = 0; c < used; ++c) dirty.push_back(chunks_[c].e);
-    // Never-written chunks read as zeros: give them a far copy.
-    for (Entry* e : dirty) {
-      if ((e->flags & kZeroFill) && e->local == nullptr) {
-        Status s = co_await cache_->fetch(e);
-        FARMEM_CO_TRY(s);
-      }
-    }
-    Status s = co_await cache_->flush_entries(std::move(dirty));
+    Status s = co_await write_back_used(used);
     FARMEM_CO_TRY(s);
     Spans out;
     const uint64_t per_extent = uint64_t{per_chunk_} * kChunksPerExtent;
@@ -165,6 +189,32 @@ class ChunkedStore {
 
  private:
   uint64_t extent_bytes() const { return uint64_t{chunk_object_bytes_} * kChunksPerExtent; }
+  // The chunks of extent x (mirrors are the caller's to point); a named store's chunks on a
+  // durable node persist their write-backs.
+  void add_chunks(GlobalAddress x, bool zero_fill) {
+    extents_.push_back(x);
+    const bool durable = named_ && ds::node_durable(cache_->client(), x.node());
+    for (uint32_t k = 0; k < kChunksPerExtent; ++k) {
+      Entry* e =
+          cache_->adopt(x + uint64_t{k} * chunk_object_bytes_, chunk_object_bytes_, zero_fill);
+      if (durable) e->flags |= kDurable;
+      chunks_.push_back(ChunkRef{e, e->local});
+    }
+  }
+  // Writes back chunks [0, used); never-written ones (they read as zeros) get a far copy.
+  runtime::Task<Status> write_back_used(uint64_t used) {
+    std::vector<Entry*> dirty;
+    dirty.reserve(used);
+    for (uint64_t c = 0; c < used; ++c) dirty.push_back(chunks_[c].e);
+    for (Entry* e : dirty) {
+      if ((e->flags & kZeroFill) && e->local == nullptr) {
+        Status s = co_await cache_->fetch(e);
+        FARMEM_CO_TRY(s);
+      }
+    }
+    Status s = co_await cache_->flush_entries(std::move(dirty));
+    co_return s;
+  }
   void observe(uint64_t c) {
     if (!prefetcher_.enabled()) return;
     int64_t first, stride;
@@ -190,6 +240,7 @@ class ChunkedStore {
   };
   std::vector<ChunkRef, HugePageAllocator<ChunkRef>> chunks_;
   std::vector<GlobalAddress> extents_;
+  std::unique_ptr<NamedStore> named_;  // a named store's manifest and objects
   StridePrefetcher prefetcher_;
 };
 

@@ -29,6 +29,7 @@ enum EntryFlags : uint8_t {
   kZeroFill = 16,     // the far copy was never written: a fetch zero-fills locally
   kWriteback = 32,    // the evacuator is writing the local copy back
   kFreePending = 64,  // released while fetching or writing back: freed when that ends
+  kDurable = 128,     // a named container's chunk on a durable node: write-backs are persisted
 };
 
 struct Entry {

@@ -8,6 +8,8 @@
 //   co_await v.push_back(1.5);
 //   auto s = co_await v.aggregate();                  // Result<wire::AggregateCell>
 //   auto idx = co_await v.filter(far::greater(2.0));  // Result<std::vector<uint64_t>>
+//   auto n = co_await far::Vector<double>::open_named(&cache, "prices");  // kept across runs
+//   co_await n->push_back(2.5);  co_await n->sync();   // acknowledged: survives restarts
 //
 // at/at_mut do not check bounds (precondition i < size()); read/write/at_safe do.
 // Thread safety: the cache's thread.
@@ -15,6 +17,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -42,6 +45,24 @@ class Vector {
 
   explicit Vector(ThreadCache* cache, uint32_t chunk_bytes = 4096) : store_(cache, chunk_bytes) {}
   Vector(Vector&&) noexcept = default;
+
+  // ---- a named vector (far/named_store.h): outlives this process, and restarts of durable
+  // nodes ----
+  // The vector named `name`, created empty if there is none, as its last sync() left it: its
+  // size and elements (kInvalidArgument if it holds elements of another size or chunking).
+  static runtime::Task<Result<Vector>> open_named(ThreadCache* cache, std::string name,
+                                                  uint32_t chunk_bytes = 4096) {
+    auto st = co_await ChunkedStore<T>::open_named(cache, chunk_bytes, std::move(name));
+    FARMEM_CO_TRY(st);
+    Vector v(std::move(*st));
+    v.size_ = v.store_.named()->synced().size;
+    co_return v;
+  }
+  // Makes the elements and the size stable (persisted on durable nodes); returns once they are.
+  runtime::Task<Status> sync() {
+    Status s = co_await store_.sync(size_);
+    co_return s;
+  }
 
   uint64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -166,6 +187,7 @@ class Vector {
   }
 
  private:
+  explicit Vector(ChunkedStore<T>&& store) : store_(std::move(store)) {}
   ChunkedStore<T> store_;
   uint64_t size_ = 0;
 };
