@@ -78,7 +78,9 @@ class KvAdoDurableTest : public ::testing::TestWithParam<Transport> {
     auto p = run(store_->create_pool(name, 32ull << 20, 1000));
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     pool_ = std::move(*p);
-    if (!plugins.empty()) ASSERT_TRUE(run(pool_->configure("AdoPlugins::" + plugins)).ok());
+    if (!plugins.empty()) {
+      ASSERT_TRUE(run(pool_->configure("AdoPlugins::" + plugins)).ok());
+    }
   }
   std::string get(const std::string& key) {
     std::string v;
