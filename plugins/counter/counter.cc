@@ -55,10 +55,13 @@ bool parse_int(std::string_view s, int64_t* out) {
   return true;
 }
 
-// The value's old bytes into the invocation's undo log (a host without transactions: nothing).
+// The value's old bytes into the invocation's undo log. A host without transactions, or a pool
+// without an undo log (FARMEM_ADO_E_UNAVAILABLE: the node had no memory for it), changes values
+// unprotected, as before transactions.
 int32_t tx_add(Counter* c, const farmem_ado_work* w, const farmem_ado_value& v) {
   if (!FARMEM_ADO_HAS_TX(c->ops)) return FARMEM_ADO_OK;
-  return c->ops->tx_add(c->store, w->work_id, v.data, v.bytes);
+  const int32_t s = c->ops->tx_add(c->store, w->work_id, v.data, v.bytes);
+  return s == FARMEM_ADO_E_UNAVAILABLE ? FARMEM_ADO_OK : s;
 }
 
 int32_t do_add(Counter* c, const farmem_ado_work* w, std::string_view arg) {

@@ -196,7 +196,8 @@ typedef struct farmem_ado_store_ops {
    * stable before the client's answer) at once. Ranges already added in this call cost nothing.
    * FARMEM_ADO_E_INVALID for bytes outside every value the call holds write-locked,
    * FARMEM_ADO_E_EXHAUSTED when the call's old bytes exceed the undo log
-   * (FARMEM_ADO_UNDO_BYTES). A value with added ranges stays locked until the call ends: its
+   * (FARMEM_ADO_UNDO_BYTES), FARMEM_ADO_E_UNAVAILABLE when the pool has no undo log (the node had
+   * no memory for one). A value with added ranges stays locked until the call ends: its
    * resize_value and unlock_key answer FARMEM_ADO_E_INVALID. */
   int32_t (*tx_add)(farmem_ado_store* s, uint64_t work_id, const void* data, uint64_t bytes);
   /* Puts back the old contents of every range this call added, newest first (the plugin gives
