@@ -11,6 +11,7 @@
 #include "farmem/memnode/service.h"
 #include "farmem/memnode/stable_replies.h"
 #include "farmem/storage/journal.h"
+#include "persist_group.h"
 
 namespace farmem::memnode {
 namespace {
@@ -45,15 +46,25 @@ Result<std::string_view> trailing_name(const Request& r, size_t fixed, uint32_t 
 
 class CoreWorker : public ServiceWorker {
  public:
-  explicit CoreWorker(const WorkerContext& c) : node_(*c.node), replies_(c) {}
+  explicit CoreWorker(const WorkerContext& c)
+      : node_(*c.node), replies_(c), persists_(*c.node, replies_) {}
 
   void handle(Request& r, Responder responder) override {
     std::string out;
     lsn_ = 0;
+    grouped_ = false;
     Status s = dispatch(r, &out);
+    if (grouped_) {  // a checked persist on a durable node: logged at the round's end
+      persists_.add(ranges_, ordered_, std::move(responder));
+      return;
+    }
     replies_.finish(lsn_, std::move(responder), s, std::move(out));
   }
-  void poll(uint64_t) override { replies_.poll(); }
+  // The end of a round of requests: its persists go to the log together.
+  void poll(uint64_t) override {
+    persists_.flush();
+    replies_.poll();
+  }
 
  private:
   Status dispatch(const Request& r, std::string* out) {
@@ -253,6 +264,9 @@ class CoreWorker : public ServiceWorker {
   // Served one-sided operations; on a durable node the copies their persists took are logged
   // in order and the answer waits until they are stable.
   Status memops(const Request& r, std::string* out) {
+    // The log keeps the order bytes were read in: the round's grouped persists read theirs
+    // before these operations write and copy.
+    if (node_.journal != nullptr) persists_.flush();
     std::vector<PersistCopy> copies;
     FARMEM_TRY(execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
                               r.payload.size(), out, node_.journal ? &copies : nullptr));
@@ -264,7 +278,8 @@ class CoreWorker : public ServiceWorker {
     return OkStatus();
   }
 
-  // Logs the named region ranges as they are now; the answer waits until they are stable.
+  // Checks the named region ranges; on a durable node they are logged with the round's other
+  // persists (PersistGroup) and the answer waits until they are stable.
   Status persist(const Request& r) {
     w::PersistRequest req;
     FARMEM_TRY(parse(r, &req, "persist"));
@@ -274,7 +289,8 @@ class CoreWorker : public ServiceWorker {
       return InvalidArgument(
           fmt::format("persist request for {} ranges in {} bytes", req.count, r.payload.size()));
     }
-    std::vector<w::PersistRange> ranges(req.count);
+    std::vector<w::PersistRange>& ranges = ranges_;
+    ranges.resize(req.count);
     std::memcpy(ranges.data(), r.payload.data() + sizeof(req), sizeof(w::PersistRange) * req.count);
     for (const w::PersistRange& range : ranges) {
       if (range.offset < w::kRegionHeaderBytes || range.offset > node_.region_bytes ||
@@ -284,10 +300,8 @@ class CoreWorker : public ServiceWorker {
       }
     }
     if (node_.journal == nullptr) return OkStatus();  // a volatile node has nothing to keep
-    for (const w::PersistRange& range : ranges) {
-      FARMEM_ASSIGN_OR_RETURN(lsn_, node_.journal->append_range(range.offset, range.bytes));
-    }
-    if ((req.flags & w::kPersistOrdered) != 0) lsn_ = 0;  // in the log, in order: answer now
+    grouped_ = true;
+    ordered_ = (req.flags & w::kPersistOrdered) != 0;  // answered once in the log, in order
     return OkStatus();
   }
 
@@ -311,7 +325,12 @@ class CoreWorker : public ServiceWorker {
 
   NodeState& node_;
   StableReplies replies_;
+  PersistGroup persists_;
   uint64_t lsn_ = 0;  // the request's last journal record (0: none)
+  // persist(): the checked ranges of a request the group takes, and how it is answered.
+  std::vector<w::PersistRange> ranges_;
+  bool grouped_ = false;
+  bool ordered_ = false;
 };
 
 class CoreService : public Service {
