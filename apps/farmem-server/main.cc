@@ -35,7 +35,7 @@ int fail(const std::string& msg) {
 
 struct Flags {
   std::string config_path, capacity, listen, port_file, tls, net_devices, cluster_key_file;
-  std::string preload_dir, data_dir, durability, checkpoint_log, sync_trace;
+  std::string preload_dir, data_dir, durability, checkpoint_log, sync_trace, region_file;
   std::optional<uint32_t> node_id, port, workers, idle_spin_us, max_sessions, door_timeout_ms;
   std::optional<uint32_t> kv_record_grace_ms;
   bool simulate_power_loss = false;
@@ -67,6 +67,7 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
       return farmem::InvalidArgument("--sync-trace needs --simulate-power-loss");
     c->sync_trace = f.sync_trace;
   }
+  if (!f.region_file.empty()) c->region_file = f.region_file;
   if (!f.checkpoint_log.empty()) {
     auto b = farmem::parse_bytes(f.checkpoint_log);
     if (!b.ok()) {
@@ -119,6 +120,9 @@ int run(int argc, char** argv) {
                "power loss could");
   app.add_option("--sync-trace", f.sync_trace,
                  "tests, with --simulate-power-loss: record every sync in this file");
+  app.add_option("--region-file", f.region_file,
+                 "measurement only: export a MAP_SHARED mapping of this file registered with UCX "
+                 "instead of memory UCX allocates (no direct loads over shared memory)");
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));

@@ -92,6 +92,11 @@ Status ServerConfig::validate() const {
             : std::string("a node with a data directory is durable: choose durability "
                           "'process' or 'power'"));
   }
+  if (!region_file.empty() && !data_dir.empty()) {
+    return InvalidArgument(
+        "a region file (--region-file, for measuring) is not a durability mode: a durable node "
+        "keeps its region in memory UCX allocates");
+  }
   if (checkpoint_log_bytes < (64ull << 10)) {
     return InvalidArgument(
         fmt::format("checkpoint_log {} bytes is below the 64 KiB minimum", checkpoint_log_bytes));

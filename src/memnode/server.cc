@@ -80,7 +80,10 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
   auto ctx = fabric::Context::create(co);
   FARMEM_TRY(ctx);
   s->context_ = std::move(*ctx);
-  auto region = fabric::MemoryRegion::allocate(*s->context_, config.capacity_bytes);
+  auto region =
+      config.region_file.empty()
+          ? fabric::MemoryRegion::allocate(*s->context_, config.capacity_bytes)
+          : fabric::MemoryRegion::map_file(*s->context_, config.region_file, config.capacity_bytes);
   FARMEM_TRY(region);
   s->region_ = std::move(*region);
 

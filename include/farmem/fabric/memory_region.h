@@ -1,6 +1,8 @@
 // MemoryRegion: memory exported for one-sided access, allocated by UCX (ucp_mem_map with
 // UCP_MEM_MAP_ALLOCATE) so that shared-memory transports map it directly into peers and
 // one-sided operations bypass the owner's CPU. The packed remote key is what peers need.
+// map_file exports a file mapping instead (registered, not allocated, memory: UCX reaches it
+// through CMA or active messages over shared memory), to measure that trade.
 // Thread safety: immutable after create(); base()/bytes()/packed_rkey() from any thread.
 #pragma once
 
@@ -8,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "farmem/common/result.h"
@@ -18,6 +21,9 @@ namespace farmem::fabric {
 class MemoryRegion {
  public:
   static Result<std::unique_ptr<MemoryRegion>> allocate(Context& context, uint64_t bytes);
+  // A MAP_SHARED mapping of `path` (created, or grown to `bytes`), registered with UCX.
+  static Result<std::unique_ptr<MemoryRegion>> map_file(Context& context, const std::string& path,
+                                                        uint64_t bytes);
   ~MemoryRegion();
   MemoryRegion(const MemoryRegion&) = delete;
   MemoryRegion& operator=(const MemoryRegion&) = delete;
@@ -28,8 +34,10 @@ class MemoryRegion {
 
  private:
   MemoryRegion() = default;
+  Status finish(Context& context, ucp_mem_map_params_t params, const char* what);
   Context* context_ = nullptr;
   ucp_mem_h memh_ = nullptr;
+  bool file_mapped_ = false;  // map_file: munmap on destruction
   uint8_t* base_ = nullptr;
   uint64_t bytes_ = 0;
   std::vector<uint8_t> packed_rkey_;

@@ -65,6 +65,11 @@ struct ServerConfig {
   // Tests, with simulate_power_loss: every sync is also recorded in this file
   // (storage/sync_trace.h), to rebuild the directory at each sync boundary. Not in TOML.
   std::string sync_trace;
+  // Measurement only: the region is a MAP_SHARED mapping of this file registered with UCX
+  // (fabric::MemoryRegion::map_file) instead of memory UCX allocates, to measure what a
+  // file-backed region costs each transport (docs/ARCHITECTURE.md "Durability and the fast
+  // path"). Not a durability mode (nothing is recovered from it); volatile nodes only. Not in TOML.
+  std::string region_file;
 
   // Sets data_dir and, unless `durability` names one, the default level (power).
   Status set_data_dir(const std::string& dir, const std::string& durability = "");

@@ -240,5 +240,16 @@ TEST(ServerConfigTest, DurabilityWithoutADirectoryOrVolatileWithOneIsRefused) {
   ExpectInvalid("[memnode]\ndata_dir = \"d\"\ncheckpoint_log = \"4KiB\"\n", "64 KiB");
 }
 
+TEST(ServerConfigTest, ARegionFileIsForVolatileNodesOnly) {
+  ServerConfig c;
+  c.region_file = "/tmp/region.map";
+  EXPECT_TRUE(c.validate().ok());
+  c.data_dir = "d";
+  c.durability = storage::Durability::kPower;
+  const Status s = c.validate();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not a durability mode"), std::string::npos) << s.to_string();
+}
+
 }  // namespace
 }  // namespace farmem::memnode
