@@ -15,7 +15,10 @@
 # /usr/lib/jvm/*/bin/java that is >= 23, then java on PATH), WORKLOADS ("tatp smallbank tpcc"),
 # DURATION (60 s measured per run), WARMUP (10 s per run, not measured), TERMINALS (2: BenchBase
 # terminals), RETRIES (64 attempts per transaction, both systems), THREADS (2) and COROUTINES
-# (8 per thread) for farmem, TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), MODES ("volatile
+# (8 per thread) for farmem, DURABLE_THREADS (1) and DURABLE_COROUTINES ("tatp=256
+# smallbank=128 tpcc=8", or one number for all) for its durable rows (a durable commit waits for its node's group-commit fdatasync, so throughput is what is
+# in flight over that latency: more transactions in flight, and one client thread, which leaves
+# the second core to the memory node's worker and syncer), TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), MODES ("volatile
 # durable": farmem's rows; durable = `--durable`, its local node at --durability power with a
 # data directory under $TMPDIR or /tmp, commits synced before they are acknowledged, as
 # PostgreSQL's with fsync and synchronous_commit on), TATP_SF (1),
@@ -98,6 +101,21 @@ TERMINALS=${TERMINALS:-2}
 RETRIES=${RETRIES:-64}
 THREADS=${THREADS:-2}
 COROUTINES=${COROUTINES:-8}
+DURABLE_THREADS=${DURABLE_THREADS:-1}
+# Per workload: a number, or workload=number pairs (the best of 8..512 on the 2-core machine).
+DURABLE_COROUTINES=${DURABLE_COROUTINES:-"tatp=256 smallbank=128 tpcc=8"}
+# The durable coroutines of workload $1.
+durable_coroutines() {
+  local p
+  for p in $DURABLE_COROUTINES; do
+    case "$p" in
+      "$1"=*) echo "${p#*=}"; return ;;
+      *=*) ;;
+      *) echo "$p"; return ;;
+    esac
+  done
+  echo 128
+}
 TRANSPORTS=${TRANSPORTS:-shm}
 MODES=${MODES:-"volatile durable"}
 FM_RUNS=""  # one farmem row per transport and mode: shm, shm-durable, ...
@@ -125,7 +143,7 @@ for wl in $WORKLOADS; do
     *) echo "WORKLOADS: unknown workload '$wl' (tatp, smallbank, tpcc)" >&2; exit 2 ;;
   esac
 done
-for v in DURATION WARMUP TERMINALS THREADS COROUTINES TPCC_SF RETRIES; do
+for v in DURATION WARMUP TERMINALS THREADS COROUTINES DURABLE_THREADS TPCC_SF RETRIES; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number (got '${!v}')" >&2; exit 2; }
 done
 [ "$DURATION" -ge 1 ] || { echo "DURATION must be at least 1 s" >&2; exit 2; }
@@ -328,7 +346,8 @@ stop_progress() { stop_pid "$ticker"; ticker=""; }
 
 mkdir -p "$(dirname "$OUT")" "$tmp/res"
 echo "workloads: $WORKLOADS; measured ${DURATION}s after ${WARMUP}s warm-up per run;" \
-     "postgres: $TERMINALS terminals, SERIALIZABLE; farmem: $THREADS threads x $COROUTINES coroutines on $TRANSPORTS"
+     "postgres: $TERMINALS terminals, SERIALIZABLE; farmem: $THREADS threads x $COROUTINES coroutines" \
+     "(durable: $DURABLE_THREADS x $DURABLE_COROUTINES) on $TRANSPORTS"
 echo "scale: tatp sf $TATP_SF, smallbank sf $SMALLBANK_SF, tpcc $TPCC_SF warehouse(s); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --------------------------------------------------------------------------- PostgreSQL runs
@@ -488,7 +507,11 @@ for wl in $WORKLOADS; do
   for fm_run in $FM_RUNS; do
     tr=${fm_run%-durable}
     durable=()
-    [ "$fm_run" = "$tr" ] || durable=(--durable)
+    threads=$THREADS coroutines=$COROUTINES
+    if [ "$fm_run" != "$tr" ]; then
+      durable=(--durable)
+      threads=$DURABLE_THREADS coroutines=$(durable_coroutines "$wl")
+    fi
     tag="${wl}_${fm_run}"
     if [ -n "$fm_reason" ]; then echo "$fm_reason" > "$tmp/res/fm_$tag.err"; continue; fi
     if ! fm_has "$wl"; then
@@ -497,7 +520,7 @@ for wl in $WORKLOADS; do
       continue
     fi
     if [ "$tr" = tcp ]; then tls=(env UCX_TLS=tcp); else tls=(env -u UCX_TLS); fi
-    args=(bench txn --workload "$wl" --threads "$THREADS" --coroutines "$COROUTINES"
+    args=(bench txn --workload "$wl" --threads "$threads" --coroutines "$coroutines"
           --scale "$(fm_scale "$wl")" --max-attempts "$RETRIES" --warmup "$WARMUP" --duration "$DURATION" --seed "$SEED"
           --out "$tmp/res/fm_$tag.json" "${durable[@]}")
     echo "== farmem $wl ($fm_run): $FARMEM ${args[*]:0:14} ${durable[*]}"
@@ -519,6 +542,7 @@ done
 echo
 RES=$tmp/res RETRIES=$RETRIES PG_SETTINGS="$PG_SETTINGS" WORKLOADS="$WORKLOADS" TRANSPORTS="$FM_RUNS" OUT="$OUT" DURATION=$DURATION \
 WARMUP=$WARMUP TERMINALS=$TERMINALS THREADS=$THREADS COROUTINES=$COROUTINES SEED=$SEED \
+DURABLE_THREADS=$DURABLE_THREADS DURABLE_COROUTINES="$DURABLE_COROUTINES" \
 TATP_SF=$TATP_SF SMALLBANK_SF=$SMALLBANK_SF TPCC_SF=$TPCC_SF \
 FM_SCALES="tatp=$(fm_scale tatp) smallbank=$(fm_scale smallbank) tpcc=$(fm_scale tpcc)" \
 BENCHBASE_DIR="$BENCHBASE_DIR" JAVA_VERSION="$("$JAVA" -version 2>&1 | head -n 1)" \
@@ -562,6 +586,8 @@ doc = {
                "terminals": int(E["TERMINALS"]), "isolation": "SERIALIZABLE",
                "attempts_per_transaction": int(E["RETRIES"]),
                "threads": int(E["THREADS"]), "coroutines": int(E["COROUTINES"]),
+               "durable_threads": int(E["DURABLE_THREADS"]),
+               "durable_coroutines": E["DURABLE_COROUTINES"],
                "transports": transports, "seed": int(E["SEED"]),
                "benchbase_scalefactor": bb_sf, "farmem_scale": fm_scales,
                "benchbase_dir": E["BENCHBASE_DIR"], "java": E["JAVA_VERSION"],
@@ -651,7 +677,8 @@ for wl, e in rows:
             print("%-10s %-20s %13s %13s %11s %9s %9s  %s" % (
                 "", label, n(fm["commits_per_s"]), n(fm.get("attempted_per_s")),
                 "%.4f" % fm["abort_rate"], n(fm.get("p50_us"), "{:,.1f}"), n(fm.get("p99_us"), "{:,.1f}"),
-                "scale %s; %s" % (fm.get("scale"), fm.get("invariant", ""))))
+                "scale %s, %s x %s; %s" % (fm.get("scale"), fm.get("threads"), fm.get("coroutines"),
+                                           fm.get("invariant", ""))))
         else:
             print("%-10s %-20s %13s" % ("", label, "not measured"))
 print()
