@@ -64,7 +64,9 @@ Status take_lock(const std::string& dir, int* fd) {
   return rewrite(path, std::to_string(::getpid()) + "\n", false);
 }
 
-// Checks FORMAT's magic and version.
+Status stamp_format(const std::string& dir);
+
+// Checks FORMAT's magic and version; an older version this one reads is stamped anew.
 Status check_format(const std::string& dir) {
   const std::string path = join(dir, DataDir::kFormatFile);
   FARMEM_ASSIGN_OR_RETURN(std::string text, read_small(path));
@@ -73,6 +75,9 @@ Status check_format(const std::string& dir) {
     return InvalidArgument(path + " is not a farmem format file");
   }
   const std::string version = text.substr(prefix.size(), text.size() - prefix.size() - 1);
+  for (uint32_t v = DataDir::kOldestReadableVersion; v < DataDir::kFormatVersion; ++v) {
+    if (version == std::to_string(v)) return stamp_format(dir);
+  }
   if (version != std::to_string(DataDir::kFormatVersion)) {
     return VersionMismatch("data directory " + dir + " was written by format version " + version +
                            "; this farmem reads version " +

@@ -206,6 +206,7 @@ Status Journal::apply_record(std::string_view payload, Report* report) {
   if (kind == journal_format::kOwnerRecord) {
     return owner_.apply(payload.substr(sizeof(RecordPrefix)));
   }
+  if (kind == journal_format::kRangesRecord) return apply_ranges(payload, report);
   if (kind != journal_format::kRangeRecord || payload.size() < sizeof(RangePrefix)) {
     return Internal(fmt::format("journal record of unknown kind {}", kind));
   }
@@ -219,6 +220,27 @@ Status Journal::apply_record(std::string_view payload, Report* report) {
   std::memcpy(&region_[p.offset], payload.data() + sizeof(p), bytes);
   mark_dirty(p.offset, bytes);
   ++report->ranges;
+  return OkStatus();
+}
+
+Status Journal::apply_ranges(std::string_view payload, Report* report) {
+  using journal_format::RangeEntry;
+  for (size_t at = sizeof(RecordPrefix); at < payload.size();) {
+    RangeEntry e{};
+    if (payload.size() - at < sizeof(e))
+      return Internal("a journal ranges record ends inside an entry");
+    std::memcpy(&e, payload.data() + at, sizeof(e));
+    const uint64_t step = journal_format::range_entry_bytes(e.bytes);
+    if (e.reserved != 0 || step > payload.size() - at || e.offset > region_.size() ||
+        e.bytes > region_.size() - e.offset) {
+      return Internal(fmt::format("journal ranges record: entry [{:#x}, +{}) does not hold",
+                                  e.offset, e.bytes));
+    }
+    std::memcpy(&region_[e.offset], payload.data() + at + sizeof(e), e.bytes);
+    mark_dirty(e.offset, e.bytes);
+    ++report->ranges;
+    at += step;
+  }
   return OkStatus();
 }
 
@@ -264,6 +286,7 @@ Result<uint64_t> Journal::append_range(uint64_t offset, uint64_t bytes) {
 }
 
 Result<uint64_t> Journal::append_ranges(std::span<const RangeCopy> ranges) {
+  using journal_format::RangeEntry;
   size_t total = 0;
   for (const RangeCopy& r : ranges) {
     if (r.bytes.size() > kMaxRangeCopyBytes || r.offset > region_.size() ||
@@ -271,19 +294,33 @@ Result<uint64_t> Journal::append_ranges(std::span<const RangeCopy> ranges) {
       return InvalidArgument(fmt::format(
           "range copy [{:#x}, +{}) is too large or outside the region", r.offset, r.bytes.size()));
     }
-    total += sizeof(RangePrefix) + r.bytes.size();
+    total += journal_format::range_entry_bytes(r.bytes.size());
   }
-  std::string arena(total, '\0');  // every payload, one after the other
+  // Ranges records of at most kMaxLogRecordBytes, one after the other in `arena`; a range never
+  // spans two (each is at most kMaxRangeCopyBytes).
+  std::string arena(total + sizeof(RecordPrefix) * (2 + total / (kMaxLogRecordBytes / 4)), '\0');
   std::vector<std::string_view> payloads;
-  payloads.reserve(ranges.size());
-  size_t at = 0;
-  for (const RangeCopy& r : ranges) {
-    const RangePrefix p{journal_format::kRangeRecord, {}, r.offset};
+  size_t start = 0, at = 0;
+  auto open_record = [&] {
+    start = at;
+    const RecordPrefix p{journal_format::kRangesRecord, {}};
     std::memcpy(arena.data() + at, &p, sizeof(p));
-    std::memcpy(arena.data() + at + sizeof(p), r.bytes.data(), r.bytes.size());
-    payloads.emplace_back(arena.data() + at, sizeof(p) + r.bytes.size());
-    at += sizeof(p) + r.bytes.size();
+    at += sizeof(p);
+  };
+  open_record();
+  for (const RangeCopy& r : ranges) {
+    const uint64_t step = journal_format::range_entry_bytes(r.bytes.size());
+    if (at - start + step > kMaxLogRecordBytes / 2) {
+      payloads.emplace_back(arena.data() + start, at - start);
+      open_record();
+    }
+    const RangeEntry e{r.offset, static_cast<uint32_t>(r.bytes.size()), 0};
+    std::memcpy(arena.data() + at, &e, sizeof(e));
+    if (!r.bytes.empty())
+      std::memcpy(arena.data() + at + sizeof(e), r.bytes.data(), r.bytes.size());
+    at += step;  // (the padding is the arena's zeros)
   }
+  payloads.emplace_back(arena.data() + start, at - start);
   std::lock_guard<std::mutex> lock(mu_);
   FARMEM_ASSIGN_OR_RETURN(const uint64_t lsn, append_batch_locked(payloads));
   for (const RangeCopy& r : ranges) mark_dirty(r.offset, r.bytes.size());

@@ -13,8 +13,9 @@
 
 namespace farmem::storage::journal_format {
 
-inline constexpr uint8_t kRangeRecord = 1;                // region bytes to copy back at recovery
-inline constexpr uint8_t kOwnerRecord = 2;                // a change to the owner's metadata
+inline constexpr uint8_t kRangeRecord = 1;   // region bytes to copy back at recovery
+inline constexpr uint8_t kOwnerRecord = 2;   // a change to the owner's metadata
+inline constexpr uint8_t kRangesRecord = 3;  // several ranges of region bytes (data-dir format 2)
 inline constexpr uint32_t kCheckpointMagic = 0x50434d46;  // "FMCP" little-endian
 inline constexpr uint64_t kSlotBytes = 512;  // CHECKPOINT holds slot 0 at 0 and slot 1 at 512
 
@@ -33,6 +34,19 @@ struct RangePrefix {
 };
 static_assert(sizeof(RangePrefix) == 16);
 static_assert(offsetof(RangePrefix, offset) == 8);
+
+// A ranges record: the prefix (kind 3), then for each range this entry, its bytes and zeros to
+// the next multiple of 8; the entries fill the payload exactly.
+struct RangeEntry {
+  uint64_t offset;
+  uint32_t bytes;
+  uint32_t reserved;  // 0
+};
+static_assert(sizeof(RangeEntry) == 16);
+static_assert(offsetof(RangeEntry, bytes) == 8);
+inline uint64_t range_entry_bytes(uint64_t bytes) {
+  return sizeof(RangeEntry) + ((bytes + 7) & ~uint64_t{7});
+}
 
 // Generation g is written to slot g % 2; the valid slot with the larger generation wins.
 struct CheckpointSlot {

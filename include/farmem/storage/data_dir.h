@@ -2,7 +2,9 @@
 //
 // open() creates the directory when it is missing, stamps an empty one with the format version
 // (FORMAT: "farmem-data-dir <version>\n", written to a temporary file, synced and renamed into
-// place), and takes an exclusive lock on its LOCK file (flock), which holds the holder's pid.
+// place), and takes an exclusive lock on its LOCK file (flock), which holds the holder's pid. A
+// directory of an older version this one reads (kOldestReadableVersion: its logs hold only
+// records this version replays) is stamped with the current one as it is opened.
 // Refused, with one clear line: a directory whose lock another live process holds (kBusy, naming
 // that pid; the kernel drops the lock when its holder dies, kill -9 included), one written by
 // another format version (kVersionMismatch), a non-empty directory without a FORMAT file
@@ -23,7 +25,9 @@ namespace farmem::storage {
 
 class DataDir {
  public:
-  static constexpr uint32_t kFormatVersion = 1;
+  // 2: logs may hold ranges records (several ranges in one record, docs/formats/storage.md).
+  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr uint32_t kOldestReadableVersion = 1;
   static constexpr std::string_view kLockFile = "LOCK";
   static constexpr std::string_view kFormatFile = "FORMAT";
 

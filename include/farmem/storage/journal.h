@@ -145,6 +145,7 @@ class Journal {
   Status replay(int index, const std::string& path, uint64_t start_lsn, Report* report,
                 std::unique_ptr<File> file = nullptr);
   Status apply_record(std::string_view payload, Report* report);
+  Status apply_ranges(std::string_view payload, Report* report);
   Status write_checkpoint(uint64_t generation, const std::vector<uint64_t>& dirty,
                           uint64_t start_lsn, std::string_view snapshot);
   void rotate(std::vector<uint64_t>* dirty, uint64_t* start_lsn, Status* status);

@@ -43,7 +43,7 @@ TEST_F(DataDirTest, CreatesAndStampsAMissingDirectoryThenReopensIt) {
     std::ifstream format(d->file(DataDir::kFormatFile));
     std::string line;
     std::getline(format, line);
-    EXPECT_EQ(line, "farmem-data-dir 1");
+    EXPECT_EQ(line, "farmem-data-dir 2");
     EXPECT_FALSE(fs::exists(d->file("FORMAT.tmp")));
   }
   auto again = DataDir::open(dir("a/b"));
@@ -103,7 +103,22 @@ TEST_F(DataDirTest, AnotherFormatVersionIsRefusedInOneLine) {
   EXPECT_EQ(d.status().code(), StatusCode::kVersionMismatch);
   EXPECT_EQ(d.status().message(), "data directory " + dir("v") +
                                       " was written by format version 7; this farmem reads "
-                                      "version 1");
+                                      "version 2");
+}
+
+// Version 1 logs hold only range and owner records, which version 2 replays: such a directory
+// opens, stamped with version 2 (a version-1 node then refuses it rather than misread it).
+TEST_F(DataDirTest, AVersionOneDirectoryOpensAndIsStampedTwo) {
+  fs::create_directories(dir("old"));
+  write(dir("old") + "/FORMAT", "farmem-data-dir 1\n");
+  write(dir("old") + "/log.0", "");
+  auto d = DataDir::open(dir("old"));
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_FALSE(d->fresh());
+  std::ifstream format(d->file(DataDir::kFormatFile));
+  std::string line;
+  std::getline(format, line);
+  EXPECT_EQ(line, "farmem-data-dir 2");
 }
 
 TEST_F(DataDirTest, ForeignFilesAreNotTakenForADataDirectory) {
