@@ -83,10 +83,8 @@ farmem::Status apply(const Flags& f, farmem::memnode::ServerConfig* c) {
   return c->validate();
 }
 
-int run(int argc, char** argv) {
-  farmem::log::init_from_env();
-  CLI::App app{"farmem memory node"};
-  Flags f;
+// Declares the command line's options, each bound to a field of *f.
+void add_options(CLI::App& app, Flags& f) {
   app.add_option("--config,-c", f.config_path, "TOML config file ([memnode] table)");
   app.add_option("--node-id", f.node_id, "node id, unique in the cluster (0..65535)")
       ->check(CLI::Range(0, 65535));
@@ -126,6 +124,13 @@ int run(int argc, char** argv) {
   app.add_option("--kv-record-grace-ms", f.kv_record_grace_ms,
                  "kv: reuse a dead record's memory after this long (0..3600000)")
       ->check(CLI::Range(0, 3'600'000));
+}
+
+int run(int argc, char** argv) {
+  farmem::log::init_from_env();
+  CLI::App app{"farmem memory node"};
+  Flags f;
+  add_options(app, f);
   CLI11_PARSE(app, argc, argv);
 
   farmem::memnode::ServerConfig config;
