@@ -201,6 +201,7 @@ struct TxnRun {
   std::vector<ThreadState> states;
   std::atomic<uint64_t> loaded{0};
   double load_s = 0;
+  std::string commits;  // what the nodes make of a commit: durable, volatile or partly durable
 };
 
 // A coordinator thread: load its share of the rows, then run its coroutines until the stop.
@@ -324,11 +325,12 @@ void print_result(const Bench& bench, const TxnRun& run, const TxnTotals& t, con
       "replicas={} commits={}{}{}\n",
       run.name, commits_per_s, attempted_per_s, rate(t.all.aborts, t.all.attempts), lat.p50,
       lat.p99, lat.p999, rt_per_commit, f.bench.threads, f.coroutines, f.scale, replicas,
-      f.durable ? "durable" : "volatile", run.workload->result_words(), bench.result_suffix());
+      run.commits, run.workload->result_words(), bench.result_suffix());
   fmt::print("{}\n", check.line);
   auto& r = *rec;
   r["workload"] = run.name;
-  r["durable"] = run.options->durable;
+  r["durable"] = run.commits == "durable";
+  r["commits"] = run.commits;
   r["threads"] = f.bench.threads;
   r["coroutines"] = f.coroutines;
   r["scale"] = f.scale;
@@ -384,18 +386,23 @@ int run_txn_bench(const TxnBenchOptions& f) {
   auto main_client = bench.cluster()->thread_client();
   if (!main_client.ok()) return bench.fail(1, main_client.status().to_string());
   client::ThreadClient* mc = *main_client;
+  size_t live = 0, durable = 0;
   for (const client::NodeInfo& n : bench.cluster()->nodes()) {
     if (f.durable && !n.durable && !n.down) {
       return bench.fail(2, fmt::format("--durable: memory node {} keeps no data (start it with "
                                        "--data-dir and --durability power)",
                                        n.node_id));
     }
+    live += n.down ? 0 : 1;
+    durable += !n.down && n.durable ? 1 : 0;
   }
   const std::vector<TableSpec> specs = w->tables();
   Status cs = mc->run(create_tables(mc, specs));
   if (!cs.ok()) return bench.fail(1, "creating the tables: " + cs.to_string());
   TxnRun run;
   run.options = &f;
+  // The nodes decide: commits persist on a durable node, with or without --durable.
+  run.commits = durable == 0 ? "volatile" : durable == live ? "durable" : "partly durable";
   run.name = std::string(name_of(kTxnWorkloadNames, f.workload));
   run.workload = w.get();
   run.client_options = w->client_options();
