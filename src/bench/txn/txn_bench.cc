@@ -201,7 +201,7 @@ struct TxnRun {
   std::vector<ThreadState> states;
   std::atomic<uint64_t> loaded{0};
   double load_s = 0;
-  std::string commits;  // what the nodes make of a commit: durable, volatile or partly durable
+  std::string commits;  // what the nodes make of a commit: durable, volatile or partly-durable
 };
 
 // A coordinator thread: load its share of the rows, then run its coroutines until the stop.
@@ -402,7 +402,7 @@ int run_txn_bench(const TxnBenchOptions& f) {
   TxnRun run;
   run.options = &f;
   // The nodes decide: commits persist on a durable node, with or without --durable.
-  run.commits = durable == 0 ? "volatile" : durable == live ? "durable" : "partly durable";
+  run.commits = durable == 0 ? "volatile" : durable == live ? "durable" : "partly-durable";
   run.name = std::string(name_of(kTxnWorkloadNames, f.workload));
   run.workload = w.get();
   run.client_options = w->client_options();
