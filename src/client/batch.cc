@@ -32,6 +32,7 @@ void Batch::settle() {
     }
   }
   while (completion_.remaining > 0) {
+    client_->flush_served();  // its served operations may still wait for the round's end
     client_->worker().progress();
     client_->worker().expire(now_ns());
   }
@@ -55,7 +56,7 @@ bool Batch::post_persists() {
   if (!persists_held()) return false;
   persists_posted_ = true;
   if (!first_error_.ok() || !completion_.status.ok()) return false;  // a failed batch: none
-  for (auto& o : off_->after) note(o->post(&completion_, deadline_ns_));
+  for (auto& o : off_->after) o->post(&completion_, deadline_ns_);
   return completion_.remaining > 0;
 }
 
@@ -103,7 +104,7 @@ ServedOps* Batch::served_for(fabric::Endpoint* ep, uint16_t node) {
   for (auto& o : served) {
     if (o->endpoint() == ep) return o.get();
   }
-  return served.emplace_back(std::make_unique<ServedOps>(ep)).get();
+  return served.emplace_back(std::make_unique<ServedOps>(client_->served_lane(node))).get();
 }
 
 void Batch::perform_deferred_reads() {
@@ -210,7 +211,10 @@ Status Batch::persist(GlobalAddress addr, uint64_t bytes) {
   auto it =
       std::find_if(after.begin(), after.end(), [ep](const auto& o) { return o->endpoint() == ep; });
   ServedOps* o =
-      it != after.end() ? it->get() : after.emplace_back(std::make_unique<ServedOps>(ep)).get();
+      it != after.end()
+          ? it->get()
+          : after.emplace_back(std::make_unique<ServedOps>(client_->served_lane(addr.node())))
+                .get();
   o->persist(addr.offset(), bytes);
   return OkStatus();
 }
@@ -231,7 +235,7 @@ bool Batch::WaitAwaitable::await_ready() {
   // First: a failure it finds makes the posts below and the deferred reads see it.
   b->client_->pace(b->ops_);
   if (b->off_ != nullptr) {
-    for (auto& o : b->off_->served) b->note(o->post(&b->completion_, b->deadline_ns_));
+    for (auto& o : b->off_->served) o->post(&b->completion_, b->deadline_ns_);
     for (fabric::Endpoint* ep : b->off_->written) {
       b->note(ep->post_flush(&b->completion_, b->deadline_ns_));
     }
@@ -254,10 +258,6 @@ void Batch::WaitAwaitable::await_suspend(std::coroutine_handle<> h) {
 Status Batch::WaitAwaitable::await_resume() {
   b->handle_ = nullptr;
   b->perform_deferred_reads();
-  if (b->off_ != nullptr) {
-    for (auto& o : b->off_->served) o->finish();
-    for (auto& o : b->off_->after) o->finish();
-  }
   FARMEM_TRY(b->first_error_);
   return b->completion_.status;
 }

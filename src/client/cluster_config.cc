@@ -54,13 +54,15 @@ Result<ClusterConfig> parse(const toml::table& root) {
                                                 "backoff",          "chunk_bytes",
                                                 "direct_access",    "tls",
                                                 "net_devices",      "one_sided",
-                                                "cluster_key_file", "down_nodes"};
+                                                "cluster_key_file", "down_nodes",
+                                                "served_in_flight"};
     FARMEM_TRY(toml_config::check_keys(*t, "client", known));
     FARMEM_ASSIGN_INT(op_timeout_ms, "op_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(connect_timeout_ms, "connect_timeout_ms", 5000, 1, 3'600'000);
     FARMEM_ASSIGN_INT(max_coroutines, "max_coroutines", 4096, 1, 1'000'000);
     FARMEM_ASSIGN_INT(max_inflight, "max_inflight", 16384, 16, 1'000'000);
     FARMEM_ASSIGN_INT(throttle_cap, "throttle_cap", 16, 1, 1'000'000);
+    FARMEM_ASSIGN_INT(served_in_flight, "served_in_flight", 8, 1, 256);
     if (t->contains("throttle")) {
       std::string mode;
       FARMEM_TRY(toml_config::get_string(*t, "client", "throttle", &mode));

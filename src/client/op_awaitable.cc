@@ -62,7 +62,6 @@ void OpAwaitable::await_suspend(std::coroutine_handle<> h) {
 
 Status OpAwaitable::await_resume() {
   if (deferred_ != nullptr) finish_deferred();
-  if (served_ != nullptr) served_->finish();
   if (credit_) client_->throttle().release();
   ClientCounters& k = client_->mutable_counters();
   switch (kind_) {
@@ -139,24 +138,38 @@ bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
   return true;
 }
 
-void OpAwaitable::post_served(fabric::Endpoint* ep) {
-  served_ = std::make_unique<ServedOps>(ep);
+void OpAwaitable::post_served(uint16_t node) {
+  namespace w = farmem::wire;
+  const uint64_t off = addr_.offset();
+  const auto n = static_cast<uint32_t>(bytes_);
+  ServedLane* lane = client_->served_lane(node);
   switch (kind_) {
     case OpKind::kRead:
-      served_->read(addr_.offset(), buf_, bytes_);
-      break;
     case OpKind::kWrite:
-      served_->write(addr_.offset(), buf_, bytes_);
+      if (bytes_ > w::kMaxMemOpBytes) {  // rare: split by a ServedOps
+        ServedOps ops(lane);
+        if (kind_ == OpKind::kRead) ops.read(off, buf_, bytes_);
+        if (kind_ == OpKind::kWrite) ops.write(off, buf_, bytes_);
+        return ops.post(&completion_, deadline_ns_);
+      }
+      if (kind_ == OpKind::kRead) {
+        lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kRead), 0, 0, n, off, 0, 0}, nullptr,
+                  static_cast<uint8_t*>(buf_), &completion_, deadline_ns_);
+      } else {
+        lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0, n, off, 0, 0}, buf_,
+                  nullptr, &completion_, deadline_ns_);
+      }
       break;
-    case OpKind::kCas:
-      served_->cas(addr_.offset(), expected_, *result_, result_);  // *result_: the desired value
+    case OpKind::kCas:  // *result_: the desired value
+      lane->add(
+          w::MemOp{static_cast<uint8_t>(w::MemOpKind::kCas), 0, 0, 8, off, expected_, *result_},
+          nullptr, reinterpret_cast<uint8_t*>(result_), &completion_, deadline_ns_);
       break;
-    case OpKind::kFaa:
-      served_->faa(addr_.offset(), expected_, result_);  // expected_: the addend
+    case OpKind::kFaa:  // expected_: the addend
+      lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kFaa), 0, 0, 8, off, expected_, 0},
+                nullptr, reinterpret_cast<uint8_t*>(result_), &completion_, deadline_ns_);
       break;
   }
-  Status st = served_->post(&completion_, deadline_ns_);
-  if (!st.ok()) completion_.fail(std::move(st));
 }
 
 void OpAwaitable::post() {
@@ -171,7 +184,7 @@ void OpAwaitable::post() {
     return;
   }
   if (post_direct(ep, addr_)) return;
-  if (client_->served(addr_.node())) return post_served(ep);
+  if (client_->served(addr_.node())) return post_served(addr_.node());
   const uint64_t deadline = deadline_ns_;
   switch (kind_) {
     case OpKind::kRead:

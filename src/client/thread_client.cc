@@ -36,6 +36,7 @@ ThreadClient::ThreadClient(Cluster& cluster, uint32_t index)
       }()),
       throttle_on_(cluster.config().options.throttle != runtime::ThrottleMode::kOff),
       direct_access_(cluster.config().options.direct_access),
+      served_in_flight_(cluster.config().options.served_in_flight),
       backoff_([&] {
         runtime::BackoffOptions b;
         b.enabled = cluster.config().options.backoff;
@@ -48,10 +49,56 @@ ThreadClient::~ThreadClient() {
       scheduler_ != nullptr && (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
   if (may_touch && ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(ticker_id_);
   if (may_touch && liveness_ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(liveness_ticker_id_);
+  if (may_touch && round_end_pending_) scheduler_->cancel_round_end(this);
   by_node_.clear();
   sessions_.clear();  // closes the endpoints, then the door connections: the sessions end
   if (may_touch) scheduler_->detach(worker_.get());
   worker_.reset();
+  lanes_.clear();  // last: closing the endpoints may complete their messages
+}
+
+ServedLane* ThreadClient::served_lane(uint16_t node) {
+  if (node >= lanes_.size()) lanes_.resize(node + 1);
+  auto& lane = lanes_[node];
+  if (lane == nullptr) {
+    lane = std::make_unique<ServedLane>(endpoint(node), served_in_flight_,
+                                        &ThreadClient::on_lane_ready, this);
+  }
+  return lane.get();
+}
+
+void ThreadClient::on_lane_ready(void* p, ServedLane* lane) {
+  auto* self = static_cast<ThreadClient*>(p);
+  self->ready_lanes_.push_back(lane);
+  if (!self->round_end_pending_) {
+    self->round_end_pending_ = true;
+    self->scheduler_->at_round_end(&ThreadClient::on_round_end, self);
+  }
+}
+
+void ThreadClient::on_round_end(void* p) {
+  auto* self = static_cast<ThreadClient*>(p);
+  self->round_end_pending_ = false;
+  self->flush_served();
+}
+
+void ThreadClient::flush_served() {
+  // flush() may fail messages whose waiters add operations: those lanes are listed again.
+  flushing_.swap(ready_lanes_);
+  for (ServedLane* lane : flushing_) lane->flush();
+  flushing_.clear();
+}
+
+uint64_t ThreadClient::served_messages() const {
+  uint64_t n = 0;
+  for (const auto& lane : lanes_) n += lane != nullptr ? lane->messages_posted() : 0;
+  return n;
+}
+
+uint64_t ThreadClient::served_ops() const {
+  uint64_t n = 0;
+  for (const auto& lane : lanes_) n += lane != nullptr ? lane->ops_posted() : 0;
+  return n;
 }
 
 uint64_t ThreadClient::deadline_in_ms(uint64_t ms) { return now_ns() + ms * 1'000'000; }

@@ -228,6 +228,10 @@ bool Scheduler::poll_once() {
   return busy;
 }
 
+void Scheduler::cancel_round_end(void* arg) {
+  std::erase_if(round_end_, [arg](const RoundEnd& r) { return r.arg == arg; });
+}
+
 bool Scheduler::run_round_end() {
   in_poll_ = true;
   bool ran = false;

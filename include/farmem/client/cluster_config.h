@@ -18,6 +18,8 @@
 //   one_sided = "auto"              # auto | ucx | served: how one-sided operations travel; auto
 //                                   # = served by the node (one RPC per batch) where UCX has no
 //                                   # native one-sided transport to it (TCP), else UCX
+//   served_in_flight = 8            # served kMemOps messages in flight per node and thread; the
+//                                   # operations of a round share one (client/served_lane.h)
 //   cluster_key_file = ""           # file with the cluster key (else FARMEM_CLUSTER_KEY)
 //   tls = ""                        # overrides UCX_TLS for this client when set
 //   net_devices = ""                # overrides UCX_NET_DEVICES for this client when set
@@ -59,6 +61,7 @@ struct ClientOptions {
   uint64_t chunk_bytes = 1ull << 20;
   bool direct_access = true;
   OneSidedPath one_sided = OneSidedPath::kAuto;
+  uint32_t served_in_flight = 8;
   std::string cluster_key_file;
   std::string cluster_key;  // loaded by ClusterConfig::load_cluster_key(), never logged
   std::string tls;

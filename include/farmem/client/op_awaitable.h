@@ -8,7 +8,8 @@
 //     first cache lines and a CAS/FAA prefetches its line for writing, then the operation yields
 //     once if other coroutines are ready (so that their cache misses overlap) and is performed
 //     in await_resume;
-//   * served (TCP): one kMemOps RPC through a ServedOps;
+//   * served (TCP): added to the thread's ServedLane for the node, which sends the operations
+//     of a round in one kMemOps message;
 //   * otherwise UCX (get, put + flush, atomics), completing through a fabric::Completion.
 // await_resume returns the status, releases the credit and counts the operation.
 // Thread safety: the owning ThreadClient's thread only.
@@ -17,7 +18,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 #include "farmem/client/global_address.h"
 #include "farmem/client/served_ops.h"
@@ -48,7 +48,7 @@ class [[nodiscard]] OpAwaitable {
   static void on_credit(runtime::Throttle::Waiter* w);
   void post();
   bool post_direct(fabric::Endpoint* ep, GlobalAddress addr);
-  void post_served(fabric::Endpoint* ep);
+  void post_served(uint16_t node);
   void finish_deferred();
 
   ThreadClient* client_;
@@ -61,8 +61,7 @@ class [[nodiscard]] OpAwaitable {
   size_t bytes_;
   uint64_t expected_;
   uint64_t* result_;
-  uint64_t deadline_ns_;               // 0: the client's op_timeout_ms
-  std::unique_ptr<ServedOps> served_;  // the node performs it (TCP)
+  uint64_t deadline_ns_;  // 0: the client's op_timeout_ms
   fabric::Completion completion_;
   runtime::Throttle::Waiter waiter_;
   std::coroutine_handle<> handle_;

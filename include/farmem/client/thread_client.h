@@ -51,6 +51,7 @@
 #include "farmem/client/global_address.h"
 #include "farmem/client/node_session.h"
 #include "farmem/client/op_awaitable.h"
+#include "farmem/client/served_lane.h"
 #include "farmem/client/served_ops.h"
 #include "farmem/client/stats.h"
 #include "farmem/common/result.h"
@@ -183,6 +184,15 @@ class ThreadClient {
   Status node_status(uint16_t node) const;
   // Whether one-sided operations on `node` are served by the node (RPC) rather than UCX.
   bool served(uint16_t node) const { return node < served_.size() && served_[node]; }
+  // This thread's coalescing lane of served operations to `node` (served_lane.h), created on
+  // first use. Precondition: endpoint(node) is not null.
+  ServedLane* served_lane(uint16_t node);
+  // Posts what the served lanes hold now (they are flushed at the end of every round anyway);
+  // for code that waits by progressing the worker alone.
+  void flush_served();
+  // Served messages posted and operations in them, over every node (for reports).
+  uint64_t served_messages() const;
+  uint64_t served_ops() const;
   // Checks every node session (heartbeats, closed connections) now if due. Cheap when not.
   void check_liveness(uint64_t now_ns) {
     for (auto& s : sessions_) s->check(now_ns);
@@ -222,6 +232,8 @@ class ThreadClient {
   // Opens the session with one node and checks the UCX connection with an echo RPC.
   Status connect_node(NodeInfo& node);
   void progress_and_check();
+  static void on_lane_ready(void* self, ServedLane* lane);
+  static void on_round_end(void* self);
   static constexpr uint64_t kOpsPerProgress = 1024;  // a power of two (pace)
   static_assert((kOpsPerProgress & (kOpsPerProgress - 1)) == 0);
 
@@ -238,10 +250,15 @@ class ThreadClient {
   std::vector<std::unique_ptr<NodeSession>> sessions_;  // in cluster config order
   std::vector<fabric::Endpoint*> by_node_;
   std::vector<bool> served_;  // by node id: one-sided operations go as RPCs (served_ops.h)
+  std::vector<std::unique_ptr<ServedLane>> lanes_;  // by node id, created on first use
+  std::vector<ServedLane*> ready_lanes_;            // to flush at the end of this round
+  std::vector<ServedLane*> flushing_;               // flush_served's (kept for its capacity)
+  bool round_end_pending_ = false;
   runtime::Throttle throttle_;
   bool throttle_on_;
-  bool direct_access_;       // ClientOptions::direct_access
-  uint64_t posted_ops_ = 0;  // operations counted by pace(), for the periodic progress
+  bool direct_access_;         // ClientOptions::direct_access
+  uint32_t served_in_flight_;  // ClientOptions::served_in_flight
+  uint64_t posted_ops_ = 0;    // operations counted by pace(), for the periodic progress
   size_t ticker_id_ = SIZE_MAX;
   size_t liveness_ticker_id_ = SIZE_MAX;
   runtime::BackoffPolicy backoff_;

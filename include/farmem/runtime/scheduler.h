@@ -71,6 +71,8 @@ class Scheduler {
   // register further round-end calls (they run in the same round); it must not resume
   // coroutines or poll.
   void at_round_end(void (*fn)(void*), void* arg) { round_end_.push_back({fn, arg}); }
+  // Forgets the pending at_round_end calls of arg (its owner is going away).
+  void cancel_round_end(void* arg);
   // Starts a detached coroutine. kResourceExhausted when max_coroutines are alive.
   Status spawn(Task<void> task);
   size_t live_coroutines() const { return live_; }
