@@ -49,7 +49,11 @@ ThreadClient::~ThreadClient() {
       scheduler_ != nullptr && (own_scheduler_ || std::this_thread::get_id() == owner_thread_);
   if (may_touch && ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(ticker_id_);
   if (may_touch && liveness_ticker_id_ != SIZE_MAX) scheduler_->remove_ticker(liveness_ticker_id_);
-  if (may_touch && round_end_pending_) scheduler_->cancel_round_end(this);
+  // Closing the endpoints below fails their messages, which may make a lane ready again: from
+  // here on no lane registers a round-end call, and a pending one is taken back.
+  const bool registered = round_end_pending_;
+  round_end_pending_ = true;
+  if (may_touch && registered) scheduler_->cancel_round_end(this);
   by_node_.clear();
   sessions_.clear();  // closes the endpoints, then the door connections: the sessions end
   if (may_touch) scheduler_->detach(worker_.get());
