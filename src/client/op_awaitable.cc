@@ -139,35 +139,20 @@ bool OpAwaitable::post_direct(fabric::Endpoint* ep, GlobalAddress addr) {
 }
 
 void OpAwaitable::post_served(uint16_t node) {
-  namespace w = farmem::wire;
-  const uint64_t off = addr_.offset();
-  const auto n = static_cast<uint32_t>(bytes_);
   ServedLane* lane = client_->served_lane(node);
+  const ServedLane::Set set{&completion_, deadline_ns_};
   switch (kind_) {
     case OpKind::kRead:
+      lane->read(addr_.offset(), buf_, bytes_, set);
+      break;
     case OpKind::kWrite:
-      if (bytes_ > w::kMaxMemOpBytes) {  // rare: split by a ServedOps
-        ServedOps ops(lane);
-        if (kind_ == OpKind::kRead) ops.read(off, buf_, bytes_);
-        if (kind_ == OpKind::kWrite) ops.write(off, buf_, bytes_);
-        return ops.post(&completion_, deadline_ns_);
-      }
-      if (kind_ == OpKind::kRead) {
-        lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kRead), 0, 0, n, off, 0, 0}, nullptr,
-                  static_cast<uint8_t*>(buf_), &completion_, deadline_ns_);
-      } else {
-        lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0, n, off, 0, 0}, buf_,
-                  nullptr, &completion_, deadline_ns_);
-      }
+      lane->write(addr_.offset(), buf_, bytes_, set);
       break;
-    case OpKind::kCas:  // *result_: the desired value
-      lane->add(
-          w::MemOp{static_cast<uint8_t>(w::MemOpKind::kCas), 0, 0, 8, off, expected_, *result_},
-          nullptr, reinterpret_cast<uint8_t*>(result_), &completion_, deadline_ns_);
+    case OpKind::kCas:
+      lane->cas(addr_.offset(), expected_, *result_, result_, set);  // *result_: the desired value
       break;
-    case OpKind::kFaa:  // expected_: the addend
-      lane->add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kFaa), 0, 0, 8, off, expected_, 0},
-                nullptr, reinterpret_cast<uint8_t*>(result_), &completion_, deadline_ns_);
+    case OpKind::kFaa:
+      lane->faa(addr_.offset(), expected_, result_, set);  // expected_: the addend
       break;
   }
 }

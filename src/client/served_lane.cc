@@ -1,5 +1,6 @@
 #include "farmem/client/served_lane.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -70,16 +71,57 @@ ServedLane::Message& ServedLane::room_for(uint32_t request_bytes, uint32_t reply
   return *m;
 }
 
-void ServedLane::add(const w::MemOp& op, const void* data, uint8_t* dst, fabric::Completion* outer,
-                     uint64_t deadline_ns) {
+void ServedLane::read(uint64_t offset, void* dst, size_t bytes, const Set& set) {
+  auto* out = static_cast<uint8_t*>(dst);
+  for (size_t done = 0; done < bytes;) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(w::kMaxMemOpBytes, bytes - done));
+    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kRead), 0, 0, n, offset + done, 0, 0}, nullptr,
+        out + done, set);
+    done += n;
+  }
+}
+
+void ServedLane::write(uint64_t offset, const void* src, size_t bytes, const Set& set) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  for (size_t done = 0; done < bytes;) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(w::kMaxMemOpBytes, bytes - done));
+    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0, n, offset + done, 0, 0},
+        in + done, nullptr, set);
+    done += n;
+  }
+}
+
+void ServedLane::persist(uint64_t offset, uint64_t bytes, const Set& set) {
+  for (uint64_t done = 0; done < bytes;) {
+    const auto n =
+        static_cast<uint32_t>(std::min<uint64_t>(w::kMaxMemOpPersistBytes, bytes - done));
+    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kPersist), 0, 0, n, offset + done, 0, 0},
+        nullptr, nullptr, set);
+    done += n;
+  }
+}
+
+void ServedLane::cas(uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old_value,
+                     const Set& set) {
+  add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kCas), 0, 0, 8, offset, expected, desired},
+      nullptr, reinterpret_cast<uint8_t*>(old_value), set);
+}
+
+void ServedLane::faa(uint64_t offset, uint64_t add_value, uint64_t* old_value, const Set& set) {
+  add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kFaa), 0, 0, 8, offset, add_value, 0}, nullptr,
+      reinterpret_cast<uint8_t*>(old_value), set);
+}
+
+void ServedLane::add(const w::MemOp& op, const void* data, uint8_t* dst, const Set& set) {
+  fabric::Completion* outer = set.outer;
   const auto kind = static_cast<w::MemOpKind>(op.kind);
   const uint32_t data_bytes = kind == w::MemOpKind::kWrite ? w::pad8(op.bytes) : 0;
   const uint32_t persist_bytes = kind == w::MemOpKind::kPersist ? op.bytes : 0;
   uint32_t reply_bytes = 0;
   if (kind == w::MemOpKind::kRead) reply_bytes = w::pad8(op.bytes);
   if (kind == w::MemOpKind::kCas || kind == w::MemOpKind::kFaa) reply_bytes = 8;
-  Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes,
-                        persist_bytes, deadline_ns);
+  Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes, persist_bytes,
+                        set.deadline_ns);
   m.persist_bytes += persist_bytes;
   m.request.append(reinterpret_cast<const char*>(&op), sizeof(op));
   if (data_bytes > 0) {
@@ -130,9 +172,8 @@ void ServedLane::post(Message* m) {
   m->reply.resize(m->reply_expected);
   m->done.remaining = 0;
   Status s =
-      ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps), m->request.data(),
-                    m->request.size(), m->reply.data(), m->reply_expected, &m->reply_bytes,
-                    &m->done, m->deadline_ns);
+      ep_->post_rpc(static_cast<uint16_t>(w::Opcode::kMemOps), m->request.data(), m->request.size(),
+                    m->reply.data(), m->reply_expected, &m->reply_bytes, &m->done, m->deadline_ns);
   if (!s.ok()) {
     finish(m, s);
     return;

@@ -1,61 +1,51 @@
 #include "farmem/client/served_ops.h"
 
-#include <algorithm>
-
 namespace farmem::client {
 
-namespace w = farmem::wire;
-
-void ServedOps::add(const w::MemOp& op, uint8_t* dst, const void* data) {
-  const auto at = static_cast<uint32_t>(data_.size());
-  if (data != nullptr) data_.append(static_cast<const char*>(data), op.bytes);
-  ops_.push_back(Op{op, dst, at});
-}
+using wire::MemOpKind;
 
 void ServedOps::read(uint64_t offset, void* dst, size_t bytes) {
-  auto* out = static_cast<uint8_t*>(dst);
-  for (size_t done = 0; done < bytes;) {
-    const auto n = static_cast<uint32_t>(std::min<size_t>(w::kMaxMemOpBytes, bytes - done));
-    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kRead), 0, 0, n, offset + done, 0, 0},
-        out + done, nullptr);
-    done += n;
-  }
+  ops_.push_back(Op{MemOpKind::kRead, offset, bytes, 0, 0, dst, 0});
 }
 
 void ServedOps::write(uint64_t offset, const void* src, size_t bytes) {
-  const auto* in = static_cast<const uint8_t*>(src);
-  for (size_t done = 0; done < bytes;) {
-    const auto n = static_cast<uint32_t>(std::min<size_t>(w::kMaxMemOpBytes, bytes - done));
-    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0, n, offset + done, 0, 0}, nullptr,
-        in + done);
-    done += n;
-  }
+  ops_.push_back(Op{MemOpKind::kWrite, offset, bytes, 0, 0, nullptr, data_.size()});
+  data_.append(static_cast<const char*>(src), bytes);
 }
 
 void ServedOps::persist(uint64_t offset, uint64_t bytes) {
-  for (uint64_t done = 0; done < bytes;) {
-    const auto n =
-        static_cast<uint32_t>(std::min<uint64_t>(w::kMaxMemOpPersistBytes, bytes - done));
-    add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kPersist), 0, 0, n, offset + done, 0, 0},
-        nullptr, nullptr);
-    done += n;
-  }
+  ops_.push_back(Op{MemOpKind::kPersist, offset, bytes, 0, 0, nullptr, 0});
 }
 
 void ServedOps::cas(uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old_value) {
-  add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kCas), 0, 0, 8, offset, expected, desired},
-      reinterpret_cast<uint8_t*>(old_value), nullptr);
+  ops_.push_back(Op{MemOpKind::kCas, offset, 8, expected, desired, old_value, 0});
 }
 
 void ServedOps::faa(uint64_t offset, uint64_t add_value, uint64_t* old_value) {
-  add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kFaa), 0, 0, 8, offset, add_value, 0},
-      reinterpret_cast<uint8_t*>(old_value), nullptr);
+  ops_.push_back(Op{MemOpKind::kFaa, offset, 8, add_value, 0, old_value, 0});
 }
 
 void ServedOps::post(fabric::Completion* c, uint64_t deadline_ns) {
+  const ServedLane::Set set{c, deadline_ns};
   for (const Op& o : ops_) {
-    const bool write = o.op.kind == static_cast<uint8_t>(w::MemOpKind::kWrite);
-    lane_->add(o.op, write ? data_.data() + o.data_at : nullptr, o.dst, c, deadline_ns);
+    auto* old_value = static_cast<uint64_t*>(o.dst);
+    switch (o.kind) {
+      case MemOpKind::kRead:
+        lane_->read(o.offset, o.dst, o.bytes, set);
+        break;
+      case MemOpKind::kWrite:
+        lane_->write(o.offset, data_.data() + o.data_at, o.bytes, set);
+        break;
+      case MemOpKind::kCas:
+        lane_->cas(o.offset, o.operand0, o.operand1, old_value, set);
+        break;
+      case MemOpKind::kFaa:
+        lane_->faa(o.offset, o.operand0, old_value, set);
+        break;
+      case MemOpKind::kPersist:
+        lane_->persist(o.offset, o.bytes, set);
+        break;
+    }
   }
   ops_.clear();
   data_.clear();

@@ -52,11 +52,22 @@ class ServedLane {
   ServedLane& operator=(const ServedLane&) = delete;
 
   fabric::Endpoint* endpoint() const { return ep_; }
-  // Adds one operation of the set `outer` waits for (offsets already checked by
-  // ThreadClient::resolve). data: a write's bytes; dst: where a read's bytes or an atomic's
-  // old value go. deadline_ns: absolute, 0 = the endpoint's default from posting.
-  void add(const wire::MemOp& op, const void* data, uint8_t* dst, fabric::Completion* outer,
-           uint64_t deadline_ns);
+  // The set an operation belongs to: `outer` counts one per message the set has operations in;
+  // deadline_ns: absolute, 0 = the endpoint's default from posting.
+  struct Set {
+    fabric::Completion* outer;
+    uint64_t deadline_ns;
+  };
+  // Each appends an operation of `set` (offsets already checked by ThreadClient::resolve); reads
+  // and writes larger than wire::kMaxMemOpBytes, and persists larger than kMaxMemOpPersistBytes,
+  // become several. Read destinations and CAS/FAA results must stay valid until the set
+  // completes; write data is copied now.
+  void read(uint64_t offset, void* dst, size_t bytes, const Set& set);
+  void write(uint64_t offset, const void* src, size_t bytes, const Set& set);
+  void cas(uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old_value,
+           const Set& set);
+  void faa(uint64_t offset, uint64_t add, uint64_t* old_value, const Set& set);
+  void persist(uint64_t offset, uint64_t bytes, const Set& set);
   // Posts waiting messages while fewer than `window` are in flight (ThreadClient calls it at the
   // end of the round). A posting error completes that message's parts with it.
   void flush();
@@ -84,11 +95,13 @@ class ServedLane {
     fabric::Completion done;
     ServedLane* owner = nullptr;
   };
+  // Appends one operation. data: a write's bytes; dst: where a read's bytes or an old value go.
+  void add(const wire::MemOp& op, const void* data, uint8_t* dst, const Set& set);
   // The waiting message the operation goes into (a new one when it would not fit).
   Message& room_for(uint32_t request_bytes, uint32_t reply_bytes, uint32_t persist_bytes,
                     uint64_t deadline_ns);
-  bool fits(const Message& m, uint32_t request_bytes, uint32_t reply_bytes,
-            uint32_t persist_bytes, uint64_t deadline_ns) const;
+  bool fits(const Message& m, uint32_t request_bytes, uint32_t reply_bytes, uint32_t persist_bytes,
+            uint64_t deadline_ns) const;
   Message* take_message();
   void post(Message* m);
   // Completes every part of m (copying results when the reply arrived whole) and recycles m.
@@ -102,10 +115,10 @@ class ServedLane {
   void* arg_;
   bool ready_ = false;  // on_ready_ called, flush() not yet
   size_t in_flight_ = 0;
-  Status failed_;                                // fails the waiting messages at the next flush
-  std::deque<Message*> queue_;                   // waiting, oldest first; back() takes more
-  std::vector<std::unique_ptr<Message>> all_;    // owns every message
-  std::vector<Message*> free_;                   // recycled
+  Status failed_;                              // fails the waiting messages at the next flush
+  std::deque<Message*> queue_;                 // waiting, oldest first; back() takes more
+  std::vector<std::unique_ptr<Message>> all_;  // owns every message
+  std::vector<Message*> free_;                 // recycled
   uint64_t messages_posted_ = 0;
   uint64_t ops_posted_ = 0;
 };

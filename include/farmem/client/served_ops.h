@@ -2,8 +2,7 @@
 // docs/formats/memops.md), posted together and awaited through one Completion. Used where UCX
 // would emulate one-sided operations with messages anyway (TCP), and for persists.
 //
-// Usage: add operations (large reads and writes are split into wire::kMaxMemOpBytes pieces, large
-// persists into kMaxMemOpPersistBytes pieces), then post() them: they go, in program order, into
+// Usage: add operations, then post() them: they go, in program order, into
 // the thread's ServedLane for the node, which packs the operations of every set posted in one
 // scheduler round into as few messages as the limits allow and posts them at the end of the round
 // (served_lane.h: window, deadlines, failures). When the Completion completes, read results and
@@ -45,12 +44,16 @@ class ServedOps {
   void post(fabric::Completion* c, uint64_t deadline_ns);
 
  private:
+  // One recorded call, replayed into the lane (which splits large ones) by post().
   struct Op {
-    wire::MemOp op;
-    uint8_t* dst;      // read destination or atomic result
-    uint32_t data_at;  // a write's bytes in data_
+    wire::MemOpKind kind;
+    uint64_t offset;
+    uint64_t bytes;
+    uint64_t operand0;  // CAS: expected; FAA: addend
+    uint64_t operand1;  // CAS: desired
+    void* dst;          // read destination or old value
+    size_t data_at;     // a write's bytes in data_
   };
-  void add(const wire::MemOp& op, uint8_t* dst, const void* data);
 
   ServedLane* lane_;
   std::vector<Op> ops_;

@@ -72,7 +72,8 @@ TEST_F(ServedLaneTest, ReadsOfOneRoundShareOneMessage) {
   std::vector<uint64_t> got(kWords, 0);
   std::vector<Status> st(kWords);
   for (int i = 0; i < kWords; ++i) {
-    ASSERT_TRUE(client_->scheduler().spawn(read_word(client_, base_ + 8 * i, &got[i], &st[i])).ok());
+    ASSERT_TRUE(
+        client_->scheduler().spawn(read_word(client_, base_ + 8 * i, &got[i], &st[i])).ok());
   }
   client_->scheduler().run_until_idle();
   for (int i = 0; i < kWords; ++i) {
