@@ -219,6 +219,30 @@ Status Batch::persist(GlobalAddress addr, uint64_t bytes) {
   return OkStatus();
 }
 
+Status Batch::call(uint16_t node, uint16_t procedure, const void* args, size_t bytes, void* reply,
+                   size_t reply_bytes) {
+  fabric::Endpoint* ep;
+  uint64_t raddr;
+  if (bytes == 0 || bytes > wire::kMaxMemOpBytes || reply_bytes < wire::kMinCallReplyBytes ||
+      reply_bytes > wire::kMaxCallReplyBytes || reply_bytes % 8 != 0) {
+    Status s = InvalidArgument(
+        fmt::format("call with {} argument bytes and a {}-byte reply slot", bytes, reply_bytes));
+    note(s);
+    return s;
+  }
+  // (The node's region start names the node: a call reaches no address of its own.)
+  FARMEM_TRY(admit(GlobalAddress(node, 0), 1, false, false, &ep, &raddr));
+  ServedOps* o = served_for(ep, node);
+  if (o == nullptr) {
+    Status s = InvalidArgument(fmt::format("node {} does not serve calls on this transport", node));
+    note(s);
+    return s;
+  }
+  perform_deferred_reads();
+  o->call(procedure, args, bytes, reply, reply_bytes);
+  return OkStatus();
+}
+
 Status Batch::fence() {
   perform_deferred_reads();
   // Direct operations are complete when posted, so they are ordered already; operations that

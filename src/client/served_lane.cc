@@ -112,14 +112,37 @@ void ServedLane::faa(uint64_t offset, uint64_t add_value, uint64_t* old_value, c
       reinterpret_cast<uint8_t*>(old_value), set);
 }
 
+void ServedLane::call(uint16_t procedure, const void* args, size_t bytes, void* reply,
+                      size_t reply_bytes, const Set& set) {
+  FARMEM_ASSERT(bytes > 0 && bytes <= w::kMaxMemOpBytes && reply_bytes >= w::kMinCallReplyBytes &&
+                    reply_bytes <= w::kMaxCallReplyBytes && reply_bytes % 8 == 0,
+                "call arguments and reply slot within the memops limits");
+  add(w::MemOp{static_cast<uint8_t>(w::MemOpKind::kCall), 0, 0, static_cast<uint32_t>(bytes), 0,
+               procedure, reply_bytes},
+      args, static_cast<uint8_t*>(reply), set);
+}
+
+uint32_t ServedLane::reply_bytes_of(const w::MemOp& op) {
+  switch (static_cast<w::MemOpKind>(op.kind)) {
+    case w::MemOpKind::kRead:
+      return w::pad8(op.bytes);
+    case w::MemOpKind::kCas:
+    case w::MemOpKind::kFaa:
+      return 8;
+    case w::MemOpKind::kCall:
+      return static_cast<uint32_t>(op.operand1);
+    default:
+      return 0;
+  }
+}
+
 void ServedLane::add(const w::MemOp& op, const void* data, uint8_t* dst, const Set& set) {
   fabric::Completion* outer = set.outer;
   const auto kind = static_cast<w::MemOpKind>(op.kind);
-  const uint32_t data_bytes = kind == w::MemOpKind::kWrite ? w::pad8(op.bytes) : 0;
+  const bool carries_data = kind == w::MemOpKind::kWrite || kind == w::MemOpKind::kCall;
+  const uint32_t data_bytes = carries_data ? w::pad8(op.bytes) : 0;
   const uint32_t persist_bytes = kind == w::MemOpKind::kPersist ? op.bytes : 0;
-  uint32_t reply_bytes = 0;
-  if (kind == w::MemOpKind::kRead) reply_bytes = w::pad8(op.bytes);
-  if (kind == w::MemOpKind::kCas || kind == w::MemOpKind::kFaa) reply_bytes = 8;
+  const uint32_t reply_bytes = reply_bytes_of(op);
   Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes, persist_bytes,
                         set.deadline_ns);
   m.persist_bytes += persist_bytes;
@@ -129,7 +152,7 @@ void ServedLane::add(const w::MemOp& op, const void* data, uint8_t* dst, const S
     m.request.append(data_bytes - op.bytes, '\0');
   }
   if (reply_bytes > 0) {
-    const uint32_t bytes = kind == w::MemOpKind::kRead ? op.bytes : 8;
+    const uint32_t bytes = kind == w::MemOpKind::kRead ? op.bytes : reply_bytes;
     m.dests.push_back(Dest{dst, bytes, m.reply_expected});
     m.reply_expected += reply_bytes;
   }

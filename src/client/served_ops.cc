@@ -25,6 +25,12 @@ void ServedOps::faa(uint64_t offset, uint64_t add_value, uint64_t* old_value) {
   ops_.push_back(Op{MemOpKind::kFaa, offset, 8, add_value, 0, old_value, 0});
 }
 
+void ServedOps::call(uint16_t procedure, const void* args, size_t bytes, void* reply,
+                     size_t reply_bytes) {
+  ops_.push_back(Op{MemOpKind::kCall, 0, bytes, procedure, reply_bytes, reply, data_.size()});
+  data_.append(static_cast<const char*>(args), bytes);
+}
+
 void ServedOps::post(fabric::Completion* c, uint64_t deadline_ns) {
   const ServedLane::Set set{c, deadline_ns};
   for (const Op& o : ops_) {
@@ -44,6 +50,10 @@ void ServedOps::post(fabric::Completion* c, uint64_t deadline_ns) {
         break;
       case MemOpKind::kPersist:
         lane_->persist(o.offset, o.bytes, set);
+        break;
+      case MemOpKind::kCall:
+        lane_->call(static_cast<uint16_t>(o.operand0), data_.data() + o.data_at, o.bytes, o.dst,
+                    o.operand1, set);
         break;
     }
   }

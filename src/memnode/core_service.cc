@@ -268,8 +268,10 @@ class CoreWorker : public ServiceWorker {
     // before these operations write and copy.
     if (node_.journal != nullptr) persists_.flush();
     std::vector<PersistCopy> copies;
-    FARMEM_TRY(execute_memops(node_.region_base, node_.region_bytes, r.payload.data(),
-                              r.payload.size(), out, node_.journal ? &copies : nullptr));
+    const MemopsTarget target{node_.region_base, node_.region_bytes, node_.journal != nullptr,
+                              &node_.procedures};
+    FARMEM_TRY(execute_memops(target, r.payload.data(), r.payload.size(), out,
+                              node_.journal ? &copies : nullptr));
     if (copies.empty()) return OkStatus();
     std::vector<storage::Journal::RangeCopy> ranges;
     ranges.reserve(copies.size());
@@ -349,10 +351,12 @@ std::shared_ptr<Service> make_core_service() { return std::make_shared<CoreServi
 
 Status ServiceRegistry::add(std::shared_ptr<Service> s) {
   if (s == nullptr) return InvalidArgument("null service");
-  if (s->first_opcode() == 0 || s->first_opcode() > s->last_opcode()) {
+  const bool no_rpcs = s->first_opcode() == 0 && s->last_opcode() == 0;
+  if (!no_rpcs && (s->first_opcode() == 0 || s->first_opcode() > s->last_opcode())) {
     return InvalidArgument(fmt::format("service {}: empty opcode range", s->name()));
   }
   for (const auto& o : services_) {
+    if (no_rpcs || (o->first_opcode() == 0 && o->last_opcode() == 0)) continue;
     if (s->first_opcode() <= o->last_opcode() && o->first_opcode() <= s->last_opcode()) {
       return InvalidArgument(fmt::format("service {}: opcodes {}..{} overlap service {}", s->name(),
                                          s->first_opcode(), s->last_opcode(), o->name()));
@@ -364,7 +368,8 @@ Status ServiceRegistry::add(std::shared_ptr<Service> s) {
 
 int ServiceRegistry::find(uint16_t opcode) const {
   for (size_t i = 0; i < services_.size(); ++i) {
-    if (opcode >= services_[i]->first_opcode() && opcode <= services_[i]->last_opcode()) {
+    if (opcode != 0 && opcode >= services_[i]->first_opcode() &&
+        opcode <= services_[i]->last_opcode()) {
       return static_cast<int>(i);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -14,9 +15,26 @@ namespace w = farmem::wire;
 
 namespace {
 
+// (An unknown procedure is the call's own result, not a malformed message.)
+Status check_call(const w::MemOp& op) {
+  if (op.offset != 0) return ProtocolError("call memop carries an offset");
+  if (op.bytes == 0 || op.bytes > w::kMaxMemOpBytes) {
+    return InvalidArgument(fmt::format("call with {} argument bytes", op.bytes));
+  }
+  if (op.operand1 < w::kMinCallReplyBytes || op.operand1 > w::kMaxCallReplyBytes ||
+      op.operand1 % 8 != 0) {
+    return InvalidArgument(fmt::format("call reply slot of {} bytes", op.operand1));
+  }
+  if (op.operand0 == 0 || op.operand0 > w::kMaxProcedureId) {
+    return InvalidArgument(fmt::format("call of procedure id {}", op.operand0));
+  }
+  return OkStatus();
+}
+
 Status check_op(const w::MemOp& op, uint64_t region_bytes) {
   if (op.reserved0 != 0 || op.reserved1 != 0) return ProtocolError("reserved memop fields not 0");
   const auto kind = static_cast<w::MemOpKind>(op.kind);
+  if (kind == w::MemOpKind::kCall) return check_call(op);
   const bool atomic = kind == w::MemOpKind::kCas || kind == w::MemOpKind::kFaa;
   const bool persist = kind == w::MemOpKind::kPersist;
   if (kind != w::MemOpKind::kRead && kind != w::MemOpKind::kWrite && !atomic && !persist) {
@@ -46,13 +64,26 @@ Status check_op(const w::MemOp& op, uint64_t region_bytes) {
 
 struct Parsed {
   w::MemOp op;
-  size_t data_at;  // writes: where the data starts in the request
+  size_t data_at;  // writes and calls: where the data starts in the request
 };
 
-}  // namespace
+// What one operation adds to the reply.
+uint64_t reply_bytes_of(const w::MemOp& op) {
+  switch (static_cast<w::MemOpKind>(op.kind)) {
+    case w::MemOpKind::kRead:
+      return w::pad8(op.bytes);
+    case w::MemOpKind::kCas:
+    case w::MemOpKind::kFaa:
+      return 8;
+    case w::MemOpKind::kCall:
+      return op.operand1;
+    default:
+      return 0;
+  }
+}
 
-Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req, size_t n,
-                      std::string* reply, std::vector<PersistCopy>* persists) {
+// Parses and checks the whole request into *ops (nothing is performed).
+Status parse_memops(const uint8_t* req, size_t n, uint64_t region_bytes, std::vector<Parsed>* ops) {
   w::MemOpsHeader h;
   if (n < sizeof(h)) return InvalidArgument(fmt::format("memops request of {} bytes", n));
   std::memcpy(&h, req, sizeof(h));
@@ -61,8 +92,7 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
     return InvalidArgument(
         fmt::format("memops request with {} operations (1..{})", h.count, w::kMaxMemOpsPerMessage));
   }
-  std::vector<Parsed> ops;
-  ops.reserve(h.count);
+  ops->reserve(h.count);
   size_t at = sizeof(h);
   uint64_t reply_bytes = 0, persist_bytes = 0;
   for (uint32_t i = 0; i < h.count; ++i) {
@@ -73,16 +103,15 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
     FARMEM_TRY(check_op(p.op, region_bytes));
     p.data_at = at;
     const auto kind = static_cast<w::MemOpKind>(p.op.kind);
-    if (kind == w::MemOpKind::kWrite) {
+    if (kind == w::MemOpKind::kWrite || kind == w::MemOpKind::kCall) {
       const size_t padded = w::pad8(p.op.bytes);
       if (n - at < padded) return ProtocolError("memops write data is truncated");
       at += padded;
     } else if (kind == w::MemOpKind::kPersist) {
       persist_bytes += p.op.bytes;
-    } else {
-      reply_bytes += kind == w::MemOpKind::kRead ? w::pad8(p.op.bytes) : 8;
     }
-    ops.push_back(p);
+    reply_bytes += reply_bytes_of(p.op);
+    ops->push_back(p);
   }
   if (at != n) return ProtocolError("memops request has trailing bytes");
   if (reply_bytes > w::kMaxRpcPayloadBytes) {
@@ -93,44 +122,98 @@ Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req
     return InvalidArgument(fmt::format("memops persists of {} bytes exceed {}", persist_bytes,
                                        w::kMaxMemOpsPersistBytes));
   }
-  reply->assign(reply_bytes, '\0');
-  char* out = reply->data();
-  for (const Parsed& p : ops) {
-    uint8_t* target = region + p.op.offset;
-    switch (static_cast<w::MemOpKind>(p.op.kind)) {
-      case w::MemOpKind::kRead:
-        std::memcpy(out, target, p.op.bytes);
-        out += w::pad8(p.op.bytes);
-        break;
-      case w::MemOpKind::kWrite:
-        std::memcpy(target, req + p.data_at, p.op.bytes);
-        break;
-      case w::MemOpKind::kCas: {
-        uint64_t expected = p.op.operand0;
-        __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(target), &expected, p.op.operand1,
-                                    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        std::memcpy(out, &expected, 8);
-        out += 8;
-        break;
-      }
-      case w::MemOpKind::kFaa: {
-        uint64_t old = __atomic_fetch_add(reinterpret_cast<uint64_t*>(target), p.op.operand0,
-                                          __ATOMIC_SEQ_CST);
-        std::memcpy(out, &old, 8);
-        out += 8;
-        break;
-      }
-      case w::MemOpKind::kPersist:
-        if (persists != nullptr) {
-          std::atomic_thread_fence(std::memory_order_seq_cst);  // the writes before it
-          persists->push_back(
-              {p.op.offset, std::string(reinterpret_cast<const char*>(target), p.op.bytes)});
-        }
-        break;
+  return OkStatus();
+}
+
+// Runs one call into its reply slot `out` (op.operand1 bytes, zeroed).
+void run_call(const MemopsTarget& t, const w::MemOp& op, const uint8_t* args, char* out) {
+  w::CallReplyHeader h{};
+  const size_t capacity = op.operand1 - sizeof(h);
+  char* result = out + sizeof(h);
+  const Procedure* p = t.procedures != nullptr ? t.procedures->find(op.operand0) : nullptr;
+  Status error;
+  if (p == nullptr) {
+    error = NotFound(fmt::format("no procedure {} on this node", op.operand0));
+  } else {
+    ProcedureCall call{t.region, t.region_bytes, t.durable,
+                       args,     op.bytes,       reinterpret_cast<uint8_t*>(result),
+                       capacity};
+    Result<size_t> r = p->fn(call);
+    if (r.ok() && *r <= capacity) {
+      h.bytes = static_cast<uint32_t>(*r);
+    } else {
+      error =
+          r.ok() ? Internal(fmt::format("procedure {} overran its reply", p->name)) : r.status();
+      std::memset(result, 0, capacity);
     }
   }
+  if (!error.ok()) {
+    const std::string_view m = error.message();
+    h.code = static_cast<uint16_t>(error.code());
+    h.bytes = static_cast<uint32_t>(std::min(m.size(), capacity));
+    std::memcpy(result, m.data(), h.bytes);
+  }
+  std::memcpy(out, &h, sizeof(h));
+}
+
+// Performs one checked operation; `out` is where its reply goes (advanced past it).
+void perform(const MemopsTarget& t, const Parsed& p, const uint8_t* req, char** out,
+             std::vector<PersistCopy>* persists) {
+  uint8_t* target = t.region + p.op.offset;
+  switch (static_cast<w::MemOpKind>(p.op.kind)) {
+    case w::MemOpKind::kRead:
+      std::memcpy(*out, target, p.op.bytes);
+      break;
+    case w::MemOpKind::kWrite:
+      std::memcpy(target, req + p.data_at, p.op.bytes);
+      break;
+    case w::MemOpKind::kCas: {
+      uint64_t expected = p.op.operand0;
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(target), &expected, p.op.operand1,
+                                  false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      std::memcpy(*out, &expected, 8);
+      break;
+    }
+    case w::MemOpKind::kFaa: {
+      uint64_t old =
+          __atomic_fetch_add(reinterpret_cast<uint64_t*>(target), p.op.operand0, __ATOMIC_SEQ_CST);
+      std::memcpy(*out, &old, 8);
+      break;
+    }
+    case w::MemOpKind::kPersist:
+      if (persists != nullptr) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // the writes before it
+        persists->push_back(
+            {p.op.offset, std::string(reinterpret_cast<const char*>(target), p.op.bytes)});
+      }
+      break;
+    case w::MemOpKind::kCall:
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      run_call(t, p.op, req + p.data_at, *out);
+      break;
+  }
+  *out += reply_bytes_of(p.op);
+}
+
+}  // namespace
+
+Status execute_memops(const MemopsTarget& target, const uint8_t* req, size_t n, std::string* reply,
+                      std::vector<PersistCopy>* persists) {
+  std::vector<Parsed> ops;
+  FARMEM_TRY(parse_memops(req, n, target.region_bytes, &ops));
+  uint64_t reply_bytes = 0;
+  for (const Parsed& p : ops) reply_bytes += reply_bytes_of(p.op);
+  reply->assign(reply_bytes, '\0');
+  char* out = reply->data();
+  for (const Parsed& p : ops) perform(target, p, req, &out, persists);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return OkStatus();
+}
+
+Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req, size_t n,
+                      std::string* reply, std::vector<PersistCopy>* persists) {
+  return execute_memops(MemopsTarget{region, region_bytes, persists != nullptr, nullptr}, req, n,
+                        reply, persists);
 }
 
 }  // namespace farmem::memnode

@@ -94,6 +94,9 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config,
   node.packed_rkey.assign(s->region_->packed_rkey().begin(), s->region_->packed_rkey().end());
   node.worker_count = config.workers;
   node.start_ns = now_ns();
+  for (const auto& svc : s->services_.services()) {
+    for (const Procedure& p : svc->procedures()) FARMEM_TRY(node.procedures.add(p));
+  }
   if (!config.data_dir.empty()) FARMEM_TRY(s->recover());
   RegionHeader hdr{};
   hdr.magic = kRegionMagic;

@@ -65,6 +65,13 @@ class Batch {
   // elsewhere one message per node follows once the batch's other operations completed. Nothing
   // on a volatile node.
   Status persist(GlobalAddress addr, uint64_t bytes);
+  // Runs procedure `procedure` on `node` at this point of the batch (a kCall operation,
+  // docs/formats/memops.md "Calls"; memnode/procedure.h); only on a served node (ThreadClient::
+  // served), else kInvalidArgument. args (1..wire::kMaxMemOpBytes) are copied now; the reply
+  // slot (reply_bytes: a multiple of 8, wire::kMinCallReplyBytes..kMaxCallReplyBytes) is
+  // copied into `reply` (8-byte aligned) by wait(); read it with client::call_result.
+  Status call(uint16_t node, uint16_t procedure, const void* args, size_t bytes, void* reply,
+              size_t reply_bytes);
   size_t size() const { return ops_; }
   // Direct reads wait here until wait() (or until a later write, CAS, FAA or fence of this batch
   // performs them first, keeping program order); beyond this many, the oldest are performed.

@@ -68,6 +68,11 @@ class ServedLane {
            const Set& set);
   void faa(uint64_t offset, uint64_t add, uint64_t* old_value, const Set& set);
   void persist(uint64_t offset, uint64_t bytes, const Set& set);
+  // Runs the node's procedure `procedure` on `args` (1..kMaxMemOpBytes bytes, copied now); its
+  // reply slot (reply_bytes: a multiple of 8, kMinCallReplyBytes..kMaxCallReplyBytes:
+  // wire::CallReplyHeader and result) is copied into `reply` (8-byte aligned).
+  void call(uint16_t procedure, const void* args, size_t bytes, void* reply, size_t reply_bytes,
+            const Set& set);
   // Posts waiting messages while fewer than `window` are in flight (ThreadClient calls it at the
   // end of the round). A posting error completes that message's parts with it.
   void flush();
@@ -95,7 +100,9 @@ class ServedLane {
     fabric::Completion done;
     ServedLane* owner = nullptr;
   };
-  // Appends one operation. data: a write's bytes; dst: where a read's bytes or an old value go.
+  static uint32_t reply_bytes_of(const wire::MemOp& op);
+  // Appends one operation. data: a write's or call's bytes; dst: where a read's bytes or an old
+  // value go.
   void add(const wire::MemOp& op, const void* data, uint8_t* dst, const Set& set);
   // The waiting message the operation goes into (a new one when it would not fit).
   Message& room_for(uint32_t request_bytes, uint32_t reply_bytes, uint32_t persist_bytes,

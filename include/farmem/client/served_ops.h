@@ -39,6 +39,8 @@ class ServedOps {
   // Makes the range durable as it is at this point of the set; the reply of the message that
   // carries it waits until it is stable.
   void persist(uint64_t offset, uint64_t bytes);
+  // Runs a node procedure (ServedLane::call); args are copied at once.
+  void call(uint16_t procedure, const void* args, size_t bytes, void* reply, size_t reply_bytes);
   // Hands every operation to the lane, counted into `c` (deadline_ns: absolute, 0 = the
   // endpoint's default). Errors reach `c`.
   void post(fabric::Completion* c, uint64_t deadline_ns);
@@ -49,10 +51,10 @@ class ServedOps {
     wire::MemOpKind kind;
     uint64_t offset;
     uint64_t bytes;
-    uint64_t operand0;  // CAS: expected; FAA: addend
-    uint64_t operand1;  // CAS: desired
-    void* dst;          // read destination or old value
-    size_t data_at;     // a write's bytes in data_
+    uint64_t operand0;  // CAS: expected; FAA: addend; call: procedure
+    uint64_t operand1;  // CAS: desired; call: reply slot bytes
+    void* dst;          // read destination, old value or call reply
+    size_t data_at;     // a write's or call's bytes in data_
   };
 
   ServedLane* lane_;

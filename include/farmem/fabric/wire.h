@@ -199,7 +199,17 @@ static_assert(sizeof(PersistRange) == 16);
 // ---- served one-sided operations (memops.md) ----
 // kPersist: the range as it is at that point of the message is logged on a durable node, and
 // the reply waits until it is stable (a no-op on a volatile node).
-enum class MemOpKind : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4, kPersist = 5 };
+// kCall: runs a procedure a node-side library registered (memnode/procedure.h) at that point of
+// the message; its arguments follow the MemOp like a write's data, its answer (CallReplyHeader
+// and result) fills a reply slot of the capacity the client reserved.
+enum class MemOpKind : uint8_t {
+  kRead = 1,
+  kWrite = 2,
+  kCas = 3,
+  kFaa = 4,
+  kPersist = 5,
+  kCall = 6
+};
 
 // kMemOps request: MemOpsHeader, then per operation a MemOp followed (writes only) by its
 // data padded to a multiple of 8. The reply holds, in operation order, each read's data padded
@@ -214,10 +224,10 @@ struct MemOp {
   uint8_t kind;        // MemOpKind
   uint8_t reserved0;   // 0
   uint16_t reserved1;  // 0
-  uint32_t bytes;      // read/write: 1..kMaxMemOpBytes; CAS/FAA: 8; persist: see below
-  uint64_t offset;     // in the region; writes and atomics not below kRegionHeaderBytes
-  uint64_t operand0;   // CAS: expected; FAA: addend; otherwise 0
-  uint64_t operand1;   // CAS: desired; otherwise 0
+  uint32_t bytes;      // read/write/call: 1..kMaxMemOpBytes; CAS/FAA: 8; persist: see below
+  uint64_t offset;     // in the region; writes and atomics not below kRegionHeaderBytes; call: 0
+  uint64_t operand0;   // CAS: expected; FAA: addend; call: procedure id; otherwise 0
+  uint64_t operand1;   // CAS: desired; call: reply slot bytes; otherwise 0
 };
 static_assert(sizeof(MemOp) == 32);
 static_assert(offsetof(MemOp, offset) == 8);
@@ -230,5 +240,18 @@ inline constexpr uint32_t kMaxMemOpBytes = 32 * 1024;
 inline constexpr uint32_t kMaxMemOpPersistBytes = 1 << 20;
 inline constexpr uint32_t kMaxMemOpsPersistBytes = 1 << 20;
 inline constexpr uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
+
+// A call's reply slot (MemOp.operand1 bytes: a multiple of 8, kMinCallReplyBytes..
+// kMaxCallReplyBytes): this header, then `bytes` bytes (the result, or on an error its message,
+// cut to the slot), then zeros.
+struct CallReplyHeader {
+  uint16_t code;      // StatusCode: 0 = the procedure succeeded
+  uint16_t reserved;  // 0
+  uint32_t bytes;     // result (or message) bytes that follow
+};
+static_assert(sizeof(CallReplyHeader) == 8);
+inline constexpr uint32_t kMinCallReplyBytes = sizeof(CallReplyHeader);
+inline constexpr uint32_t kMaxCallReplyBytes = kMaxMemOpBytes + sizeof(CallReplyHeader);
+inline constexpr uint64_t kMaxProcedureId = 0xFFFF;
 
 }  // namespace farmem::wire

@@ -1,5 +1,6 @@
 // Served one-sided operations (docs/formats/memops.md): the memory node performs a client's
-// reads, writes, CAS, FAA and persists on its own region and returns the results in one reply. Used
+// reads, writes, CAS, FAA, persists and calls of registered procedures (memnode/procedure.h) on
+// its own region and returns the results in one reply. Used
 // over transports where UCX would emulate one-sided operations with messages anyway (TCP), so that
 // a batch costs one round trip, a late reply is simply dropped, and UCX's software RMA path on
 // the node is never exercised.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "farmem/common/status.h"
+#include "farmem/memnode/procedure.h"
 
 namespace farmem::memnode {
 
@@ -25,9 +27,23 @@ struct PersistCopy {
   std::string bytes;
 };
 
-// `region` is this process's mapping of the exported region (region_bytes long). With
-// `persists` (a durable node), each persist operation appends a copy of its range, taken at its
-// place in the message; without, persists are checked and do nothing.
+// Where a request runs: the region (this process's mapping), whether the node is durable, and the
+// procedures kCall operations may run (null: none; a call then answers kNotFound).
+struct MemopsTarget {
+  uint8_t* region = nullptr;
+  uint64_t region_bytes = 0;
+  bool durable = false;
+  const ProcedureTable* procedures = nullptr;
+};
+
+// A call runs its procedure at its place in the message (memnode/procedure.h); the procedure's
+// failure is the call's result, in its reply slot, and does not fail the message.
+Status execute_memops(const MemopsTarget& target, const uint8_t* request, size_t request_bytes,
+                      std::string* reply, std::vector<PersistCopy>* persists = nullptr);
+
+// The same without procedures. `region` is this process's mapping of the exported region
+// (region_bytes long). With `persists` (a durable node), each persist operation appends a copy of
+// its range, taken at its place in the message; without, persists are checked and do nothing.
 Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* request,
                       size_t request_bytes, std::string* reply,
                       std::vector<PersistCopy>* persists = nullptr);

@@ -20,6 +20,7 @@
 #include "farmem/memnode/heap.h"
 #include "farmem/memnode/node_record.h"
 #include "farmem/memnode/object_table.h"
+#include "farmem/memnode/procedure.h"
 #include "farmem/memnode/root_table.h"
 
 namespace farmem::storage {
@@ -40,6 +41,7 @@ struct NodeState {
   uint64_t start_ns = 0;
   std::atomic<uint16_t> door_port{0};   // the door's bound port, once it listens (helper processes)
   storage::Journal* journal = nullptr;  // set before serving on a durable node, else null
+  ProcedureTable procedures;            // the services' procedures; filled before serving
   uint64_t recovery_records = 0;        // what the last recovery replayed (stats)
   uint64_t recovery_dropped_records = 0;
   uint64_t recovery_us = 0;

@@ -40,6 +40,7 @@
 #include "farmem/common/status.h"
 #include "farmem/fabric/wire.h"
 #include "farmem/memnode/node_state.h"
+#include "farmem/memnode/procedure.h"
 
 namespace farmem::memnode {
 
@@ -149,8 +150,12 @@ class Service {
  public:
   virtual ~Service() = default;
   virtual std::string_view name() const = 0;
+  // The service's RPC opcodes; 0 and 0 for a service without RPCs (procedures only).
   virtual uint16_t first_opcode() const = 0;
   virtual uint16_t last_opcode() const = 0;
+  // The procedures kCall operations may run (memnode/procedure.h), added to the node's table
+  // when the server is created; ids must not collide with another service's.
+  virtual std::vector<Procedure> procedures() const { return {}; }
   // Called once per worker thread at start-up, on that thread.
   virtual std::unique_ptr<ServiceWorker> start_worker(const WorkerContext& context) = 0;
 };
