@@ -20,6 +20,7 @@
 #include "farmem/common/guarded_main.h"
 #include "farmem/common/log.h"
 #include "farmem/common/units.h"
+#include "farmem/ds/service.h"
 #include "farmem/far/service.h"
 #include "farmem/kv/service.h"
 #include "farmem/memnode/serve.h"
@@ -157,6 +158,7 @@ int run(int argc, char** argv) {
   services.push_back(farmem::kv::make_kv_service(std::move(kv_options)));
   services.push_back(farmem::far::make_far_service());      // far containers' remote compute
   services.push_back(farmem::paged::make_paged_service());  // paged regions' file preload
+  services.push_back(farmem::ds::make_ds_service());        // the structures' served procedures
   auto server = farmem::memnode::Server::create(config, std::move(services));
   if (!server.ok()) return fail(server.status().to_string());
   farmem::Status st =

@@ -62,6 +62,9 @@ const Row kRows[] = {
     {"reads", "reads", false, false},
     {"writes", "writes", false, false},
     {"hash_inserts", "hash", true, false},
+    // Inserts, updates and gets of the hash table: over TCP the updates and gets are the node's
+    // procedures inside served messages; a fault mid-call loses no acknowledged update.
+    {"hash_updates", "hash-update", true, false},
     {"split_in_progress", "split", true, true},
     // Inserts into a B+tree: a killed client may hold a page lock (and die mid-write): the
     // observer's reads take it over and repair the page from its redo copy.

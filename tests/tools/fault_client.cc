@@ -1,17 +1,19 @@
 // farmem_fault_client: a client process for the failure matrix (failure_matrix_test.cc).
 //
 //   farmem_fault_client --servers h:p
-//                       --mode idle|reads|writes|hash|split|btree|btree-hold|kv|kv-temporary
+//                       --mode idle|reads|writes|hash|hash-update|split|btree|btree-hold|kv|
+//                              kv-temporary
 //                       [--table NAME] [--count N] [--op-timeout-ms MS]
 //
 // Prints "ready" once connected and set up, then "acked N" lines (at most every 20 ms and at
 // the end) where N is how many of its writes or inserts have completed: writes store i at slot
 // i of an array it allocated (its address is printed as "array NODE OFFSET"); hash and split
 // insert keys "<table>-k<i>" -> "v<i>" into the existing table NAME, btree into the existing
-// B+tree NAME. btree-hold puts "<table>-held" -> "held" into the B+tree NAME with a writer that
-// stops in the middle of the page write (holding the page's lock, the page torn, its redo copy
-// written), prints "holding" and waits to be killed. kv puts "<table>-k<i>" -> "v<i>" into the
-// existing kv pool NAME; kv-temporary first creates the pool NAME as a temporary pool
+// B+tree NAME; hash-update inserts "<table>-k<i>" -> "u<i>", updates it to "v<i>" and reads it
+// back before acknowledging it. btree-hold puts "<table>-held" -> "held" into the B+tree NAME with
+// a writer that stops in the middle of the page write (holding the page's lock, the page torn, its
+// redo copy written), prints "holding" and waits to be killed. kv puts "<table>-k<i>" -> "v<i>"
+// into the existing kv pool NAME; kv-temporary first creates the pool NAME as a temporary pool
 // (kPoolTemporary: the node deletes it when this client's session ends). It runs until --count
 // operations are done (0: until killed) and exits 0, or exits 1 printing "error CODE: message"
 // at the first failed operation. The test kills or stops it by PID.
@@ -105,8 +107,21 @@ int run_hash(ThreadClient* c, const Args& a) {
   std::printf("ready\n");
   std::fflush(stdout);
   Reporter r;
+  const bool updates = a.mode == "hash-update";
+  std::string v;
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    Status s = sync_wait((*t)->insert(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i)));
+    // hash-update: the key is inserted with a first value, updated (over TCP by the node's
+    // procedure) and read back before it counts as acknowledged.
+    const std::string key = fmt::format("{}-k{}", a.table, i);
+    Status s = sync_wait((*t)->insert(key, (updates ? "u" : "v") + std::to_string(i)));
+    if (s.ok() && updates) s = sync_wait((*t)->update(key, fmt::format("v{}", i)));
+    if (s.ok() && updates) {
+      auto got = sync_wait((*t)->get(key, &v));
+      s = !got.ok() ? got.status()
+          : (*got && v == fmt::format("v{}", i))
+              ? farmem::OkStatus()
+              : farmem::Internal(fmt::format("{} reads back as {}", key, *got ? v : "absent"));
+    }
     if (!s.ok()) return fail(s);
     r.acked(i + 1);
   }
@@ -168,8 +183,8 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("--servers", a.servers)->required();
   app.add_option("--mode", a.mode)
-      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "split", "btree", "btree-hold",
-                             "kv", "kv-temporary"}));
+      ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "hash-update", "split", "btree",
+                             "btree-hold", "kv", "kv-temporary"}));
   app.add_option("--table", a.table);
   app.add_option("--count", a.count);
   app.add_option("--op-timeout-ms", a.op_timeout_ms);
@@ -180,7 +195,7 @@ int main(int argc, char** argv) {
   auto cluster = farmem::client::Cluster::connect(*config);
   if (!cluster.ok()) return fail(cluster.status());
   ThreadClient* c = *(*cluster)->thread_client();
-  if (a.mode == "hash" || a.mode == "split") return run_hash(c, a);
+  if (a.mode == "hash" || a.mode == "hash-update" || a.mode == "split") return run_hash(c, a);
   if (a.mode == "btree" || a.mode == "btree-hold") return run_btree(c, a);
   if (a.mode == "kv" || a.mode == "kv-temporary") return run_kv(c, a);
   return run_one_sided(c, a);

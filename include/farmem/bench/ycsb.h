@@ -56,6 +56,7 @@ struct YcsbOptions {
   double zipf = 0.99;
   uint32_t coroutines = 16;
   bool no_speculative = false;  // hash: no speculative lookup
+  bool no_served = false;       // hash: no served procedures (one-sided over TCP too)
   int initial_depth = -1;       // hash: 2^N subtables at creation; -1: the table's default
   uint32_t spec_cache_log2 = 20;
   std::optional<bool> direct;                // unset: the client config's direct_access

@@ -90,6 +90,7 @@ Status create_pool(ThreadClient* c, const YcsbOptions& f, const YcsbShared& sh) 
 void set_structure_options(const YcsbOptions& f, YcsbShared* sh) {
   sh->table_options.temporary = f.keep_table.empty();
   sh->table_options.speculative_lookup = !f.no_speculative;
+  sh->table_options.served_procedures = !f.no_served;
   if (f.initial_depth >= 0)
     sh->table_options.initial_depth = static_cast<uint32_t>(f.initial_depth);
   sh->table_options.spec_cache_log2 = f.spec_cache_log2;

@@ -64,8 +64,11 @@ std::string own_figures(const Bench& bench, const YcsbOptions& f, const YcsbTota
     case YcsbStructure::kHash:
       break;
   }
-  return fmt::format("rtt/get={:.3f} spec_hits={:.1f}% cas_retries={} spec_cache=2^{}",
-                     t.rtt_per_get, t.spec_rate, t.stats.cas_failures, f.spec_cache_log2);
+  return fmt::format(
+      "rtt/get={:.3f} spec_hits={:.1f}% cas_retries={} spec_cache=2^{} served_ops={} "
+      "served_fallbacks={}",
+      t.rtt_per_get, t.spec_rate, t.stats.cas_failures, f.spec_cache_log2, t.stats.served_ops,
+      t.stats.served_fallbacks);
 }
 
 std::string distribution_words(const YcsbOptions& f) {
@@ -168,6 +171,11 @@ int write_json(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t, co
   r["spec_hit_percent"] = t.spec_rate;
   r["cas_retries"] = t.stats.cas_failures;
   r["spec_cache_log2"] = f.spec_cache_log2;
+  if (f.structure == YcsbStructure::kHash) {
+    r["served_procedures"] = !f.no_served;
+    r["served_ops"] = t.stats.served_ops;
+    r["served_fallbacks"] = t.stats.served_fallbacks;
+  }
   r["load_s"] = run.load_s;
   r["used_bytes_after_load"] = run.used_after_load;
   r["used_bytes_end"] = run.used_end;

@@ -45,6 +45,8 @@ DsCounters counters_of(const HashTable& t) {
   c.cas_failures = s.cas_failures;
   c.splits = s.splits;
   c.split_waits = s.split_waits;
+  c.served_ops = s.served_gets + s.served_updates;
+  c.served_fallbacks = s.served_fallbacks;
   return c;
 }
 
@@ -270,6 +272,8 @@ DsCounters DsCounters::operator-(const DsCounters& b) const {
   d.scan_records -= b.scan_records;
   d.kv_messages -= b.kv_messages;
   d.kv_ops -= b.kv_ops;
+  d.served_ops -= b.served_ops;
+  d.served_fallbacks -= b.served_fallbacks;
   return d;  // cas_failures and split_waits stay totals
 }
 
@@ -286,6 +290,8 @@ void DsCounters::add(const DsCounters& o) {
   scan_records += o.scan_records;
   kv_messages += o.kv_messages;
   kv_ops += o.kv_ops;
+  served_ops += o.served_ops;
+  served_fallbacks += o.served_fallbacks;
 }
 
 namespace {

@@ -1,5 +1,5 @@
-// Geometry helpers the hash table's sources share (internal to src/ds/hash): suffix masks, the
-// slot word naming a new block, a slot's address, a fresh subtable's image. Layouts themselves
+// Geometry helpers the hash table's sources share (internal to src/ds/hash): the slot word naming
+// a new block, a slot's address, a fresh subtable's image. Layouts themselves (and suffix masks)
 // are in farmem/ds/hash/layout.h.
 // Thread safety: pure functions.
 #pragma once
@@ -11,9 +11,6 @@
 #include "farmem/ds/hash/hash_table.h"
 
 namespace farmem::ds::hash {
-
-// The low `depth` bits: a subtable's suffix is kh.h1 & suffix_mask(local_depth).
-inline uint64_t suffix_mask(uint32_t depth) { return depth >= 64 ? ~0ull : (1ull << depth) - 1; }
 
 // A subtable with every bucket header set to {depth, suffix} and every slot empty.
 std::string subtable_image(uint32_t main_log2, uint32_t depth, uint32_t suffix);

@@ -48,6 +48,15 @@ Task<Result<bool>> HashTable::speculative_get(OpContext& op, std::string* value)
   co_return true;
 }
 
+bool HashTable::spec_first(uint16_t node) {
+  if (spec_score_ >= kSpecFirstScore || !served_path(node)) return true;
+  return (++spec_probes_ % kSpecProbeEvery) == 0;  // keep measuring now and then
+}
+
+void HashTable::note_spec(bool hit) {
+  spec_score_ += hit ? (kSpecScoreOne - spec_score_) / 16 : -(spec_score_ / 16);
+}
+
 void HashTable::remember(const KeyHash& kh, GlobalAddress slot, uint64_t word) {
   if (!spec_.enabled() || slot_len_units(word) == 0) return;
   spec_.at(kh.h1) = SpecEntry{slot.pack(), word};
@@ -66,16 +75,31 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   OpContext op(key, kh, shard_of(kh));
   ++stats_.gets;
   if (directory_due(op.shard)) FARMEM_CO_TRY(co_await check_directory(op));
-  if (spec_.enabled()) {
+  if (spec_.enabled() && spec_first(op.shard.node)) {
     // The cache entry is likely a cache miss: start loading it, and let the thread's other
     // coroutines run meanwhile when there are any.
     spec_.prefetch(kh.h1);
     if (client_->scheduler().others_ready()) co_await client_->scheduler().yield();
+    const uint32_t trips = op.round_trips;
     auto hit = co_await speculative_get(op, value);
     FARMEM_CO_TRY(hit);
+    // (Only tries that cost a round trip count: an empty entry costs nothing.)
+    if (op.round_trips > trips && served_path(op.shard.node)) note_spec(*hit);
     if (*hit) {
       stats_.get_round_trips += op.round_trips;
       co_return true;
+    }
+  }
+  // Over TCP the node looks the key up in one call: after a miss of the cache, or instead of
+  // trying the cache while it mostly misses (two reads of the cache cost the node less than
+  // one lookup, so while it mostly hits it stays the first try).
+  if (served_path(op.shard.node) &&
+      op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+    auto step = co_await served_get(op, value);
+    FARMEM_CO_TRY(step);
+    if (*step != ServedStep::kOneSided) {
+      stats_.get_round_trips += op.round_trips;
+      co_return *step == ServedStep::kDone;
     }
   }
   Buckets b;

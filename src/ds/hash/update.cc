@@ -20,7 +20,17 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
   op.overwrites = true;
   NewBlock block;
   FARMEM_CO_TRY(co_await write_block(op, value, &block));
-  op.block = &block;  // the first bucket read writes it
+  op.block = &block;  // the first bucket read writes it (or the served call's message)
+  if (served_path(op.shard.node) && key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+    Status retired;
+    auto step = co_await served_replace(op, block, &retired);
+    if (step.ok() && *step == ServedStep::kDone) co_return retired;
+    if (!step.ok() || (*step == ServedStep::kAbsent && !insert_if_absent)) {
+      Status rs = co_await release_block(block);
+      (void)rs;
+      co_return step.ok() ? NotFound("key not present") : step.status();
+    }
+  }
   const uint64_t new_word =
       block_slot_word(op.kh, block.addr, block.bytes.size(), /*pending=*/false);
   RetryLoop loop(client_, insert_if_absent ? "put" : "update", options_.max_attempts);

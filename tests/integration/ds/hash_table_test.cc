@@ -190,7 +190,9 @@ TEST_P(HashTableTest, ThousandsOfKeysSpreadOverBothNodes) {
 }
 
 TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
-  auto t = create("spec");
+  HashTableOptions one_sided = small_table();
+  one_sided.served_procedures = false;  // the one-sided path on every transport
+  auto t = create("spec", one_sided);
   ASSERT_NE(t, nullptr);
   ASSERT_TRUE(sync_wait(t->insert("hot", "v1")).ok());
   std::string v;
@@ -212,12 +214,66 @@ TEST_P(HashTableTest, RepeatedGetIsOneRoundTripWithTheSpeculativeCache) {
   EXPECT_EQ(t->stats().spec_misses - before.spec_misses, 1u);
   EXPECT_LE(t->stats().get_round_trips - before.get_round_trips, 3u);
   // Without the cache a get of a present key costs 2 round trips.
-  HashTableOptions plain = small_table();
+  HashTableOptions plain = one_sided;
   plain.speculative_lookup = false;
   auto p = client_->run(HashTable::open(client_, "spec", plain));
   ASSERT_TRUE(p.ok());
   ASSERT_TRUE(*sync_wait((*p)->get("hot", &v)));
   EXPECT_EQ((*p)->stats().get_round_trips, 2u);
+}
+
+// One coroutine's update of `key`, `times` times, each with a value of its own.
+Task<void> update_worker(HashTable* t, std::string key, int id, int times, int* failed) {
+  for (int i = 0; i < times; ++i) {
+    Status st = co_await t->update(key, "v" + std::to_string(id) + "-" + std::to_string(i));
+    if (!st.ok()) ++*failed;
+  }
+}
+
+TEST_P(HashTableTest, OverTcpGetsAndUpdatesAreOneCallTheNodeRuns) {
+  const bool served = GetParam().name == std::string("tcp");
+  HashTableOptions o = small_table();
+  o.speculative_lookup = false;  // every get looks the key up (served over TCP)
+  auto t = create("served", o);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(sync_wait(t->insert("hot", "v0")).ok());
+  std::string v;
+  auto before = t->stats();
+  ASSERT_TRUE(*sync_wait(t->get("hot", &v)));
+  EXPECT_EQ(v, "v0");
+  EXPECT_FALSE(*sync_wait(t->get("cold", &v)));
+  EXPECT_EQ(t->stats().served_gets - before.served_gets, served ? 2u : 0u);
+  EXPECT_EQ(t->stats().get_round_trips - before.get_round_trips, served ? 2u : 3u);
+  // 64 coroutines update one key at once: over TCP the node swings the slot for each, in the
+  // order their calls arrive, and no CAS is lost across the network.
+  before = t->stats();
+  int failed = 0;
+  for (int c = 0; c < 64; ++c) {
+    ASSERT_TRUE(client_->scheduler().spawn(update_worker(t.get(), "hot", c, 10, &failed)).ok());
+  }
+  client_->scheduler().run_until_idle();
+  EXPECT_EQ(failed, 0);
+  if (served) {
+    EXPECT_EQ(t->stats().served_updates - before.served_updates, 640u);
+    EXPECT_EQ(t->stats().cas_failures - before.cas_failures, 0u);
+  } else {
+    EXPECT_EQ(t->stats().served_updates, 0u);
+  }
+  ASSERT_TRUE(*sync_wait(t->get("hot", &v)));
+  EXPECT_EQ(v.substr(v.size() - 2), "-9") << v;  // some coroutine's last value
+  auto copies = client_->run(t->committed_copies("hot"));
+  ASSERT_TRUE(copies.ok());
+  EXPECT_EQ(*copies, 1);
+  // A value longer than the reply slot makes room for: read one-sided once, then served.
+  const std::string big(5000, 'b');
+  ASSERT_TRUE(sync_wait(t->put("big", big)).ok());
+  before = t->stats();
+  ASSERT_TRUE(*sync_wait(t->get("big", &v)));
+  EXPECT_EQ(v, big);
+  ASSERT_TRUE(*sync_wait(t->get("big", &v)));
+  EXPECT_EQ(v, big);
+  EXPECT_EQ(t->stats().served_fallbacks - before.served_fallbacks, served ? 1u : 0u);
+  EXPECT_EQ(t->stats().served_gets - before.served_gets, served ? 1u : 0u);
 }
 
 TEST_P(HashTableTest, UpdateHeavyLoadReusesRetiredBlocks) {
@@ -597,6 +653,9 @@ void run_contended(HashTableTest* test, Cluster* cluster, ThreadClient* client,
       ThreadClient* tc = *cluster->thread_client();
       HashTableOptions ho = run.options;
       if (std::getenv("FARMEM_TEST_NO_SPEC")) ho.speculative_lookup = false;
+      // Over TCP two threads' handles use the node's procedures, the third stays one-sided:
+      // node-side and client-side CAS on the same slots.
+      ho.served_procedures = th != 2;
       auto handle = tc->run(HashTable::open(tc, run.table, ho));
       ASSERT_TRUE(handle.ok());
       for (int k = 0; k < kCoroutines; ++k) {

@@ -56,6 +56,7 @@
 #include "farmem/ds/common/reclaimer.h"
 #include "farmem/ds/common/retry.h"
 #include "farmem/ds/hash/layout.h"
+#include "farmem/ds/hash/served.h"
 #include "farmem/runtime/backoff.h"
 
 namespace farmem::ds::hash {
@@ -83,6 +84,10 @@ struct HashTableOptions {
   // How long an operation waits on a frozen subtable or a pending rival before it asks the node
   // whether the holder's session is still open (and takes over if not).
   uint64_t lease_check_ms = 20;
+  // The node's served procedures (ds/hash/served.h): a get or an update as one call the node
+  // runs, on nodes whose one-sided operations are served anyway (TCP) and that are volatile;
+  // elsewhere, and with false, every operation stays one-sided.
+  bool served_procedures = true;
 };
 
 struct HashStats {
@@ -95,12 +100,15 @@ struct HashStats {
   uint64_t stale_reads = 0;   // torn or recycled blocks seen and retried
   uint64_t settled = 0;       // slots a durable node's writer had not persisted, persisted here
   uint64_t retired = 0, reclaimed = 0;
-  uint64_t splits = 0;           // subtables this handle split
-  uint64_t split_failures = 0;   // splits that failed (and undid themselves when they could)
-  uint64_t split_waits = 0;      // retries because a split had frozen the buckets
-  uint64_t directory_reads = 0;  // directory refreshes (stale cache, split, periodic check)
-  uint64_t takeovers = 0;        // locks taken over from ended sessions (splits finished/undone)
-  uint64_t pending_cleared = 0;  // pending slots of ended sessions cleared
+  uint64_t splits = 0;            // subtables this handle split
+  uint64_t split_failures = 0;    // splits that failed (and undid themselves when they could)
+  uint64_t split_waits = 0;       // retries because a split had frozen the buckets
+  uint64_t directory_reads = 0;   // directory refreshes (stale cache, split, periodic check)
+  uint64_t takeovers = 0;         // locks taken over from ended sessions (splits finished/undone)
+  uint64_t pending_cleared = 0;   // pending slots of ended sessions cleared
+  uint64_t served_gets = 0;       // gets answered by the node's procedure
+  uint64_t served_updates = 0;    // updates and puts whose slot the node's procedure swung
+  uint64_t served_fallbacks = 0;  // procedure calls that sent the operation one-sided
 };
 
 class HashTable {
@@ -280,7 +288,35 @@ class HashTable {
                                       std::vector<Match>* all = nullptr);
   runtime::Task<Result<bool>> speculative_get(OpContext& op, std::string* value);
   void remember(const KeyHash& kh, GlobalAddress slot, uint64_t word);
+  // Over TCP, whether a get tries the speculative cache before the node's procedure: while its
+  // recent hit rate (an average over about 16 tries, of kSpecScoreOne) is at least 7/8, and
+  // on every kSpecProbeEvery-th get otherwise, to keep measuring.
+  bool spec_first(uint16_t node);
+  void note_spec(bool hit);
+  static constexpr int32_t kSpecScoreOne = 4096;
+  static constexpr int32_t kSpecFirstScore = kSpecScoreOne / 8 * 7;
+  static constexpr uint32_t kSpecProbeEvery = 16;
   void forget(const KeyHash& kh);
+
+  // ---- served procedures (served.cc; ds/hash/served.h)
+  // What a procedure call told the operation to do.
+  enum class ServedStep { kDone, kAbsent, kOneSided };
+  // Whether op's node runs this table's procedures for this handle.
+  bool served_path(uint16_t node) const;
+  // A get as one call: kDone (*value filled), kAbsent, or kOneSided.
+  runtime::Task<Result<ServedStep>> served_get(OpContext& op, std::string* value);
+  // Writes op's new block and swings the key's slot to it in one message: kDone (the block is
+  // published; *retired: how retiring the old one went), kAbsent (the block is written, not
+  // published), or kOneSided.
+  runtime::Task<Result<ServedStep>> served_replace(OpContext& op, NewBlock& block, Status* retired);
+  // Posts one call of `procedure` for op's key (buckets from the cached directory), after the
+  // write of `block` in the same message when given; a get's value goes to *value.
+  runtime::Task<Result<ServedLookupResult>> call_procedure(OpContext& op, uint16_t procedure,
+                                                           NewBlock* block, std::string* value);
+  // The result in a call's reply slot (a get's value into *value); a node without the
+  // procedures is remembered and reads as kRefused.
+  Result<ServedLookupResult> read_result(uint16_t node, const void* slot, size_t slot_bytes,
+                                         std::string* value);
 
   // ---- writes (insert.cc, update.cc)
   // Encodes op's key and `value` into *block and allocates its place (written later, along with
@@ -327,6 +363,10 @@ class HashTable {
   int split_stop_after_ = 0;
   std::vector<Shard> shards_;
   DirectMappedCache<SpecEntry> spec_;
+  std::vector<uint8_t> no_procedures_;  // by node id: 1 once a node answered it has none
+  uint32_t served_value_hint_ = 24;     // value bytes a get's reply slot makes room for
+  int32_t spec_score_ = kSpecScoreOne;  // recent speculative hit rate (spec_first)
+  uint32_t spec_probes_ = 0;
   mutable HashStats stats_;
 };
 

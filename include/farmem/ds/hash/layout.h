@@ -178,6 +178,11 @@ inline constexpr uint64_t subtable_slot_offset(uint64_t bucket, uint32_t slot) {
 }
 static_assert(subtable_slot_offset(1, 2) == 64 + 64 + 8 + 16);
 
+// The low `depth` bits: a subtable's suffix is kh.h1 & suffix_mask(local_depth).
+inline constexpr uint64_t suffix_mask(uint32_t depth) {
+  return depth >= 64 ? ~0ull : (1ull << depth) - 1;
+}
+
 // Hash of a key: two independent 64-bit halves of XXH3-128.
 struct KeyHash {
   uint64_t h1;  // suffix bits (low), first bucket (bits 24..), fingerprint (top byte)

@@ -1,0 +1,144 @@
+// HashTable's served path: a get or an update as one call of the node's procedure, on nodes
+// whose one-sided operations are served anyway (hash_table.h, ds/hash/served.h,
+// docs/formats/hash_table/served.md). Whatever the node answers with a fall-back outcome the
+// one-sided path handles.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "farmem/client/call_result.h"
+#include "farmem/ds/common/durable.h"
+#include "farmem/ds/hash/hash_table.h"
+#include "geometry.h"
+#include "op_context.h"
+
+namespace farmem::ds::hash {
+
+using client::Batch;
+using runtime::Task;
+
+namespace {
+
+constexpr uint32_t kMaxServedValueBytes =
+    wire::kMaxCallReplyBytes - sizeof(wire::CallReplyHeader) - sizeof(ServedLookupResult);
+
+// A call's argument bytes and 8-byte aligned reply slot: inline when small, else on the heap.
+class CallBuffers {
+ public:
+  CallBuffers(size_t args, size_t slot) : args_bytes(args), slot_bytes(wire::pad8(slot)) {
+    if (args_bytes > sizeof(args_inline_)) args_heap_.resize(args_bytes);
+    if (slot_bytes > sizeof(slot_inline_)) slot_heap_.resize(slot_bytes / 8);
+  }
+  char* args() { return args_heap_.empty() ? args_inline_ : args_heap_.data(); }
+  uint64_t* slot() { return slot_heap_.empty() ? slot_inline_ : slot_heap_.data(); }
+  const size_t args_bytes;
+  const size_t slot_bytes;
+
+ private:
+  char args_inline_[128];
+  uint64_t slot_inline_[16];
+  std::string args_heap_;
+  std::vector<uint64_t> slot_heap_;
+};
+
+}  // namespace
+
+bool HashTable::served_path(uint16_t node) const {
+  return options_.served_procedures && client_->served(node) && !node_durable(client_, node) &&
+         (node >= no_procedures_.size() || no_procedures_[node] == 0);
+}
+
+Task<Result<ServedLookupResult>> HashTable::call_procedure(OpContext& op, uint16_t procedure,
+                                                           NewBlock* block, std::string* value) {
+  if (directory_due(op.shard)) FARMEM_CO_TRY(co_await check_directory(op));
+  Buckets b;
+  bucket_addrs(op.shard, op.kh, &b);
+  ServedLookupArgs a{{b.addr[0].offset(), b.addr[2].offset()},
+                     op.kh.h1,
+                     0,
+                     static_cast<uint32_t>(op.key.size()),
+                     0};
+  if (block != nullptr)
+    a.new_word = block_slot_word(op.kh, block->addr, block->bytes.size(), false);
+  // Arguments and reply slot live in the frame when small (most calls), else on the heap.
+  CallBuffers bufs(sizeof(a) + op.key.size(), sizeof(wire::CallReplyHeader) +
+                                                  sizeof(ServedLookupResult) +
+                                                  (block != nullptr ? 0 : served_value_hint_));
+  std::memcpy(bufs.args(), &a, sizeof(a));
+  std::memcpy(bufs.args() + sizeof(a), op.key.data(), op.key.size());
+  Batch batch(*client_);
+  if (block != nullptr) {
+    FARMEM_CO_TRY(batch.write(block->addr, block->bytes.data(), block->bytes.size()));
+    block->written = true;
+  }
+  FARMEM_CO_TRY(batch.call(op.shard.node, procedure, bufs.args(), bufs.args_bytes, bufs.slot(),
+                           bufs.slot_bytes));
+  Status st = co_await batch.wait();
+  ++op.round_trips;
+  if (!st.ok() && block != nullptr) block->published = true;  // the call may have run
+  FARMEM_CO_TRY(st);
+  co_return read_result(op.shard.node, bufs.slot(), bufs.slot_bytes, value);
+}
+
+Result<ServedLookupResult> HashTable::read_result(uint16_t node, const void* slot,
+                                                  size_t slot_bytes, std::string* value) {
+  auto body = client::call_result(slot, slot_bytes);
+  if (body.status().code() == StatusCode::kNotFound) {  // a node without the procedures
+    no_procedures_.resize(std::max<size_t>(no_procedures_.size(), node + 1u), 0);
+    no_procedures_[node] = 1;
+    return ServedLookupResult{static_cast<uint32_t>(ServedOutcome::kRefused), 0, 0, 0, 0};
+  }
+  FARMEM_TRY(body);
+  ServedLookupResult r;
+  if (body->size() < sizeof(r)) return ProtocolError("short hash procedure result");
+  std::memcpy(&r, body->data(), sizeof(r));
+  if (r.outcome > kLastServedOutcome) return ProtocolError("unknown hash procedure outcome");
+  const bool found = r.outcome == static_cast<uint32_t>(ServedOutcome::kFound);
+  if (found && body->size() != sizeof(r) + r.value_bytes) {
+    return ProtocolError("hash get result and value length disagree");
+  }
+  if (found && value != nullptr) value->assign(body->substr(sizeof(r)));
+  return r;
+}
+
+Task<Result<HashTable::ServedStep>> HashTable::served_get(OpContext& op, std::string* value) {
+  auto r = co_await call_procedure(op, kProcHashGet, nullptr, value);
+  FARMEM_CO_TRY(r);
+  const auto outcome = static_cast<ServedOutcome>(r->outcome);
+  if (outcome == ServedOutcome::kFound) {
+    ++stats_.served_gets;
+    remember(op.kh, GlobalAddress(op.shard.node, r->slot), r->word);
+    co_return ServedStep::kDone;
+  }
+  if (outcome == ServedOutcome::kAbsent) {
+    ++stats_.served_gets;
+    co_return ServedStep::kAbsent;
+  }
+  if (outcome == ServedOutcome::kTooLarge) {
+    served_value_hint_ = std::clamp(r->value_bytes, served_value_hint_, kMaxServedValueBytes);
+  }
+  ++stats_.served_fallbacks;
+  co_return ServedStep::kOneSided;
+}
+
+Task<Result<HashTable::ServedStep>> HashTable::served_replace(OpContext& op, NewBlock& block,
+                                                              Status* retired) {
+  auto r = co_await call_procedure(op, kProcHashUpdate, &block, nullptr);
+  FARMEM_CO_TRY(r);
+  const auto outcome = static_cast<ServedOutcome>(r->outcome);
+  if (outcome == ServedOutcome::kReplaced) {
+    ++stats_.served_updates;
+    block.published = true;
+    const GlobalAddress slot(op.shard.node, r->slot);
+    remember(op.kh, slot, block_slot_word(op.kh, block.addr, block.bytes.size(), false));
+    *retired = co_await reclaimer_.retire(GlobalAddress(op.shard.node, slot_offset(r->word)),
+                                          r->block_bytes);
+    co_return ServedStep::kDone;
+  }
+  if (outcome == ServedOutcome::kAbsent) co_return ServedStep::kAbsent;
+  ++stats_.served_fallbacks;
+  co_return ServedStep::kOneSided;
+}
+
+}  // namespace farmem::ds::hash
