@@ -45,7 +45,7 @@ DsCounters counters_of(const HashTable& t) {
   c.cas_failures = s.cas_failures;
   c.splits = s.splits;
   c.split_waits = s.split_waits;
-  c.served_ops = s.served_gets + s.served_updates;
+  c.served_ops = s.served_gets + s.served_updates + s.served_inserts;
   c.served_fallbacks = s.served_fallbacks;
   return c;
 }

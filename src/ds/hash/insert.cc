@@ -57,6 +57,13 @@ Task<Status> HashTable::insert(std::string_view key, std::string_view value) {
 
 Task<Status> HashTable::insert_block(OpContext& op) {
   FARMEM_ASSERT(op.block != nullptr, "an insert publishes a new block");
+  if (served_path(op.shard.node) &&
+      op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+    auto step = co_await served_insert(op);
+    FARMEM_CO_TRY(step);
+    if (*step == ServedStep::kDone) co_return OkStatus();
+    if (*step == ServedStep::kAbsent) co_return AlreadyExists("key already present");
+  }
   Wait wait(*client_);
   bool rivals_seen = false;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {

@@ -1,4 +1,4 @@
-// HashTable's served path: a get or an update as one call of the node's procedure, on nodes
+// HashTable's served path: a get, update or insert as one call of the node's procedure, on nodes
 // whose one-sided operations are served anyway (hash_table.h, ds/hash/served.h,
 // docs/formats/hash_table/served.md). Whatever the node answers with a fall-back outcome the
 // one-sided path handles.
@@ -68,7 +68,7 @@ Task<Result<ServedLookupResult>> HashTable::call_procedure(OpContext& op, uint16
   std::memcpy(bufs.args(), &a, sizeof(a));
   std::memcpy(bufs.args() + sizeof(a), op.key.data(), op.key.size());
   Batch batch(*client_);
-  if (block != nullptr) {
+  if (block != nullptr && !block->written) {
     FARMEM_CO_TRY(batch.write(block->addr, block->bytes.data(), block->bytes.size()));
     block->written = true;
   }
@@ -137,6 +137,25 @@ Task<Result<HashTable::ServedStep>> HashTable::served_replace(OpContext& op, New
     co_return ServedStep::kDone;
   }
   if (outcome == ServedOutcome::kAbsent) co_return ServedStep::kAbsent;
+  ++stats_.served_fallbacks;
+  co_return ServedStep::kOneSided;
+}
+
+Task<Result<HashTable::ServedStep>> HashTable::served_insert(OpContext& op) {
+  NewBlock& block = *op.block;
+  auto r = co_await call_procedure(op, kProcHashInsert, &block, nullptr);
+  // Any call may have claimed a slot naming the block (even if it then withdrew): from here
+  // on the block is retired, never freed, if it ends up unused.
+  block.published = true;
+  FARMEM_CO_TRY(r);
+  const auto outcome = static_cast<ServedOutcome>(r->outcome);
+  if (outcome == ServedOutcome::kInserted) {
+    ++stats_.served_inserts;
+    remember(op.kh, GlobalAddress(op.shard.node, r->slot),
+             block_slot_word(op.kh, block.addr, block.bytes.size(), false));
+    co_return ServedStep::kDone;
+  }
+  if (outcome == ServedOutcome::kExists) co_return ServedStep::kAbsent;  // (the key is there)
   ++stats_.served_fallbacks;
   co_return ServedStep::kOneSided;
 }

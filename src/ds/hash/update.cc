@@ -22,14 +22,8 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
   FARMEM_CO_TRY(co_await write_block(op, value, &block));
   op.block = &block;  // the first bucket read writes it (or the served call's message)
   if (served_path(op.shard.node) && key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
-    Status retired;
-    auto step = co_await served_replace(op, block, &retired);
-    if (step.ok() && *step == ServedStep::kDone) co_return retired;
-    if (!step.ok() || (*step == ServedStep::kAbsent && !insert_if_absent)) {
-      Status rs = co_await release_block(block);
-      (void)rs;
-      co_return step.ok() ? NotFound("key not present") : step.status();
-    }
+    Status done;
+    if (co_await served_put(op, block, insert_if_absent, &done)) co_return done;
   }
   const uint64_t new_word =
       block_slot_word(op.kh, block.addr, block.bytes.size(), /*pending=*/false);
@@ -87,6 +81,30 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
   Status rs = co_await release_block(block);
   (void)rs;
   co_return result;
+}
+
+Task<bool> HashTable::served_put(OpContext& op, NewBlock& block, bool insert_if_absent,
+                                 Status* done) {
+  auto step = co_await served_replace(op, block, done);
+  if (step.ok() && *step == ServedStep::kDone) co_return true;
+  if (step.ok() && *step == ServedStep::kAbsent && insert_if_absent) {
+    // Absent: insert it (one call on the node, or the one-sided protocol); a key inserted
+    // meanwhile goes to the one-sided update loop.
+    *done = co_await insert_block(op);
+    if (done->code() != StatusCode::kAlreadyExists) {
+      if (!done->ok()) {
+        Status rs = co_await release_block(block);
+        (void)rs;
+      }
+      co_return true;
+    }
+    co_return false;
+  }
+  if (step.ok() && *step == ServedStep::kOneSided) co_return false;
+  *done = step.ok() ? NotFound("key not present") : step.status();
+  Status rs = co_await release_block(block);
+  (void)rs;
+  co_return true;
 }
 
 Task<Status> HashTable::update(std::string_view key, std::string_view value) {

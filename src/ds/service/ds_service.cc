@@ -20,7 +20,8 @@ class DsService final : public memnode::Service {
   uint16_t last_opcode() const override { return 0; }
   std::vector<memnode::Procedure> procedures() const override {
     return {{hash::kProcHashGet, "hash get", &hash::served_get},
-            {hash::kProcHashUpdate, "hash update", &hash::served_update}};
+            {hash::kProcHashUpdate, "hash update", &hash::served_update},
+            {hash::kProcHashInsert, "hash insert", &hash::served_insert}};
   }
   std::unique_ptr<memnode::ServiceWorker> start_worker(const memnode::WorkerContext&) override {
     return std::make_unique<NoRequests>();

@@ -138,7 +138,96 @@ Status check_new_word(const ProcedureCall& c, uint64_t word, uint64_t h1) {
   return OkStatus();
 }
 
+// What an insert's scan of the buckets found: a committed or pending slot of the key, a torn
+// block, or where it may claim (the combined bucket with more free slots, RACE's two choices).
+struct InsertScan {
+  ServedOutcome outcome = ServedOutcome::kAbsent;  // kAbsent: free to claim `free_slot`
+  uint64_t free_slot = 0;                          // region offset; 0: none (kFull)
+};
+
+InsertScan scan_for_insert(const ProcedureCall& c, const ServedLookupArgs& a, std::string_view key,
+                           uint64_t mine) {
+  Bucket b[4];
+  load_buckets(c, a, b);
+  InsertScan s;
+  s.outcome = check_buckets(b, a.h1);
+  if (s.outcome != ServedOutcome::kAbsent) return s;
+  const auto fp = static_cast<uint8_t>(a.h1 >> 56);
+  int free_count[2] = {0, 0};
+  for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) {
+      const uint64_t w = b[j].slots[k];
+      free_count[j / 2] += (w == 0);
+      if (w == 0 || slot_fp(w) != fp || slot_offset_of(a, j, k) == mine) continue;
+      KvBlockView v;
+      const ServedOutcome o = check_block(c, w, key, &v);
+      if (o == ServedOutcome::kAbsent) continue;
+      if (o != ServedOutcome::kFound) return InsertScan{o, 0};
+      // The key is there: committed (it exists) or a rival's pending claim (the client's path
+      // waits for it, or clears it if its writer died).
+      return InsertScan{slot_pending(w) ? ServedOutcome::kContended : ServedOutcome::kExists, 0};
+    }
+  }
+  const int pick = free_count[1] > free_count[0] ? 1 : 0;
+  for (int j = 2 * pick; j < 2 * pick + 2 && s.free_slot == 0; ++j) {
+    for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) {
+      if (b[j].slots[k] == 0) {
+        s.free_slot = slot_offset_of(a, j, k);
+        break;
+      }
+    }
+  }
+  if (s.free_slot == 0) s.outcome = ServedOutcome::kFull;
+  return s;
+}
+
+bool cas_word(const ProcedureCall& c, uint64_t offset, uint64_t expected, uint64_t desired) {
+  return __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(c.region + offset), &expected,
+                                     desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+// One claim of a free slot and its settling; kAbsent means the claim CAS lost (try again).
+ServedOutcome claim_and_commit(const ProcedureCall& c, const ServedLookupArgs& a,
+                               std::string_view key, uint64_t* slot) {
+  const InsertScan first = scan_for_insert(c, a, key, 0);
+  if (first.outcome != ServedOutcome::kAbsent) return first.outcome;
+  const uint64_t pending = a.new_word | kSlotPendingBit;
+  if (!cas_word(c, first.free_slot, 0, pending)) return ServedOutcome::kAbsent;
+  // Claimed: commit only when ours is the only slot holding the key (a rival that claimed
+  // meanwhile sees ours, and one of us withdraws: settle_claim's rule on the client).
+  const InsertScan again = scan_for_insert(c, a, key, first.free_slot);
+  if (again.outcome != ServedOutcome::kAbsent && again.outcome != ServedOutcome::kFull) {
+    (void)cas_word(c, first.free_slot, pending, 0);  // withdraw (a frozen slot was dropped)
+    return again.outcome;
+  }
+  if (!cas_word(c, first.free_slot, pending, a.new_word)) return ServedOutcome::kFrozen;
+  *slot = first.free_slot;
+  return ServedOutcome::kInserted;
+}
+
 }  // namespace
+
+Result<size_t> served_insert(const ProcedureCall& c) {
+  ServedLookupArgs a;
+  std::string_view key;
+  FARMEM_TRY(check_args(c, &a, &key));
+  FARMEM_TRY(check_new_word(c, a.new_word, a.h1));
+  if (c.out_capacity < sizeof(ServedLookupResult)) {
+    return InvalidArgument("hash insert reply slot is too small for its result");
+  }
+  ServedLookupResult r{static_cast<uint32_t>(ServedOutcome::kContended), 0, 0, 0, 0};
+  for (uint32_t attempt = 0; !c.durable && attempt < kMaxServedCasAttempts; ++attempt) {
+    uint64_t slot = 0;
+    const ServedOutcome o = claim_and_commit(c, a, key, &slot);
+    if (o == ServedOutcome::kAbsent) continue;  // lost the claim CAS
+    r.outcome = static_cast<uint32_t>(o);
+    r.slot = slot;
+    break;
+  }
+  if (c.durable) r.outcome = static_cast<uint32_t>(ServedOutcome::kRefused);
+  std::memcpy(c.out, &r, sizeof(r));
+  return sizeof(r);
+}
 
 Result<size_t> served_update(const ProcedureCall& c) {
   ServedLookupArgs a;
@@ -155,9 +244,7 @@ Result<size_t> served_update(const ProcedureCall& c) {
       r.outcome = static_cast<uint32_t>(f.outcome);
       break;
     }
-    uint64_t expected = f.word;
-    if (__atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(c.region + f.slot), &expected,
-                                    a.new_word, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    if (cas_word(c, f.slot, f.word, a.new_word)) {
       r = ServedLookupResult{static_cast<uint32_t>(ServedOutcome::kReplaced), 0, f.slot, f.word,
                              f.block_bytes};
       break;

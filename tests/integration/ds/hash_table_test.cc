@@ -237,6 +237,8 @@ TEST_P(HashTableTest, OverTcpGetsAndUpdatesAreOneCallTheNodeRuns) {
   auto t = create("served", o);
   ASSERT_NE(t, nullptr);
   ASSERT_TRUE(sync_wait(t->insert("hot", "v0")).ok());
+  EXPECT_EQ(sync_wait(t->insert("hot", "again")).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(t->stats().served_inserts, served ? 1u : 0u);
   std::string v;
   auto before = t->stats();
   ASSERT_TRUE(*sync_wait(t->get("hot", &v)));

@@ -182,5 +182,55 @@ TEST_F(HashProceduresTest, MalformedArgumentsAreRefusedAndChangeNothing) {
   EXPECT_EQ(call(kProcHashGet, 0, key_).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(HashProceduresTest, InsertClaimsAndCommitsAFreeSlot) {
+  const uint64_t word = put_block(kBlockAt, key_, "fresh");
+  ASSERT_TRUE(call(kProcHashInsert, word, key_).ok());
+  ASSERT_EQ(outcome(), ServedOutcome::kInserted);
+  const uint64_t at = result().slot;
+  EXPECT_EQ(*reinterpret_cast<uint64_t*>(region_.data() + at), word);
+  auto n = call(kProcHashGet, 0, key_);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kFound);
+  EXPECT_EQ(value(*n), "fresh");
+  // Again: the key exists, and no second slot is claimed.
+  ASSERT_TRUE(call(kProcHashInsert, put_block(kBlockAt + 256, key_, "again"), key_).ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kExists);
+  int used = 0;
+  for (uint64_t base : {kBucketsA, kBucketsB}) {
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) used += slot(base, j, k) != 0;
+    }
+  }
+  EXPECT_EQ(used, 1);
+}
+
+TEST_F(HashProceduresTest, InsertLeavesRivalsFullBucketsAndDurableNodesToTheClient) {
+  // A rival's pending claim of the key: the client's path waits for it; nothing is claimed.
+  const uint64_t rival = put_block(kBlockAt, key_, "rival") | kSlotPendingBit;
+  slot(kBucketsA, 0, 0) = rival;
+  ASSERT_TRUE(call(kProcHashInsert, put_block(kBlockAt + 256, key_, "mine"), key_).ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kContended);
+  EXPECT_EQ(slot(kBucketsA, 0, 0), rival);
+  slot(kBucketsA, 0, 0) = 0;
+  // A durable node: refused, nothing claimed.
+  ASSERT_TRUE(call(kProcHashInsert, put_block(kBlockAt + 256, key_, "mine"), key_, true).ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kRefused);
+  // Every slot of both buckets taken by other keys: the client splits.
+  const uint64_t other = put_block(kBlockAt + 512, "other", "o");
+  for (uint64_t base : {kBucketsA, kBucketsB}) {
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < static_cast<int>(kSlotsPerBucket); ++k) slot(base, j, k) = other;
+    }
+  }
+  ASSERT_TRUE(call(kProcHashInsert, put_block(kBlockAt + 256, key_, "mine"), key_).ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kFull);
+  // A frozen slot (a split under way): nothing claimed either.
+  slot(kBucketsB, 1, 6) = kSlotFrozenBit;
+  slot(kBucketsB, 1, 5) = 0;
+  ASSERT_TRUE(call(kProcHashInsert, put_block(kBlockAt + 256, key_, "mine"), key_).ok());
+  EXPECT_EQ(outcome(), ServedOutcome::kFrozen);
+  EXPECT_EQ(slot(kBucketsB, 1, 5), 0u);
+}
+
 }  // namespace
 }  // namespace farmem::ds::hash

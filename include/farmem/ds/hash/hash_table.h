@@ -84,7 +84,7 @@ struct HashTableOptions {
   // How long an operation waits on a frozen subtable or a pending rival before it asks the node
   // whether the holder's session is still open (and takes over if not).
   uint64_t lease_check_ms = 20;
-  // The node's served procedures (ds/hash/served.h): a get or an update as one call the node
+  // The node's served procedures (ds/hash/served.h): a get, update or insert as one call the node
   // runs, on nodes whose one-sided operations are served anyway (TCP) and that are volatile;
   // elsewhere, and with false, every operation stays one-sided.
   bool served_procedures = true;
@@ -108,6 +108,7 @@ struct HashStats {
   uint64_t pending_cleared = 0;   // pending slots of ended sessions cleared
   uint64_t served_gets = 0;       // gets answered by the node's procedure
   uint64_t served_updates = 0;    // updates and puts whose slot the node's procedure swung
+  uint64_t served_inserts = 0;    // inserts (and puts of new keys) the node's procedure committed
   uint64_t served_fallbacks = 0;  // procedure calls that sent the operation one-sided
 };
 
@@ -309,8 +310,16 @@ class HashTable {
   // published; *retired: how retiring the old one went), kAbsent (the block is written, not
   // published), or kOneSided.
   runtime::Task<Result<ServedStep>> served_replace(OpContext& op, NewBlock& block, Status* retired);
+  // replace's served path: true when the operation is finished (*done: its outcome; an unused
+  // block released), false when it goes on one-sided.
+  runtime::Task<bool> served_put(OpContext& op, NewBlock& block, bool insert_if_absent,
+                                 Status* done);
+  // Claims, settles and commits a slot for op's new block in one call: kDone, kAbsent (here:
+  // the key exists), or kOneSided. The block counts as published afterwards.
+  runtime::Task<Result<ServedStep>> served_insert(OpContext& op);
   // Posts one call of `procedure` for op's key (buckets from the cached directory), after the
-  // write of `block` in the same message when given; a get's value goes to *value.
+  // write of `block` in the same message when given and not yet written; a get's value goes to
+  // *value.
   runtime::Task<Result<ServedLookupResult>> call_procedure(OpContext& op, uint16_t procedure,
                                                            NewBlock* block, std::string* value);
   // The result in a call's reply slot (a get's value into *value); a node without the

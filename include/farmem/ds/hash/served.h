@@ -1,5 +1,5 @@
 // The hash table's served procedures (docs/formats/hash_table/served.md): over transports where
-// every one-sided operation is a message the node serves anyway (TCP), a get or an update runs
+// every one-sided operation is a message the node serves anyway (TCP), a get, update or insert runs
 // its dependent steps (read both combined buckets, read the blocks their slots name, compare the
 // key, swing the slot by CAS) on the node inside one kCall of the thread's kMemOps message
 // (memnode/procedure.h), instead of two or more round trips and, under contention, CAS retries
@@ -18,6 +18,7 @@ namespace farmem::ds::hash {
 // Procedure ids (the hash table's range is 16..31, docs/formats/memops.md "Calls").
 inline constexpr uint16_t kProcHashGet = 16;
 inline constexpr uint16_t kProcHashUpdate = 17;
+inline constexpr uint16_t kProcHashInsert = 18;
 
 // What a procedure found. kFound / kReplaced / kAbsent are answers; the rest send the client to
 // the one-sided path (which refreshes its directory, waits for splits, re-reads torn blocks,
@@ -31,16 +32,19 @@ enum class ServedOutcome : uint32_t {
   kTorn = 5,       // a block read mid-write, or a slot still settling (durable node)
   kTooLarge = 6,   // the value does not fit the reply slot (value_bytes says how long it is)
   kContended = 7,  // update: the slot kept changing under its CAS (kMaxServedCasAttempts)
-  kRefused = 8,    // update on a durable node (the client's path persists; this one does not)
+  kRefused = 8,    // a write on a durable node (the client's path persists; this one does not)
+  kInserted = 9,   // insert: a slot the node claimed and committed holds new_word
+  kExists = 10,    // insert: a committed slot holds the key
+  kFull = 11,      // insert: both combined buckets are full (the client splits the subtable)
 };
-inline constexpr uint32_t kLastServedOutcome = 8;
+inline constexpr uint32_t kLastServedOutcome = 11;
 inline constexpr uint32_t kMaxServedCasAttempts = 4;
 
 // Arguments of both procedures; the key follows (key_bytes bytes).
 struct ServedLookupArgs {
   uint64_t bucket[2];  // region offsets of the key's two combined buckets (128 bytes each)
   uint64_t h1;         // the key's KeyHash::h1 (suffix bits; fingerprint in the top byte)
-  uint64_t new_word;   // update: the committed slot word naming the new block; get: 0
+  uint64_t new_word;   // update, insert: the committed slot word naming the new block; get: 0
   uint32_t key_bytes;  // 1 .. kMaxKeyBytes, and the whole call within wire::kMaxMemOpBytes
   uint32_t reserved;   // 0
 };
@@ -52,7 +56,7 @@ static_assert(std::is_trivially_copyable_v<ServedLookupArgs>);
 struct ServedLookupResult {
   uint32_t outcome;      // ServedOutcome
   uint32_t value_bytes;  // kFound, kTooLarge: the value's length
-  uint64_t slot;         // kFound, kReplaced: region offset of the key's slot
+  uint64_t slot;         // kFound, kReplaced, kInserted: region offset of the key's slot
   uint64_t word;         // kFound: the slot's word; kReplaced: the word it replaced
   uint64_t block_bytes;  // kFound, kReplaced: size of the block that word names
 };
