@@ -122,27 +122,13 @@ void ServedLane::call(uint16_t procedure, const void* args, size_t bytes, void* 
       args, static_cast<uint8_t*>(reply), set);
 }
 
-uint32_t ServedLane::reply_bytes_of(const w::MemOp& op) {
-  switch (static_cast<w::MemOpKind>(op.kind)) {
-    case w::MemOpKind::kRead:
-      return w::pad8(op.bytes);
-    case w::MemOpKind::kCas:
-    case w::MemOpKind::kFaa:
-      return 8;
-    case w::MemOpKind::kCall:
-      return static_cast<uint32_t>(op.operand1);
-    default:
-      return 0;
-  }
-}
-
 void ServedLane::add(const w::MemOp& op, const void* data, uint8_t* dst, const Set& set) {
   fabric::Completion* outer = set.outer;
   const auto kind = static_cast<w::MemOpKind>(op.kind);
   const bool carries_data = kind == w::MemOpKind::kWrite || kind == w::MemOpKind::kCall;
   const uint32_t data_bytes = carries_data ? w::pad8(op.bytes) : 0;
   const uint32_t persist_bytes = kind == w::MemOpKind::kPersist ? op.bytes : 0;
-  const uint32_t reply_bytes = reply_bytes_of(op);
+  const auto reply_bytes = static_cast<uint32_t>(w::memop_reply_bytes(op));
   Message& m = room_for(static_cast<uint32_t>(sizeof(op)) + data_bytes, reply_bytes, persist_bytes,
                         set.deadline_ns);
   m.persist_bytes += persist_bytes;

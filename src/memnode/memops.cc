@@ -67,21 +67,6 @@ struct Parsed {
   size_t data_at;  // writes and calls: where the data starts in the request
 };
 
-// What one operation adds to the reply.
-uint64_t reply_bytes_of(const w::MemOp& op) {
-  switch (static_cast<w::MemOpKind>(op.kind)) {
-    case w::MemOpKind::kRead:
-      return w::pad8(op.bytes);
-    case w::MemOpKind::kCas:
-    case w::MemOpKind::kFaa:
-      return 8;
-    case w::MemOpKind::kCall:
-      return op.operand1;
-    default:
-      return 0;
-  }
-}
-
 // Parses and checks the whole request into *ops (nothing is performed).
 Status parse_memops(const uint8_t* req, size_t n, uint64_t region_bytes, std::vector<Parsed>* ops) {
   w::MemOpsHeader h;
@@ -110,7 +95,7 @@ Status parse_memops(const uint8_t* req, size_t n, uint64_t region_bytes, std::ve
     } else if (kind == w::MemOpKind::kPersist) {
       persist_bytes += p.op.bytes;
     }
-    reply_bytes += reply_bytes_of(p.op);
+    reply_bytes += w::memop_reply_bytes(p.op);
     ops->push_back(p);
   }
   if (at != n) return ProtocolError("memops request has trailing bytes");
@@ -192,7 +177,7 @@ void perform(const MemopsTarget& t, const Parsed& p, const uint8_t* req, char** 
       run_call(t, p.op, req + p.data_at, *out);
       break;
   }
-  *out += reply_bytes_of(p.op);
+  *out += w::memop_reply_bytes(p.op);
 }
 
 }  // namespace
@@ -202,7 +187,7 @@ Status execute_memops(const MemopsTarget& target, const uint8_t* req, size_t n, 
   std::vector<Parsed> ops;
   FARMEM_TRY(parse_memops(req, n, target.region_bytes, &ops));
   uint64_t reply_bytes = 0;
-  for (const Parsed& p : ops) reply_bytes += reply_bytes_of(p.op);
+  for (const Parsed& p : ops) reply_bytes += w::memop_reply_bytes(p.op);
   reply->assign(reply_bytes, '\0');
   char* out = reply->data();
   for (const Parsed& p : ops) perform(target, p, req, &out, persists);

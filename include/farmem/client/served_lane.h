@@ -100,7 +100,6 @@ class ServedLane {
     fabric::Completion done;
     ServedLane* owner = nullptr;
   };
-  static uint32_t reply_bytes_of(const wire::MemOp& op);
   // Appends one operation. data: a write's or call's bytes; dst: where a read's bytes or an old
   // value go.
   void add(const wire::MemOp& op, const void* data, uint8_t* dst, const Set& set);

@@ -241,6 +241,21 @@ inline constexpr uint32_t kMaxMemOpPersistBytes = 1 << 20;
 inline constexpr uint32_t kMaxMemOpsPersistBytes = 1 << 20;
 inline constexpr uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
 
+// What one operation adds to the kMemOps reply (see above); calls: their reply slot.
+inline constexpr uint64_t memop_reply_bytes(const MemOp& op) {
+  switch (static_cast<MemOpKind>(op.kind)) {
+    case MemOpKind::kRead:
+      return pad8(op.bytes);
+    case MemOpKind::kCas:
+    case MemOpKind::kFaa:
+      return 8;
+    case MemOpKind::kCall:
+      return op.operand1;
+    default:
+      return 0;
+  }
+}
+
 // A call's reply slot (MemOp.operand1 bytes: a multiple of 8, kMinCallReplyBytes..
 // kMaxCallReplyBytes): this header, then `bytes` bytes (the result, or on an error its message,
 // cut to the slot), then zeros.

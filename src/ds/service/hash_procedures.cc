@@ -205,54 +205,56 @@ ServedOutcome claim_and_commit(const ProcedureCall& c, const ServedLookupArgs& a
   return ServedOutcome::kInserted;
 }
 
-}  // namespace
-
-Result<size_t> served_insert(const ProcedureCall& c) {
+// The frame the writing procedures share: checked arguments, then at most kMaxServedCasAttempts
+// calls of attempt(args, key, &result), which returns true once it decided; refused on a durable
+// node, kContended when no attempt decided.
+template <typename Attempt>
+Result<size_t> writing_call(const ProcedureCall& c, std::string_view what, Attempt attempt) {
   ServedLookupArgs a;
   std::string_view key;
   FARMEM_TRY(check_args(c, &a, &key));
   FARMEM_TRY(check_new_word(c, a.new_word, a.h1));
   if (c.out_capacity < sizeof(ServedLookupResult)) {
-    return InvalidArgument("hash insert reply slot is too small for its result");
+    return InvalidArgument(fmt::format("hash {} reply slot is too small for its result", what));
   }
-  ServedLookupResult r{static_cast<uint32_t>(ServedOutcome::kContended), 0, 0, 0, 0};
-  for (uint32_t attempt = 0; !c.durable && attempt < kMaxServedCasAttempts; ++attempt) {
-    uint64_t slot = 0;
-    const ServedOutcome o = claim_and_commit(c, a, key, &slot);
-    if (o == ServedOutcome::kAbsent) continue;  // lost the claim CAS
-    r.outcome = static_cast<uint32_t>(o);
-    r.slot = slot;
-    break;
+  ServedLookupResult r{
+      static_cast<uint32_t>(c.durable ? ServedOutcome::kRefused : ServedOutcome::kContended), 0, 0,
+      0, 0};
+  for (uint32_t i = 0; !c.durable && i < kMaxServedCasAttempts; ++i) {
+    if (attempt(a, key, &r)) break;
   }
-  if (c.durable) r.outcome = static_cast<uint32_t>(ServedOutcome::kRefused);
   std::memcpy(c.out, &r, sizeof(r));
   return sizeof(r);
 }
 
+}  // namespace
+
+Result<size_t> served_insert(const ProcedureCall& c) {
+  return writing_call(c, "insert",
+                      [&c](const ServedLookupArgs& a, std::string_view key, ServedLookupResult* r) {
+                        uint64_t slot = 0;
+                        const ServedOutcome o = claim_and_commit(c, a, key, &slot);
+                        if (o == ServedOutcome::kAbsent) return false;  // lost the claim CAS
+                        r->outcome = static_cast<uint32_t>(o);
+                        r->slot = slot;
+                        return true;
+                      });
+}
+
 Result<size_t> served_update(const ProcedureCall& c) {
-  ServedLookupArgs a;
-  std::string_view key;
-  FARMEM_TRY(check_args(c, &a, &key));
-  FARMEM_TRY(check_new_word(c, a.new_word, a.h1));
-  if (c.out_capacity < sizeof(ServedLookupResult)) {
-    return InvalidArgument("hash update reply slot is too small for its result");
-  }
-  ServedLookupResult r{static_cast<uint32_t>(ServedOutcome::kContended), 0, 0, 0, 0};
-  for (uint32_t attempt = 0; !c.durable && attempt < kMaxServedCasAttempts; ++attempt) {
-    const Found f = find_key(c, a, key);
-    if (f.outcome != ServedOutcome::kFound) {
-      r.outcome = static_cast<uint32_t>(f.outcome);
-      break;
-    }
-    if (cas_word(c, f.slot, f.word, a.new_word)) {
-      r = ServedLookupResult{static_cast<uint32_t>(ServedOutcome::kReplaced), 0, f.slot, f.word,
-                             f.block_bytes};
-      break;
-    }
-  }
-  if (c.durable) r.outcome = static_cast<uint32_t>(ServedOutcome::kRefused);
-  std::memcpy(c.out, &r, sizeof(r));
-  return sizeof(r);
+  return writing_call(c, "update",
+                      [&c](const ServedLookupArgs& a, std::string_view key, ServedLookupResult* r) {
+                        const Found f = find_key(c, a, key);
+                        if (f.outcome != ServedOutcome::kFound) {
+                          r->outcome = static_cast<uint32_t>(f.outcome);
+                          return true;
+                        }
+                        if (!cas_word(c, f.slot, f.word, a.new_word))
+                          return false;  // changed meanwhile
+                        *r = ServedLookupResult{static_cast<uint32_t>(ServedOutcome::kReplaced), 0,
+                                                f.slot, f.word, f.block_bytes};
+                        return true;
+                      });
 }
 
 Result<size_t> served_get(const ProcedureCall& c) {
