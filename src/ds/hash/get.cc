@@ -48,8 +48,8 @@ Task<Result<bool>> HashTable::speculative_get(OpContext& op, std::string* value)
   co_return true;
 }
 
-bool HashTable::spec_first(uint16_t node) {
-  if (spec_score_ >= kSpecFirstScore || !served_path(node)) return true;
+bool HashTable::spec_first(bool served) {
+  if (spec_score_ >= kSpecFirstScore || !served) return true;
   return (++spec_probes_ % kSpecProbeEvery) == 0;  // keep measuring now and then
 }
 
@@ -75,7 +75,8 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   OpContext op(key, kh, shard_of(kh));
   ++stats_.gets;
   if (directory_due(op.shard)) FARMEM_CO_TRY(co_await check_directory(op));
-  if (spec_.enabled() && spec_first(op.shard.node)) {
+  const bool served = served_path(op);
+  if (spec_.enabled() && spec_first(served)) {
     // The cache entry is likely a cache miss: start loading it, and let the thread's other
     // coroutines run meanwhile when there are any.
     spec_.prefetch(kh.h1);
@@ -84,7 +85,7 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
     auto hit = co_await speculative_get(op, value);
     FARMEM_CO_TRY(hit);
     // (Only tries that cost a round trip count: an empty entry costs nothing.)
-    if (op.round_trips > trips && served_path(op.shard.node)) note_spec(*hit);
+    if (op.round_trips > trips && served) note_spec(*hit);
     if (*hit) {
       stats_.get_round_trips += op.round_trips;
       co_return true;
@@ -93,8 +94,7 @@ Task<Result<bool>> HashTable::get(std::string_view key, std::string* value) {
   // Over TCP the node looks the key up in one call: after a miss of the cache, or instead of
   // trying the cache while it mostly misses (two reads of the cache cost the node less than
   // one lookup, so while it mostly hits it stays the first try).
-  if (served_path(op.shard.node) &&
-      op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+  if (served) {
     auto step = co_await served_get(op, value);
     FARMEM_CO_TRY(step);
     if (*step != ServedStep::kOneSided) {

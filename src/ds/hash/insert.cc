@@ -57,8 +57,7 @@ Task<Status> HashTable::insert(std::string_view key, std::string_view value) {
 
 Task<Status> HashTable::insert_block(OpContext& op) {
   FARMEM_ASSERT(op.block != nullptr, "an insert publishes a new block");
-  if (served_path(op.shard.node) &&
-      op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+  if (served_path(op)) {
     auto step = co_await served_insert(op);
     FARMEM_CO_TRY(step);
     if (*step == ServedStep::kDone) co_return OkStatus();

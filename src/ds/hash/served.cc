@@ -44,9 +44,11 @@ class CallBuffers {
 
 }  // namespace
 
-bool HashTable::served_path(uint16_t node) const {
+bool HashTable::served_path(const OpContext& op) const {
+  const uint16_t node = op.shard.node;
   return options_.served_procedures && client_->served(node) && !node_durable(client_, node) &&
-         (node >= no_procedures_.size() || no_procedures_[node] == 0);
+         (node >= no_procedures_.size() || no_procedures_[node] == 0) &&
+         op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes;
 }
 
 Task<Result<ServedLookupResult>> HashTable::call_procedure(OpContext& op, uint16_t procedure,

@@ -21,7 +21,7 @@ Task<Status> HashTable::replace(std::string_view key, std::string_view value,
   NewBlock block;
   FARMEM_CO_TRY(co_await write_block(op, value, &block));
   op.block = &block;  // the first bucket read writes it (or the served call's message)
-  if (served_path(op.shard.node) && key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes) {
+  if (served_path(op)) {
     Status done;
     if (co_await served_put(op, block, insert_if_absent, &done)) co_return done;
   }
@@ -87,23 +87,19 @@ Task<bool> HashTable::served_put(OpContext& op, NewBlock& block, bool insert_if_
                                  Status* done) {
   auto step = co_await served_replace(op, block, done);
   if (step.ok() && *step == ServedStep::kDone) co_return true;
-  if (step.ok() && *step == ServedStep::kAbsent && insert_if_absent) {
+  if (step.ok() && *step == ServedStep::kOneSided) co_return false;
+  if (step.ok() && insert_if_absent) {
     // Absent: insert it (one call on the node, or the one-sided protocol); a key inserted
     // meanwhile goes to the one-sided update loop.
     *done = co_await insert_block(op);
-    if (done->code() != StatusCode::kAlreadyExists) {
-      if (!done->ok()) {
-        Status rs = co_await release_block(block);
-        (void)rs;
-      }
-      co_return true;
-    }
-    co_return false;
+    if (done->code() == StatusCode::kAlreadyExists) co_return false;
+  } else {
+    *done = step.ok() ? NotFound("key not present") : step.status();
   }
-  if (step.ok() && *step == ServedStep::kOneSided) co_return false;
-  *done = step.ok() ? NotFound("key not present") : step.status();
-  Status rs = co_await release_block(block);
-  (void)rs;
+  if (!done->ok()) {
+    Status rs = co_await release_block(block);
+    (void)rs;
+  }
   co_return true;
 }
 

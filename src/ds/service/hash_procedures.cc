@@ -1,5 +1,6 @@
 // The hash table's served procedures on the memory node (ds/hash/served.h,
-// docs/formats/hash_table/served.md): a get or an update's dependent steps inside one kCall.
+// docs/formats/hash_table/served.md): a get's, update's or insert's dependent steps inside one
+// kCall.
 #include "hash_procedures.h"
 
 #include <fmt/format.h>
@@ -35,7 +36,12 @@ Found only(ServedOutcome o) {
   return f;
 }
 
-Status check_args(const ProcedureCall& c, ServedLookupArgs* a, std::string_view* key) {
+// Checks a call's arguments and reply slot (`what`: the procedure, for the message).
+Status check_args(const ProcedureCall& c, std::string_view what, ServedLookupArgs* a,
+                  std::string_view* key) {
+  if (c.out_capacity < sizeof(ServedLookupResult)) {
+    return InvalidArgument(fmt::format("hash {} reply slot is too small for its result", what));
+  }
   if (c.args_bytes < sizeof(*a)) return InvalidArgument("hash call arguments are truncated");
   std::memcpy(a, c.args, sizeof(*a));
   if (a->reserved != 0 || a->key_bytes == 0 || a->key_bytes > kMaxKeyBytes ||
@@ -81,6 +87,12 @@ ServedOutcome check_buckets(const Bucket b[4], uint64_t h1) {
   return ServedOutcome::kAbsent;
 }
 
+// Loads both combined buckets into b: kAbsent when they can be used, else why not.
+ServedOutcome load_fresh(const ProcedureCall& c, const ServedLookupArgs& a, Bucket b[4]) {
+  load_buckets(c, a, b);
+  return check_buckets(b, a.h1);
+}
+
 // Checks the block `word` names where it lies (a published block is immutable until it is
 // retired and its grace period passed, far longer than a call): kTorn, kAbsent (another key),
 // kTooLarge (a large block: the client reads it) or kFound with *v viewing the region.
@@ -104,9 +116,8 @@ ServedOutcome check_block(const ProcedureCall& c, uint64_t word, std::string_vie
 // The key's lowest committed slot in the buckets, as a client's lookup finds it.
 Found find_key(const ProcedureCall& c, const ServedLookupArgs& a, std::string_view key) {
   Bucket b[4];
-  load_buckets(c, a, b);
   Found f;
-  f.outcome = check_buckets(b, a.h1);
+  f.outcome = load_fresh(c, a, b);
   if (f.outcome != ServedOutcome::kAbsent) return f;
   const auto fp = static_cast<uint8_t>(a.h1 >> 56);
   for (int j = 0; j < 4; ++j) {
@@ -148,9 +159,8 @@ struct InsertScan {
 InsertScan scan_for_insert(const ProcedureCall& c, const ServedLookupArgs& a, std::string_view key,
                            uint64_t mine) {
   Bucket b[4];
-  load_buckets(c, a, b);
   InsertScan s;
-  s.outcome = check_buckets(b, a.h1);
+  s.outcome = load_fresh(c, a, b);
   if (s.outcome != ServedOutcome::kAbsent) return s;
   const auto fp = static_cast<uint8_t>(a.h1 >> 56);
   int free_count[2] = {0, 0};
@@ -212,11 +222,8 @@ template <typename Attempt>
 Result<size_t> writing_call(const ProcedureCall& c, std::string_view what, Attempt attempt) {
   ServedLookupArgs a;
   std::string_view key;
-  FARMEM_TRY(check_args(c, &a, &key));
+  FARMEM_TRY(check_args(c, what, &a, &key));
   FARMEM_TRY(check_new_word(c, a.new_word, a.h1));
-  if (c.out_capacity < sizeof(ServedLookupResult)) {
-    return InvalidArgument(fmt::format("hash {} reply slot is too small for its result", what));
-  }
   ServedLookupResult r{
       static_cast<uint32_t>(c.durable ? ServedOutcome::kRefused : ServedOutcome::kContended), 0, 0,
       0, 0};
@@ -260,11 +267,8 @@ Result<size_t> served_update(const ProcedureCall& c) {
 Result<size_t> served_get(const ProcedureCall& c) {
   ServedLookupArgs a;
   std::string_view key;
-  FARMEM_TRY(check_args(c, &a, &key));
+  FARMEM_TRY(check_args(c, "get", &a, &key));
   if (a.new_word != 0) return InvalidArgument("hash get carries a new word");
-  if (c.out_capacity < sizeof(ServedLookupResult)) {
-    return InvalidArgument("hash get reply slot is too small for its result");
-  }
   const Found f = find_key(c, a, key);
   ServedLookupResult r{static_cast<uint32_t>(f.outcome), f.value_bytes, f.slot, f.word,
                        f.block_bytes};

@@ -292,7 +292,7 @@ class HashTable {
   // Over TCP, whether a get tries the speculative cache before the node's procedure: while its
   // recent hit rate (an average over about 16 tries, of kSpecScoreOne) is at least 7/8, and
   // on every kSpecProbeEvery-th get otherwise, to keep measuring.
-  bool spec_first(uint16_t node);
+  bool spec_first(bool served);
   void note_spec(bool hit);
   static constexpr int32_t kSpecScoreOne = 4096;
   static constexpr int32_t kSpecFirstScore = kSpecScoreOne / 8 * 7;
@@ -302,8 +302,8 @@ class HashTable {
   // ---- served procedures (served.cc; ds/hash/served.h)
   // What a procedure call told the operation to do.
   enum class ServedStep { kDone, kAbsent, kOneSided };
-  // Whether op's node runs this table's procedures for this handle.
-  bool served_path(uint16_t node) const;
+  // Whether op's node runs this table's procedures for this handle, and op's key fits a call.
+  bool served_path(const OpContext& op) const;
   // A get as one call: kDone (*value filled), kAbsent, or kOneSided.
   runtime::Task<Result<ServedStep>> served_get(OpContext& op, std::string* value);
   // Writes op's new block and swings the key's slot to it in one message: kDone (the block is

@@ -40,7 +40,7 @@ enum class ServedOutcome : uint32_t {
 inline constexpr uint32_t kLastServedOutcome = 11;
 inline constexpr uint32_t kMaxServedCasAttempts = 4;
 
-// Arguments of both procedures; the key follows (key_bytes bytes).
+// Arguments of every hash procedure; the key follows (key_bytes bytes).
 struct ServedLookupArgs {
   uint64_t bucket[2];  // region offsets of the key's two combined buckets (128 bytes each)
   uint64_t h1;         // the key's KeyHash::h1 (suffix bits; fingerprint in the top byte)
