@@ -268,8 +268,7 @@ class CoreWorker : public ServiceWorker {
     // before these operations write and copy.
     if (node_.journal != nullptr) persists_.flush();
     std::vector<PersistCopy> copies;
-    const MemopsTarget target{node_.region_base, node_.region_bytes, node_.journal != nullptr,
-                              &node_.procedures};
+    const MemopsTarget target{node_.region_base, node_.region_bytes, &node_.procedures};
     FARMEM_TRY(execute_memops(target, r.payload.data(), r.payload.size(), out,
                               node_.journal ? &copies : nullptr));
     if (copies.empty()) return OkStatus();

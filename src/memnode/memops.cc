@@ -111,7 +111,8 @@ Status parse_memops(const uint8_t* req, size_t n, uint64_t region_bytes, std::ve
 }
 
 // Runs one call into its reply slot `out` (op.operand1 bytes, zeroed).
-void run_call(const MemopsTarget& t, const w::MemOp& op, const uint8_t* args, char* out) {
+void run_call(const MemopsTarget& t, bool durable, const w::MemOp& op, const uint8_t* args,
+              char* out) {
   w::CallReplyHeader h{};
   const size_t capacity = op.operand1 - sizeof(h);
   char* result = out + sizeof(h);
@@ -120,7 +121,7 @@ void run_call(const MemopsTarget& t, const w::MemOp& op, const uint8_t* args, ch
   if (p == nullptr) {
     error = NotFound(fmt::format("no procedure {} on this node", op.operand0));
   } else {
-    ProcedureCall call{t.region, t.region_bytes, t.durable,
+    ProcedureCall call{t.region, t.region_bytes, durable,
                        args,     op.bytes,       reinterpret_cast<uint8_t*>(result),
                        capacity};
     Result<size_t> r = p->fn(call);
@@ -174,7 +175,7 @@ void perform(const MemopsTarget& t, const Parsed& p, const uint8_t* req, char** 
       break;
     case w::MemOpKind::kCall:
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      run_call(t, p.op, req + p.data_at, *out);
+      run_call(t, persists != nullptr, p.op, req + p.data_at, *out);
       break;
   }
   *out += w::memop_reply_bytes(p.op);
@@ -197,8 +198,7 @@ Status execute_memops(const MemopsTarget& target, const uint8_t* req, size_t n, 
 
 Status execute_memops(uint8_t* region, uint64_t region_bytes, const uint8_t* req, size_t n,
                       std::string* reply, std::vector<PersistCopy>* persists) {
-  return execute_memops(MemopsTarget{region, region_bytes, persists != nullptr, nullptr}, req, n,
-                        reply, persists);
+  return execute_memops(MemopsTarget{region, region_bytes, nullptr}, req, n, reply, persists);
 }
 
 }  // namespace farmem::memnode

@@ -211,9 +211,10 @@ enum class MemOpKind : uint8_t {
   kCall = 6
 };
 
-// kMemOps request: MemOpsHeader, then per operation a MemOp followed (writes only) by its
-// data padded to a multiple of 8. The reply holds, in operation order, each read's data padded
-// to a multiple of 8 and each CAS/FAA's old value (8 bytes); writes and persists add nothing.
+// kMemOps request: MemOpsHeader, then per operation a MemOp followed (writes and calls only) by
+// its data padded to a multiple of 8. The reply holds, in operation order, each read's data
+// padded to a multiple of 8, each CAS/FAA's old value (8 bytes) and each call's reply slot;
+// writes and persists add nothing.
 struct MemOpsHeader {
   uint32_t count;     // 1..kMaxMemOpsPerMessage
   uint32_t reserved;  // 0

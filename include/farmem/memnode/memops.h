@@ -27,17 +27,17 @@ struct PersistCopy {
   std::string bytes;
 };
 
-// Where a request runs: the region (this process's mapping), whether the node is durable, and the
-// procedures kCall operations may run (null: none; a call then answers kNotFound).
+// Where a request runs: the region (this process's mapping) and the procedures kCall operations
+// may run (null: none; a call then answers kNotFound).
 struct MemopsTarget {
   uint8_t* region = nullptr;
   uint64_t region_bytes = 0;
-  bool durable = false;
   const ProcedureTable* procedures = nullptr;
 };
 
 // A call runs its procedure at its place in the message (memnode/procedure.h); the procedure's
-// failure is the call's result, in its reply slot, and does not fail the message.
+// failure is the call's result, in its reply slot, and does not fail the message. `persists`
+// given means a durable node (see below), which procedures are told.
 Status execute_memops(const MemopsTarget& target, const uint8_t* request, size_t request_bytes,
                       std::string* reply, std::vector<PersistCopy>* persists = nullptr);
 

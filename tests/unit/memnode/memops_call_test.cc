@@ -11,6 +11,7 @@
 #include "farmem/fabric/wire.h"
 #include "farmem/memnode/memops.h"
 #include "farmem/memnode/procedure.h"
+#include "memops_request.h"
 
 namespace farmem::memnode {
 namespace {
@@ -33,26 +34,17 @@ Result<size_t> copy_proc(const ProcedureCall& c) {
 Result<size_t> fail_proc(const ProcedureCall&) { return Busy("procedure says no"); }
 Result<size_t> overrun_proc(const ProcedureCall& c) { return c.out_capacity + 1; }
 
-struct Request {
-  std::string bytes = std::string(sizeof(w::MemOpsHeader), '\0');
-  uint32_t count = 0;
-  Request& add(const w::MemOp& o, std::string_view data) {
-    bytes.append(reinterpret_cast<const char*>(&o), sizeof(o));
-    bytes.append(data);
-    bytes.append(w::pad8(static_cast<uint32_t>(data.size())) - data.size(), '\0');
-    w::MemOpsHeader h{++count, 0};
-    std::memcpy(bytes.data(), &h, sizeof(h));
-    return *this;
-  }
+// MemopsRequest with a write and a call of one 8-byte argument.
+struct Request : MemopsRequest {
   Request& write(uint64_t offset, std::string_view data) {
-    return add({static_cast<uint8_t>(w::MemOpKind::kWrite), 0, 0,
-                static_cast<uint32_t>(data.size()), offset, 0, 0},
-               data);
+    op(w::MemOpKind::kWrite, offset, static_cast<uint32_t>(data.size()), data);
+    return *this;
   }
   Request& call(uint64_t id, uint64_t arg, uint64_t reply_bytes = 24, uint64_t offset = 0) {
     std::string a(8, '\0');
     std::memcpy(a.data(), &arg, 8);
-    return add({static_cast<uint8_t>(w::MemOpKind::kCall), 0, 0, 8, offset, id, reply_bytes}, a);
+    add({static_cast<uint8_t>(w::MemOpKind::kCall), 0, 0, 8, offset, id, reply_bytes}, a);
+    return *this;
   }
 };
 
@@ -64,7 +56,7 @@ class MemOpsCallTest : public ::testing::Test {
     EXPECT_TRUE(table_.add({kOverrun, "overrun", &overrun_proc}).ok());
   }
   Status run(const Request& r, std::string* reply) {
-    const MemopsTarget t{region_.data(), kRegionBytes, false, &table_};
+    const MemopsTarget t{region_.data(), kRegionBytes, &table_};
     return execute_memops(t, reinterpret_cast<const uint8_t*>(r.bytes.data()), r.bytes.size(),
                           reply);
   }
@@ -145,7 +137,7 @@ TEST_F(MemOpsCallTest, WithoutAProcedureTableEveryCallIsUnknown) {
   Request r;
   r.call(kCopy, 0);
   std::string reply;
-  const MemopsTarget t{region_.data(), kRegionBytes, false, nullptr};
+  const MemopsTarget t{region_.data(), kRegionBytes, nullptr};
   ASSERT_TRUE(
       execute_memops(t, reinterpret_cast<const uint8_t*>(r.bytes.data()), r.bytes.size(), &reply)
           .ok());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "farmem/fabric/wire.h"
+#include "memops_request.h"
 
 namespace farmem::memnode {
 namespace {
@@ -18,20 +19,7 @@ namespace w = farmem::wire;
 
 constexpr uint64_t kRegionBytes = 4 << 20;
 
-// A request built operation by operation.
-struct Request {
-  std::string bytes = std::string(sizeof(w::MemOpsHeader), '\0');
-  uint32_t count = 0;
-  Request& op(w::MemOpKind kind, uint64_t offset, uint32_t n, std::string_view data = {}) {
-    w::MemOp o{static_cast<uint8_t>(kind), 0, 0, n, offset, 0, 0};
-    bytes.append(reinterpret_cast<const char*>(&o), sizeof(o));
-    bytes.append(data);
-    bytes.append(w::pad8(static_cast<uint32_t>(data.size())) - data.size(), '\0');
-    w::MemOpsHeader h{++count, 0};
-    std::memcpy(bytes.data(), &h, sizeof(h));
-    return *this;
-  }
-};
+using Request = MemopsRequest;
 
 class MemOpsPersistTest : public ::testing::Test {
  protected:
