@@ -4,11 +4,14 @@
 #
 #   bench/compare_btree.sh                                   # 1M records, 10 s per run, 3 rounds
 #   RECORDS=100000 DURATION=2 ROUNDS=1 bench/compare_btree.sh   # quick check
+#   TRANSPORTS="shm tcp" bench/compare_btree.sh              # YCSB-E over TCP too
 #
 # Environment: RECORDS (1000000), KEY_BYTES (8), VALUE_BYTES (8), DURATION (10 s per run),
 # ROUNDS (3: each round runs tree and hash on C and A, in alternating order, then E on the tree
 # and on Redis), THREADS (1), COROUTINES (16), DISTRIBUTION (zipfian), ZIPF (0.99),
-# MAX_SCAN (100: scan lengths uniform in 1..MAX_SCAN), FARMEM (build/farmem),
+# MAX_SCAN (100: scan lengths uniform in 1..MAX_SCAN), TRANSPORTS ("shm"; "tcp" adds YCSB-E with
+# UCX_TLS=tcp for node and client at TCP_COROUTINES = 256 in flight, Redis's 16 x 16, once with the
+# served scan and once --no-served), FARMEM (build/farmem),
 # OUT (build/bench-compare-btree.json: every farmem run is appended there).
 #
 #  farmem:  FARMEM bench ycsb --structure btree|hash --workload c|a|e, THREADS x COROUTINES in
@@ -37,6 +40,8 @@ COROUTINES=${COROUTINES:-16}
 DISTRIBUTION=${DISTRIBUTION:-zipfian}
 ZIPF=${ZIPF:-0.99}
 MAX_SCAN=${MAX_SCAN:-100}
+TRANSPORTS=${TRANSPORTS:-shm}
+TCP_COROUTINES=${TCP_COROUTINES:-256}
 FARMEM=${FARMEM:-build/farmem}
 OUT=${OUT:-build/bench-compare-btree.json}
 CLIENTS=16
@@ -127,20 +132,23 @@ redis_e() {  # round
 }
 
 # ---------------------------------------------------------------------------- farmem
-farmem() {  # structure workload round
-  local l
+farmem() {  # structure workload round [transport: shm, tcp, tcp-one-sided]
+  local l tag="$1_$2_$3" tr=${4:-shm} co=$COROUTINES
+  local tls=(env -u UCX_TLS) extra=()
+  if [ "$tr" != shm ]; then tag="$1_$2_${tr}_$3"; tls=(env UCX_TLS=tcp); co=$TCP_COROUTINES; fi
+  if [ "$tr" = tcp-one-sided ]; then extra=(--no-served); fi
   l=$(load)
-  echo "== round $3: $FARMEM bench ycsb --structure $1 --workload $2 (load average $l)"
-  if timeout --foreground $(( DURATION * 2 + 900 )) "$FARMEM" bench ycsb --structure "$1" \
+  echo "== round $3: $FARMEM bench ycsb --structure $1 --workload $2 ($tr, $THREADS x $co; load average $l)"
+  if timeout --foreground $(( DURATION * 2 + 900 )) "${tls[@]}" "$FARMEM" bench ycsb --structure "$1" \
        --workload "$2" --records "$RECORDS" --key-bytes "$KEY_BYTES" --value-bytes "$VALUE_BYTES" \
        --distribution "$DISTRIBUTION" --zipf "$ZIPF" --threads "$THREADS" \
-       --coroutines "$COROUTINES" --max-scan-length "$MAX_SCAN" --duration "$DURATION" \
-       --out "$tmp/fm_$1_$2_$3.json" > "$tmp/fm_$1_$2_$3.log" 2>&1 \
-     && [ -s "$tmp/fm_$1_$2_$3.json" ]; then
-    cat "$tmp/fm_$1_$2_$3.json" >> "$OUT"
-    echo "$l" > "$tmp/fm_$1_$2_$3.load"
+       --coroutines "$co" --max-scan-length "$MAX_SCAN" --duration "$DURATION" "${extra[@]}" \
+       --out "$tmp/fm_$tag.json" > "$tmp/fm_$tag.log" 2>&1 \
+     && [ -s "$tmp/fm_$tag.json" ]; then
+    cat "$tmp/fm_$tag.json" >> "$OUT"
+    echo "$l" > "$tmp/fm_$tag.load"
   else
-    echo "   failed: $(tail -n 2 "$tmp/fm_$1_$2_$3.log" | tr '\n' ' ')"
+    echo "   failed: $(tail -n 2 "$tmp/fm_$tag.log" | tr '\n' ' ')"
   fi
 }
 
@@ -150,6 +158,9 @@ for r in $(seq "$ROUNDS"); do
     else farmem hash "$wl" "$r"; farmem btree "$wl" "$r"; fi
   done
   farmem btree e "$r"
+  for tr in $TRANSPORTS; do
+    if [ "$tr" = tcp ]; then farmem btree e "$r" tcp; farmem btree e "$r" tcp-one-sided; fi
+  done
   echo "== round $r: redis-benchmark -c $CLIENTS -P $PIPELINE -n $REDIS_OPS -r $RECORDS EVAL ZRANGEBYLEX (load average $(load))"
   redis_e "$r"
 done
@@ -157,7 +168,7 @@ done
 # ---------------------------------------------------------------------------- report
 echo
 RESULTS=$tmp ROUNDS=$ROUNDS REDIS_MEAN=$redis_mean MAX_SCAN=$MAX_SCAN RECORDS=$RECORDS \
-THREADS=$THREADS COROUTINES=$COROUTINES CLIENTS=$CLIENTS PIPELINE=$PIPELINE OUT=$OUT python3 - <<'PY'
+THREADS=$THREADS COROUTINES=$COROUTINES TCP_COROUTINES=$TCP_COROUTINES CLIENTS=$CLIENTS PIPELINE=$PIPELINE OUT=$OUT python3 - <<'PY'
 import csv, json, os, statistics
 
 d, E = os.environ["RESULTS"], os.environ
@@ -172,12 +183,13 @@ def read(name):
         return None
 
 
-def fm(structure, wl, r):
-    txt = read("fm_%s_%s_%d.json" % (structure, wl, r))
+def fm(structure, wl, r, tr="shm"):
+    tag = "%s_%s_%d" % (structure, wl, r) if tr == "shm" else "%s_%s_%s_%d" % (structure, wl, tr, r)
+    txt = read("fm_%s.json" % tag)
     if not txt:
         return None
     rec = json.loads(txt.splitlines()[-1])
-    rec["_load"] = read("fm_%s_%s_%d.load" % (structure, wl, r))
+    rec["_load"] = read("fm_%s.load" % tag)
     return rec
 
 
@@ -217,22 +229,36 @@ print()
 print("YCSB-E: scans of 1..%s records (uniform) from a random key, %s keys" % (E["MAX_SCAN"], E["RECORDS"]))
 print("%-6s %-28s %12s %14s %10s  %s" % ("round", "system", "scans/s", "records/s", "p50_us", "load avg"))
 mean = float(E["REDIS_MEAN"] or "nan")
+tcp_ratios = []
 for r in range(1, rounds + 1):
-    t = fm("btree", "e", r)
-    if t:
-        scans = t.get("scans_per_s", 0)
-        print("%-6d %-28s %12s %14s %10.1f  %s" % (
-            r, "farmem btree (95% scans)", "{:,.0f}".format(scans),
-            "{:,.0f}".format(t.get("scan_records_per_s", 0)), t["ops"].get("scan", {}).get("p50_us", 0),
-            t["_load"]))
     x = redis(r)
+    for tr, label in (("shm", "farmem btree shm (95% scans)"), ("tcp", "farmem btree tcp, served"),
+                      ("tcp-one-sided", "farmem btree tcp, one-sided")):
+        t = fm("btree", "e", r, tr)
+        if not t:
+            continue
+        scans = t.get("scans_per_s", 0)
+        vs = " %.2fx redis" % (scans / x["ops"]) if x and x["ops"] else ""
+        if tr == "tcp" and vs:
+            tcp_ratios.append(scans / x["ops"])
+        print("%-6d %-28s %12s %14s %10.1f  %s%s" % (
+            r, label, "{:,.0f}".format(scans),
+            "{:,.0f}".format(t.get("scan_records_per_s", 0)), t["ops"].get("scan", {}).get("p50_us", 0),
+            t["_load"], vs))
     if x:
         print("%-6d %-28s %12s %14s %10.1f  %s" % (
             r, "redis ZRANGEBYLEX (100%)", "{:,.0f}".format(x["ops"]), "{:,.0f}".format(x["ops"] * mean),
             x["p50"], x["_load"]))
+if tcp_ratios:
+    m = statistics.median(tcp_ratios)
+    print("  E over TCP, served: median %.2fx Redis scans/s over %d rounds (%s x %s in flight vs"
+          " %s x %s); goal >= 2x: %s" % (m, len(tcp_ratios), E["THREADS"], E["TCP_COROUTINES"],
+                                         E["CLIENTS"], E["PIPELINE"], "met" if m >= 2 else "not met"))
 print()
-print("notes: farmem runs on shared memory with a local memory node (%s x %s in flight); Redis over"
+print("notes: farmem runs with a local memory node in its own process, on shared memory (%s x %s in"
+      " flight; over TCP %s per thread)" % (E["THREADS"], E["COROUTINES"], E["TCP_COROUTINES"]))
+print("       Redis over"
       " TCP loopback, %s clients x pipeline %s, one server thread; Redis records/s = scans/s x %.2f"
       " (mean records per scan measured through the same script). farmem runs appended to %s."
-      % (E["THREADS"], E["COROUTINES"], E["CLIENTS"], E["PIPELINE"], mean, E["OUT"]))
+      % (E["CLIENTS"], E["PIPELINE"], mean, E["OUT"]))
 PY

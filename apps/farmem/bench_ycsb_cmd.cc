@@ -34,7 +34,7 @@ void add_workload_flags(CLI::App* app, bench::YcsbOptions* o) {
 void add_table_flags(CLI::App* app, bench::YcsbOptions* o) {
   app->add_flag("--no-speculative", o->no_speculative, "disable speculative lookup");
   app->add_flag("--no-served", o->no_served,
-                "hash: stay one-sided where the node serves one-sided operations (TCP)");
+                "hash, btree: stay one-sided where the node serves one-sided operations (TCP)");
   app->add_option("--initial-depth", o->initial_depth,
                   "2^N subtables per node at creation (default: the table's 3; the "
                   "table grows online either way)")

@@ -96,6 +96,7 @@ void set_structure_options(const YcsbOptions& f, YcsbShared* sh) {
   sh->table_options.spec_cache_log2 = f.spec_cache_log2;
   sh->tree_options.temporary = f.keep_table.empty();
   sh->tree_options.cache_bytes = f.index_cache_bytes;
+  sh->tree_options.served_procedures = !f.no_served;
   sh->store_options.mode = f.kv_mode;
   sh->store_options.coalesce = f.coalesce;
   sh->store_options.max_in_flight = f.kv_in_flight;

@@ -58,9 +58,10 @@ std::string own_figures(const Bench& bench, const YcsbOptions& f, const YcsbTota
     case YcsbStructure::kBtree:
       return fmt::format(
           "page_reads/get={:.3f} page_reads/op={:.3f} index_cache_hits={:.1f}% "
-          "scan_records/s={:.0f} lock_retries={} height={}",
+          "scan_records/s={:.0f} lock_retries={} height={} served_calls={} served_fallbacks={}",
           t.rtt_per_get, page_reads_per_op(t.stats, bench.histogram_all()), t.cache_rate,
-          t.stats.scan_records / bench.seconds(), t.stats.cas_failures, run.height);
+          t.stats.scan_records / bench.seconds(), t.stats.cas_failures, run.height,
+          t.stats.served_ops, t.stats.served_fallbacks);
     case YcsbStructure::kHash:
       break;
   }
@@ -171,7 +172,7 @@ int write_json(const Bench& bench, const YcsbOptions& f, const YcsbTotals& t, co
   r["spec_hit_percent"] = t.spec_rate;
   r["cas_retries"] = t.stats.cas_failures;
   r["spec_cache_log2"] = f.spec_cache_log2;
-  if (f.structure == YcsbStructure::kHash) {
+  if (f.structure != YcsbStructure::kKv) {
     r["served_procedures"] = !f.no_served;
     r["served_ops"] = t.stats.served_ops;
     r["served_fallbacks"] = t.stats.served_fallbacks;

@@ -48,7 +48,9 @@ struct DsCounters {
   uint64_t cache_hits = 0, cache_misses = 0;
   uint64_t scan_records = 0;
   uint64_t kv_messages = 0, kv_ops = 0;  // kv: coalesced messages and the operations in them
-  uint64_t served_ops = 0, served_fallbacks = 0;  // hash: calls the node answered / sent back
+  // Served calls the node answered / operations it sent back (hash: get, update, insert; tree:
+  // scan calls / scans that went on one-sided).
+  uint64_t served_ops = 0, served_fallbacks = 0;
   // The counts since `b`; cas_failures and split_waits stay totals.
   DsCounters operator-(const DsCounters& b) const;
   // Adds `o`'s counts (split_waits excepted: the report takes them from the load).

@@ -61,6 +61,8 @@ DsCounters counters_of(const BTree& t) {
   c.cache_hits = s.cache_hits;
   c.cache_misses = s.cache_misses;
   c.scan_records = s.scan_records;
+  c.served_ops = s.served_calls;
+  c.served_fallbacks = s.served_fallbacks;
   return c;
 }
 

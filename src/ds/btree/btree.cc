@@ -420,9 +420,22 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
   out->clear();
   if (!from.empty()) FARMEM_CO_TRY(check_key(from));
   ++stats_.scans;
-  BufRef buf(this);
   OpContext op;
   std::string next(from);  // every key < next has been dealt with
+  bool done = false;
+  Status st = co_await served_scan(op, &next, to, limit, out, &done);
+  FARMEM_CO_TRY(st);
+  if (done) co_return OkStatus();
+  st = co_await scan_one_sided(op, std::move(next), to, limit, out);
+  co_return st;
+}
+
+Task<Status> BTree::scan_one_sided(OpContext& op, std::string next, std::string_view to,
+                                   size_t limit,
+                                   std::vector<std::pair<std::string, std::string>>* out) {
+  if (!to.empty() && next >= to) co_return OkStatus();
+  if (limit != 0 && out->size() >= limit) co_return OkStatus();
+  BufRef buf(this);
   GlobalAddress a;
   PageView v;
   Status st = co_await locate(op, next, 0, buf.get(), &a, &v);
@@ -435,15 +448,16 @@ Task<Status> BTree::scan(std::string_view from, std::string_view to, size_t limi
       if (limit != 0 && out->size() >= limit) co_return OkStatus();
       std::string value;
       st = co_await read_value(op, v, i, &value);
-      if (st.code() == StatusCode::kUnavailable) break;  // re-read this page (below)
+      if (st.code() == StatusCode::kUnavailable) {
+        next.assign(k);  // re-read this page (below) and go on from this key
+        break;
+      }
       FARMEM_CO_TRY(st);
       out->emplace_back(std::string(k), std::move(value));
       ++stats_.scan_records;
     }
     if (st.code() == StatusCode::kUnavailable) {
-      // A value changed under us: continue from the first key not yet returned.
-      st = OkStatus();
-      if (!out->empty()) next = out->back().first + std::string(1, '\0');
+      st = OkStatus();  // a value changed under us: next is the first key not yet returned
     } else {
       if (v.high_infinite()) co_return OkStatus();
       if (limit != 0 && out->size() >= limit) co_return OkStatus();

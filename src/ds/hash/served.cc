@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "farmem/client/call_result.h"
+#include "farmem/ds/common/call_buffers.h"
 #include "farmem/ds/common/durable.h"
 #include "farmem/ds/hash/hash_table.h"
 #include "geometry.h"
@@ -22,25 +23,6 @@ namespace {
 
 constexpr uint32_t kMaxServedValueBytes =
     wire::kMaxCallReplyBytes - sizeof(wire::CallReplyHeader) - sizeof(ServedLookupResult);
-
-// A call's argument bytes and 8-byte aligned reply slot: inline when small, else on the heap.
-class CallBuffers {
- public:
-  CallBuffers(size_t args, size_t slot) : args_bytes(args), slot_bytes(wire::pad8(slot)) {
-    if (args_bytes > sizeof(args_inline_)) args_heap_.resize(args_bytes);
-    if (slot_bytes > sizeof(slot_inline_)) slot_heap_.resize(slot_bytes / 8);
-  }
-  char* args() { return args_heap_.empty() ? args_inline_ : args_heap_.data(); }
-  uint64_t* slot() { return slot_heap_.empty() ? slot_inline_ : slot_heap_.data(); }
-  const size_t args_bytes;
-  const size_t slot_bytes;
-
- private:
-  char args_inline_[128];
-  uint64_t slot_inline_[16];
-  std::string args_heap_;
-  std::vector<uint64_t> slot_heap_;
-};
 
 }  // namespace
 

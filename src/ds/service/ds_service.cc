@@ -1,3 +1,5 @@
+#include "btree_procedures.h"
+#include "farmem/ds/btree/served.h"
 #include "farmem/ds/hash/served.h"
 #include "farmem/ds/service.h"
 #include "hash_procedures.h"
@@ -21,7 +23,8 @@ class DsService final : public memnode::Service {
   std::vector<memnode::Procedure> procedures() const override {
     return {{hash::kProcHashGet, "hash get", &hash::served_get},
             {hash::kProcHashUpdate, "hash update", &hash::served_update},
-            {hash::kProcHashInsert, "hash insert", &hash::served_insert}};
+            {hash::kProcHashInsert, "hash insert", &hash::served_insert},
+            {btree::kProcBtreeScan, "btree scan", &btree::served_scan}};
   }
   std::unique_ptr<memnode::ServiceWorker> start_worker(const memnode::WorkerContext&) override {
     return std::make_unique<NoRequests>();

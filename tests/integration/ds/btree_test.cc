@@ -289,6 +289,69 @@ TEST_P(BTreeTest, WarmIndexCacheMakesAGetOnePageRead) {
   EXPECT_GT((*s)->cache().stats().evictions, 0u);
 }
 
+// Over TCP a scan's page walk is a call the node runs (ds/btree/served.h): the same records as
+// the one-sided scan, in fewer round trips; on shared memory it stays one-sided.
+TEST_P(BTreeTest, OverTcpAScanWalksTheLeavesOnTheNode) {
+  auto t = create("served-scan");
+  ASSERT_NE(t, nullptr);
+  const int n = 600;
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(sync_wait(t->insert(num_key(2 * i), "v" + std::to_string(i))).ok());
+    expected.emplace_back(num_key(2 * i), "v" + std::to_string(i));
+  }
+  std::sort(expected.begin(), expected.end());
+  BTreeOptions one_sided_options;
+  one_sided_options.served_procedures = false;
+  auto one_sided = client_->run(BTree::open(client_, "served-scan", one_sided_options));
+  ASSERT_TRUE(one_sided.ok());
+  std::vector<std::pair<std::string, std::string>> out, reference;
+  const ds::btree::BTreeStats before = t->stats(), ref_before = (*one_sided)->stats();
+  ASSERT_TRUE(sync_wait(t->scan("", "", 0, &out)).ok());
+  ASSERT_TRUE(sync_wait((*one_sided)->scan("", "", 0, &reference)).ok());
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(reference, expected);
+  const uint64_t calls = t->stats().served_calls - before.served_calls;
+  const uint64_t reads = t->stats().page_reads - before.page_reads;
+  const uint64_t ref_reads = (*one_sided)->stats().page_reads - ref_before.page_reads;
+  EXPECT_EQ((*one_sided)->stats().served_calls, 0u);
+  EXPECT_GE(calls + reads, 1u);
+  if (tcp()) {
+    EXPECT_GT(calls, 0u);
+    EXPECT_EQ(t->stats().served_fallbacks, 0u);
+    EXPECT_LE(calls + reads, ref_reads);  // round trips: at most one per page
+    EXPECT_GE(t->stats().served_pages - before.served_pages, ref_reads - 1);
+  } else {
+    EXPECT_EQ(calls, 0u);
+  }
+  // Bounds, limits and starting points inside the tree, against the one-sided scan.
+  for (int from : {0, 1, 77, 599, 1198, 1199, 1300}) {
+    for (size_t limit : {size_t{0}, size_t{1}, size_t{50}, size_t{333}}) {
+      const std::string to = from % 2 == 0 ? "" : num_key(from + 400);
+      ASSERT_TRUE(sync_wait(t->scan(num_key(from), to, limit, &out)).ok());
+      ASSERT_TRUE(sync_wait((*one_sided)->scan(num_key(from), to, limit, &reference)).ok());
+      EXPECT_EQ(out, reference) << "from " << from << " limit " << limit;
+      if (!out.empty()) {
+        ASSERT_GE(out.front().first, num_key(from)) << "from " << from << " limit " << limit;
+      }
+      EXPECT_TRUE(limit == 0 || out.size() <= limit);
+    }
+  }
+  // A fresh handle starts at the root; the node hands back the level-1 page it passed.
+  auto fresh = client_->run(BTree::open(client_, "served-scan"));
+  ASSERT_TRUE(fresh.ok());
+  const uint64_t opened = (*fresh)->stats().page_reads;  // open() read the root
+  ASSERT_TRUE(sync_wait((*fresh)->scan(num_key(500), "", 10, &out)).ok());
+  ASSERT_EQ(out.size(), 10u);
+  EXPECT_EQ(out.front().first, num_key(500));
+  EXPECT_GE((*fresh)->cache().entries(), 1u);  // over TCP: the image the node returned
+  if (tcp()) {
+    EXPECT_EQ((*fresh)->stats().page_reads, opened);
+  } else {
+    EXPECT_GE((*fresh)->stats().page_reads, opened + (*fresh)->height());
+  }
+}
+
 // ---- concurrency -------------------------------------------------------------------------
 
 Task<void> insert_range(BTree* t, int first, int count, int stride, std::atomic<int>* failed) {

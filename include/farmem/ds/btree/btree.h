@@ -1,7 +1,8 @@
 // BTree: an ordered key-value index in far memory, read and written with one-sided operations
 // only (a B-link B+tree in Sherman's design, as SMART-BT runs it, without Sherman's known bugs).
 // Memory nodes' CPUs do nothing on its data path (over TCP the node performs the one-sided
-// operations it is sent, client/served_ops.h). Layout: ds/btree/layout.h, docs/formats/btree.md.
+// operations it is sent, client/served_ops.h, and runs a scan's page walk as one call,
+// ds/btree/served.h). Layout: ds/btree/layout.h, docs/formats/btree.md.
 //
 // Keys are byte strings of 1..256 bytes compared lexicographically (an integer key is its
 // big-endian bytes); values are 0..256 KiB: up to inline_value_bytes in the leaf, larger ones in
@@ -47,6 +48,7 @@
 #include "farmem/ds/btree/index_cache.h"
 #include "farmem/ds/btree/layout.h"
 #include "farmem/ds/btree/local_locks.h"
+#include "farmem/ds/btree/served.h"
 #include "farmem/ds/common/far_object.h"
 #include "farmem/ds/common/object_heap.h"
 #include "farmem/ds/common/reclaimer.h"
@@ -71,6 +73,9 @@ struct BTreeOptions {
   // lock holder's session is still open (and taking the lock over if not).
   uint64_t lease_check_ms = 20;
   bool unlink_empty_leaves = true;
+  // On nodes whose one-sided operations are served anyway (TCP), a scan's page reads run on the
+  // node, one call per node it crosses (ds/btree/served.h); false: one-sided on every transport.
+  bool served_procedures = true;
 };
 
 struct BTreeStats {
@@ -90,6 +95,9 @@ struct BTreeStats {
   uint64_t splits = 0, root_growths = 0;
   uint64_t unlinked = 0;  // empty leaves unlinked (and retired)
   uint64_t retired = 0, reclaimed = 0;
+  uint64_t served_calls = 0;      // served scan calls (each one round trip)
+  uint64_t served_pages = 0;      // pages the nodes read for them
+  uint64_t served_fallbacks = 0;  // scans that went on one-sided (a torn page, a remote block)
 };
 
 class BTree {
@@ -187,6 +195,26 @@ class BTree {
                                GlobalAddress* addr, PageView* v);
   runtime::Task<Status> read_value(OpContext& op, const PageView& v, uint32_t i,
                                    std::string* value);
+  // The pairs with next <= key < to (limit counts all of *out), appended to *out by reading
+  // pages one-sided.
+  runtime::Task<Status> scan_one_sided(OpContext& op, std::string next, std::string_view to,
+                                       size_t limit,
+                                       std::vector<std::pair<std::string, std::string>>* out);
+
+  // ---- the served scan (served.cc)
+  bool served_node(uint16_t node) const;
+  // Scans from *next by served calls while the pages lie on served nodes. *done: the scan is
+  // complete; else every key below *next is in *out and the caller goes on one-sided.
+  runtime::Task<Status> served_scan(OpContext& op, std::string* next, std::string_view to,
+                                    size_t limit,
+                                    std::vector<std::pair<std::string, std::string>>* out,
+                                    bool* done);
+  // One call at `start`; appends its records, moves *next on and learns its level-1 page.
+  runtime::Task<Result<ServedScanResult>> call_scan(
+      OpContext& op, GlobalAddress start, bool want_index, std::string* next, std::string_view to,
+      size_t limit, std::vector<std::pair<std::string, std::string>>* out);
+  Result<ServedScanResult> read_scan_result(uint16_t node, std::string_view body, std::string* next,
+                                            std::vector<std::pair<std::string, std::string>>* out);
 
   // ---- locks and write-back (page_lock.cc)
   runtime::Task<Status> lock_page(GlobalAddress page);
@@ -250,6 +278,8 @@ class BTree {
   std::vector<std::unique_ptr<char[]>> free_bufs_;
   std::vector<std::vector<GlobalAddress>> free_logs_;  // per node: redo slots, reused
   bool die_mid_write_ = false;
+  std::vector<uint8_t> no_procedures_;  // by node id: 1 once a node answered it has none
+  uint32_t record_hint_ = 64;           // reply bytes a served scan makes room for per record
   mutable BTreeStats stats_;
 };
 
