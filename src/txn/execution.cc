@@ -3,6 +3,7 @@
 // API's reads, updates, inserts and erases, buffered until commit (commit.cc).
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "context.h"
@@ -51,6 +52,35 @@ client::OpAwaitable Transaction::read_bucket(const Table& t, uint64_t b) {
   bucket_.resize(t.bucket_bytes());
   ++ctx_->counters.round_trips;
   return ctx_->client->read(t.primary_bucket(b), bucket_.data(), bucket_.size());
+}
+
+// Reads the slot at `a` into slot_. On a node whose one-sided operations are served, as a stable
+// snapshot in the same round trip: {lock, version} before and after the slot, in one message
+// (served operations run in order). Every write of a slot happens under its lock and raises its
+// version, so *stable (both unlocked, both versions the slot's) means no write overlapped it.
+Task<Status> Transaction::read_slot(GlobalAddress a, size_t bytes, bool* stable) {
+  slot_.resize(bytes);
+  ++ctx_->counters.round_trips;
+  *stable = false;
+  if (!ctx_->client->served(a.node())) {
+    Status s = co_await ctx_->client->read(a, slot_.data(), bytes);
+    co_return s;
+  }
+  BucketHeader before{}, after{};  // a slot's first 16 bytes are {lock, version} too
+  static_assert(offsetof(SlotHeader, lock) == offsetof(BucketHeader, lock) &&
+                offsetof(SlotHeader, version) == offsetof(BucketHeader, version));
+  client::Batch batch(*ctx_->client);
+  (void)batch.read(a, &before, sizeof(before));
+  (void)batch.fence();
+  (void)batch.read(a, slot_.data(), bytes);
+  (void)batch.fence();
+  (void)batch.read(a, &after, sizeof(after));
+  Status s = co_await batch.wait();
+  FARMEM_CO_TRY(s);
+  const SlotHeader h = header_of(slot_);
+  *stable = before.lock == 0 && after.lock == 0 && h.lock == 0 && before.version == h.version &&
+            after.version == h.version;
+  co_return OkStatus();
 }
 
 // `key` has no slot in bucket b: the bucket's `read` failed (the transaction aborts) or the key
@@ -240,9 +270,8 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
   const uint32_t cached = ctx_->cache.find(t, key);
   if (cached < kSlotsPerBucket) {
     const GlobalAddress a = t.primary_slot(b, cached);
-    slot_.resize(t.slot_bytes());
-    Status s = co_await ctx_->client->read(a, slot_.data(), slot_.size());
-    ++ctx_->counters.round_trips;
+    bool stable = false;
+    Status s = co_await read_slot(a, t.slot_bytes(), &stable);
     if (!s.ok()) {
       Status e = co_await finish_abort(fail_error(s));
       co_return e;
@@ -253,7 +282,7 @@ Task<Status> Transaction::read(const Table& t, uint64_t key, std::string* value)
         Status e = co_await abort_locked(a, h.lock, "record locked");
         co_return e;
       }
-      reads_.push_back({&t, key, b, cached, h.version, slot_.substr(sizeof(h), rb)});
+      reads_.push_back({&t, key, b, cached, h.version, slot_.substr(sizeof(h), rb), stable});
       *value = reads_.back().value;
       co_return OkStatus();
     }

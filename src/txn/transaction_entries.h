@@ -30,6 +30,9 @@ struct Transaction::ReadEntry {
   uint32_t slot;     // kSlotsPerBucket: an absent key (validated by the bucket header)
   uint64_t version;  // slot's or bucket's
   std::string value;
+  // Read as a stable snapshot (read_stable): {lock, version} unlocked and the same before and
+  // after the slot, so a read-only transaction of this one read needs no validation.
+  bool stable = false;
 };
 
 // A record this transaction holds the lock of (its slot's lock word names our log slot).

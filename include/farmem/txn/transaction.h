@@ -24,7 +24,10 @@
 //    versions of inserts/erases likewise; once all are complete at the nodes, the locks are
 //    released and the log slot cleared (one more batch).
 //  * Abort: every lock taken is released; nothing was written in place.
-// Read-only transactions take no locks: execution reads plus one validation round trip.
+// Read-only transactions take no locks: execution reads plus one validation round trip. One
+// that reads a single record, from a node whose one-sided operations are served (TCP), reads it
+// as a stable snapshot instead ({lock, version}, the slot, {lock, version} again, in one
+// message) and commits without validation: it is serialized at that read.
 // Serializability: writes hold their locks from execution until after their in-place commit
 // (two-phase locking), reads are validated after every lock is held (OCC), so a transaction
 // is serialized at its validation point.
@@ -80,6 +83,8 @@ struct TxnId {
 
 struct TxnCounters {
   uint64_t round_trips = 0;  // awaited one-sided operations and batches
+  // Read-only transactions of one stable read (served nodes) committed without validation.
+  uint64_t unvalidated_commits = 0;
   uint64_t commits = 0;
   uint64_t aborts = 0;
 };
@@ -204,6 +209,7 @@ class Transaction {
   uint32_t free_slot_in_bucket(const Table& t, uint64_t b) const;
   bool read_locally(const Table& t, uint64_t key, std::string* value, Status* s);
   client::OpAwaitable read_bucket(const Table& t, uint64_t b);
+  runtime::Task<Status> read_slot(GlobalAddress a, size_t bytes, bool* stable);
   runtime::Task<Status> bucket_miss(const Table& t, uint64_t key, uint64_t b, Status read);
   runtime::Task<Status> absent(const Table& t, uint64_t key, uint64_t b);
   runtime::Task<Status> abort_locked(GlobalAddress word, uint64_t holder, const char* what);

@@ -40,6 +40,7 @@ inline void micro_thread(client::Cluster* cluster, const Table* t, uint64_t keys
   for (const Status& s : r) {
     if (!s.ok() && status->ok()) *status = s;
   }
+  st->unvalidated = (*tc)->counters().unvalidated_commits;
   Status cs = (*c)->run((*tc)->close());
   if (status->ok()) *status = cs;
   tc->reset();
