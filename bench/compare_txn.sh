@@ -18,7 +18,9 @@
 # (8 per thread) for farmem, DURABLE_THREADS (1) and DURABLE_COROUTINES ("tatp=256
 # smallbank=128 tpcc=8", or one number for all) for its durable rows (a durable commit waits for its node's group-commit fdatasync, so throughput is what is
 # in flight over that latency: more transactions in flight, and one client thread, which leaves
-# the second core to the memory node's worker and syncer), TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), MODES ("volatile
+# the second core to the memory node's worker and syncer), TRANSPORTS ("shm"; add "tcp" for UCX_TLS=tcp), TCP_THREADS (1) and
+# TCP_COROUTINES ("tatp=256 smallbank=128 tpcc=16") for the volatile TCP rows (each operation is a
+# round trip the node serves: more transactions in flight fill it), MODES ("volatile
 # durable": farmem's rows; durable = `--durable`, its local node at --durability power with a
 # data directory under $TMPDIR or /tmp, commits synced before they are acknowledged, as
 # PostgreSQL's with fsync and synchronous_commit on), TATP_SF (1),
@@ -104,18 +106,23 @@ COROUTINES=${COROUTINES:-8}
 DURABLE_THREADS=${DURABLE_THREADS:-1}
 # Per workload: a number, or workload=number pairs (the best of 8..512 on the 2-core machine).
 DURABLE_COROUTINES=${DURABLE_COROUTINES:-"tatp=256 smallbank=128 tpcc=8"}
-# The durable coroutines of workload $1.
-durable_coroutines() {
+# Volatile runs over TCP: every operation is a message the node serves, so it takes more
+# transactions in flight to fill a round trip (same form; the best of 8..512 here).
+TCP_THREADS=${TCP_THREADS:-1}
+TCP_COROUTINES=${TCP_COROUTINES:-"tatp=256 smallbank=128 tpcc=16"}
+# The entry for workload $2 in list $1 (a number, or workload=number pairs), default $3.
+per_workload() {
   local p
-  for p in $DURABLE_COROUTINES; do
+  for p in $1; do
     case "$p" in
-      "$1"=*) echo "${p#*=}"; return ;;
+      "$2"=*) echo "${p#*=}"; return ;;
       *=*) ;;
       *) echo "$p"; return ;;
     esac
   done
-  echo 128
+  echo "$3"
 }
+durable_coroutines() { per_workload "$DURABLE_COROUTINES" "$1" 128; }
 TRANSPORTS=${TRANSPORTS:-shm}
 MODES=${MODES:-"volatile durable"}
 FM_RUNS=""  # one farmem row per transport and mode: shm, shm-durable, ...
@@ -143,7 +150,7 @@ for wl in $WORKLOADS; do
     *) echo "WORKLOADS: unknown workload '$wl' (tatp, smallbank, tpcc)" >&2; exit 2 ;;
   esac
 done
-for v in DURATION WARMUP TERMINALS THREADS COROUTINES DURABLE_THREADS TPCC_SF RETRIES; do
+for v in DURATION WARMUP TERMINALS THREADS COROUTINES DURABLE_THREADS TCP_THREADS TPCC_SF RETRIES; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number (got '${!v}')" >&2; exit 2; }
 done
 [ "$DURATION" -ge 1 ] || { echo "DURATION must be at least 1 s" >&2; exit 2; }
@@ -347,7 +354,7 @@ stop_progress() { stop_pid "$ticker"; ticker=""; }
 mkdir -p "$(dirname "$OUT")" "$tmp/res"
 echo "workloads: $WORKLOADS; measured ${DURATION}s after ${WARMUP}s warm-up per run;" \
      "postgres: $TERMINALS terminals, SERIALIZABLE; farmem: $THREADS threads x $COROUTINES coroutines" \
-     "(durable: $DURABLE_THREADS x $DURABLE_COROUTINES) on $TRANSPORTS"
+     "(durable: $DURABLE_THREADS x $DURABLE_COROUTINES; tcp: $TCP_THREADS x $TCP_COROUTINES) on $TRANSPORTS"
 echo "scale: tatp sf $TATP_SF, smallbank sf $SMALLBANK_SF, tpcc $TPCC_SF warehouse(s); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --------------------------------------------------------------------------- PostgreSQL runs
@@ -508,6 +515,9 @@ for wl in $WORKLOADS; do
     tr=${fm_run%-durable}
     durable=()
     threads=$THREADS coroutines=$COROUTINES
+    if [ "$fm_run" = tcp ]; then
+      threads=$TCP_THREADS coroutines=$(per_workload "$TCP_COROUTINES" "$wl" 128)
+    fi
     if [ "$fm_run" != "$tr" ]; then
       durable=(--durable)
       threads=$DURABLE_THREADS coroutines=$(durable_coroutines "$wl")
@@ -543,6 +553,7 @@ echo
 RES=$tmp/res RETRIES=$RETRIES PG_SETTINGS="$PG_SETTINGS" WORKLOADS="$WORKLOADS" TRANSPORTS="$FM_RUNS" OUT="$OUT" DURATION=$DURATION \
 WARMUP=$WARMUP TERMINALS=$TERMINALS THREADS=$THREADS COROUTINES=$COROUTINES SEED=$SEED \
 DURABLE_THREADS=$DURABLE_THREADS DURABLE_COROUTINES="$DURABLE_COROUTINES" \
+TCP_THREADS=$TCP_THREADS TCP_COROUTINES="$TCP_COROUTINES" \
 TATP_SF=$TATP_SF SMALLBANK_SF=$SMALLBANK_SF TPCC_SF=$TPCC_SF \
 FM_SCALES="tatp=$(fm_scale tatp) smallbank=$(fm_scale smallbank) tpcc=$(fm_scale tpcc)" \
 BENCHBASE_DIR="$BENCHBASE_DIR" JAVA_VERSION="$("$JAVA" -version 2>&1 | head -n 1)" \
@@ -588,6 +599,7 @@ doc = {
                "threads": int(E["THREADS"]), "coroutines": int(E["COROUTINES"]),
                "durable_threads": int(E["DURABLE_THREADS"]),
                "durable_coroutines": E["DURABLE_COROUTINES"],
+               "tcp_threads": int(E["TCP_THREADS"]), "tcp_coroutines": E["TCP_COROUTINES"],
                "transports": transports, "seed": int(E["SEED"]),
                "benchbase_scalefactor": bb_sf, "farmem_scale": fm_scales,
                "benchbase_dir": E["BENCHBASE_DIR"], "java": E["JAVA_VERSION"],
