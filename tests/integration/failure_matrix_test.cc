@@ -69,6 +69,9 @@ const Row kRows[] = {
     // Inserts into a B+tree: a killed client may hold a page lock (and die mid-write): the
     // observer's reads take it over and repair the page from its redo copy.
     {"btree_inserts", "btree", false, false, true},
+    // Inserts, each followed by a scan from its key: over TCP a call of the node's btree scan
+    // procedure; a fault mid-call loses no acknowledged insert and leaves the node serving.
+    {"btree_scans", "btree-scan", false, false, true},
     // Puts into a kv pool: the node does every write, so a killed or stopped client holds
     // nothing but its open handle (closed with its session); its acknowledged puts are there.
     {"kv_puts", "kv", false, false, false, true},

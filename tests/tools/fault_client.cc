@@ -1,28 +1,32 @@
 // farmem_fault_client: a client process for the failure matrix (failure_matrix_test.cc).
 //
 //   farmem_fault_client --servers h:p
-//                       --mode idle|reads|writes|hash|hash-update|split|btree|btree-hold|kv|
-//                              kv-temporary
+//                       --mode idle|reads|writes|hash|hash-update|split|btree|btree-scan|
+//                              btree-hold|kv|kv-temporary
 //                       [--table NAME] [--count N] [--op-timeout-ms MS]
 //
 // Prints "ready" once connected and set up, then "acked N" lines (at most every 20 ms and at
 // the end) where N is how many of its writes or inserts have completed: writes store i at slot
 // i of an array it allocated (its address is printed as "array NODE OFFSET"); hash and split
 // insert keys "<table>-k<i>" -> "v<i>" into the existing table NAME, btree into the existing
-// B+tree NAME; hash-update inserts "<table>-k<i>" -> "u<i>", updates it to "v<i>" and reads it
-// back before acknowledging it. btree-hold puts "<table>-held" -> "held" into the B+tree NAME with
-// a writer that stops in the middle of the page write (holding the page's lock, the page torn, its
-// redo copy written), prints "holding" and waits to be killed. kv puts "<table>-k<i>" -> "v<i>"
-// into the existing kv pool NAME; kv-temporary first creates the pool NAME as a temporary pool
-// (kPoolTemporary: the node deletes it when this client's session ends). It runs until --count
-// operations are done (0: until killed) and exits 0, or exits 1 printing "error CODE: message"
-// at the first failed operation. The test kills or stops it by PID.
+// B+tree NAME (btree-scan also scans from each key it inserted, over TCP a call the node runs,
+// and checks the key comes first before acknowledging it); hash-update inserts "<table>-k<i>" ->
+// "u<i>", updates it to "v<i>" and reads it back before acknowledging it. btree-hold puts
+// "<table>-held" -> "held" into the B+tree NAME with a writer that stops in the middle of the page
+// write (holding the page's lock, the page torn, its redo copy written), prints "holding" and waits
+// to be killed. kv puts "<table>-k<i>" -> "v<i>" into the existing kv pool NAME; kv-temporary first
+// creates the pool NAME as a temporary pool (kPoolTemporary: the node deletes it when this client's
+// session ends). It runs until --count operations are done (0: until killed) and exits 0, or exits
+// 1 printing "error CODE: message" at the first failed operation. The test kills or stops it by
+// PID.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "farmem/client/cluster.h"
 #include "farmem/common/clock.h"
@@ -146,9 +150,18 @@ int run_btree(ThreadClient* c, const Args& a) {
     }
   }
   Reporter r;
+  std::vector<std::pair<std::string, std::string>> out;
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    Status s = sync_wait((*t)->insert(fmt::format("{}-k{}", a.table, i), fmt::format("v{}", i)));
+    const std::string key = fmt::format("{}-k{}", a.table, i);
+    Status s = sync_wait((*t)->insert(key, fmt::format("v{}", i)));
     if (!s.ok()) return fail(s);
+    if (a.mode == "btree-scan") {
+      s = sync_wait((*t)->scan(key, "", 4, &out));
+      if (!s.ok()) return fail(s);
+      if (out.empty() || out.front().first != key) {
+        return fail(farmem::Internal(fmt::format("a scan from {} did not return it first", key)));
+      }
+    }
     r.acked(i + 1);
   }
   r.acked(a.count, true);
@@ -184,7 +197,7 @@ int main(int argc, char** argv) {
   app.add_option("--servers", a.servers)->required();
   app.add_option("--mode", a.mode)
       ->check(CLI::IsMember({"idle", "reads", "writes", "hash", "hash-update", "split", "btree",
-                             "btree-hold", "kv", "kv-temporary"}));
+                             "btree-scan", "btree-hold", "kv", "kv-temporary"}));
   app.add_option("--table", a.table);
   app.add_option("--count", a.count);
   app.add_option("--op-timeout-ms", a.op_timeout_ms);
@@ -196,7 +209,9 @@ int main(int argc, char** argv) {
   if (!cluster.ok()) return fail(cluster.status());
   ThreadClient* c = *(*cluster)->thread_client();
   if (a.mode == "hash" || a.mode == "hash-update" || a.mode == "split") return run_hash(c, a);
-  if (a.mode == "btree" || a.mode == "btree-hold") return run_btree(c, a);
+  if (a.mode == "btree" || a.mode == "btree-scan" || a.mode == "btree-hold") {
+    return run_btree(c, a);
+  }
   if (a.mode == "kv" || a.mode == "kv-temporary") return run_kv(c, a);
   return run_one_sided(c, a);
 }
