@@ -9,7 +9,7 @@
 #   LINKS="10gbit:50us" WORKLOADS="hash:c kv:a" bench/two_hosts.sh
 #
 # Environment: LINKS ("10gbit:50us 25gbit:20us": RATE:RTT per profile; "none" = the bare veth),
-# WORKLOADS ("hash:c hash:a kv:c kv:a": STRUCTURE:WORKLOAD), RECORDS (200000), KEY_BYTES (8),
+# WORKLOADS ("hash:c hash:a kv:c kv:a btree:e": STRUCTURE:WORKLOAD; E is 95% scans), RECORDS (200000), KEY_BYTES (8),
 # VALUE_BYTES (8), DURATION (5 s), COROUTINES (256, one client thread), NODE_IDLE_SPIN_US (0),
 # FARMEM (build/farmem), SERVER (build/farmem-server), OUT (build/bench-two-hosts.json: one JSON
 # record per run, the bench's own fields plus the link's).
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 LINKS=${LINKS:-"10gbit:50us 25gbit:20us"}
-WORKLOADS=${WORKLOADS:-"hash:c hash:a kv:c kv:a"}
+WORKLOADS=${WORKLOADS:-"hash:c hash:a kv:c kv:a btree:e"}
 RECORDS=${RECORDS:-200000}
 KEY_BYTES=${KEY_BYTES:-8}
 VALUE_BYTES=${VALUE_BYTES:-8}
