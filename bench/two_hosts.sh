@@ -9,7 +9,9 @@
 #   LINKS="10gbit:50us" WORKLOADS="hash:c kv:a" bench/two_hosts.sh
 #
 # Environment: LINKS ("10gbit:50us 25gbit:20us": RATE:RTT per profile; "none" = the bare veth),
-# WORKLOADS ("hash:c hash:a kv:c kv:a btree:e": STRUCTURE:WORKLOAD; E is 95% scans), RECORDS (200000), KEY_BYTES (8),
+# WORKLOADS ("hash:c hash:a kv:c kv:a btree:e txn:tatp txn:smallbank txn:tpcc": STRUCTURE:WORKLOAD
+# for bench ycsb, E being 95% scans; txn:W for bench txn at 256, 128 and 16 transactions in
+# flight, an operation being a committed transaction), RECORDS (200000), KEY_BYTES (8),
 # VALUE_BYTES (8), DURATION (5 s), COROUTINES (256, one client thread), NODE_IDLE_SPIN_US (0),
 # FARMEM (build/farmem), SERVER (build/farmem-server), OUT (build/bench-two-hosts.json: one JSON
 # record per run, the bench's own fields plus the link's).
@@ -25,7 +27,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 LINKS=${LINKS:-"10gbit:50us 25gbit:20us"}
-WORKLOADS=${WORKLOADS:-"hash:c hash:a kv:c kv:a btree:e"}
+WORKLOADS=${WORKLOADS:-"hash:c hash:a kv:c kv:a btree:e txn:tatp txn:smallbank txn:tpcc"}
 RECORDS=${RECORDS:-200000}
 KEY_BYTES=${KEY_BYTES:-8}
 VALUE_BYTES=${VALUE_BYTES:-8}
@@ -147,28 +149,47 @@ start_server() {
   die "the memory node did not start"
 }
 
+# The bench command of one workload: STRUCTURE:WORKLOAD for bench ycsb, txn:W for bench txn
+# (TATP and SmallBank at scale 1, TPC-C on 2 warehouses), against the node in the namespace.
+bench_cmd() {  # structure workload
+  local servers="$node_ip:$(cat "$tmp/port")"
+  if [ "$1" = txn ]; then
+    local scale=1; [ "$2" = tpcc ] && scale=2
+    echo bench txn --servers "$servers" --workload "$2" --scale "$scale" --threads 1 \
+      --coroutines "$(txn_coroutines "$2")" --duration "$DURATION"
+  else
+    echo bench ycsb --servers "$servers" --structure "$1" --workload "$2" --records "$RECORDS" \
+      --key-bytes "$KEY_BYTES" --value-bytes "$VALUE_BYTES" --threads 1 \
+      --coroutines "$COROUTINES" --duration "$DURATION"
+  fi
+}
+txn_coroutines() { case "$1" in tatp) echo 256 ;; smallbank) echo 128 ;; *) echo 16 ;; esac; }
+
 # Runs one workload; prints "ops_per_s bytes_per_op" and appends the JSON record to OUT.
 run_one() {  # structure workload profile rtt_us
-  local st=$1 wl=$2 json="$tmp/run.json" log="$tmp/run.log" b0="" b1="" line
+  local st=$1 wl=$2 json="$tmp/run.json" log="$tmp/run.log" b0="" b1="" line inflight
   start_server
   rm -f "$json"
-  # The counters are read when the load ends ("[load]" line) and when the result is printed.
+  inflight=$COROUTINES; [ "$st" = txn ] && inflight=$(txn_coroutines "$wl")
+  # The counters are read when the load ends ("[load]" line; txn: "loaded ... rows") and when the
+  # result is printed.
+  # shellcheck disable=SC2046
   while IFS= read -r line; do
     echo "$line" >> "$log"
     case "$line" in
-      *"[load]"*) b0=$(link_bytes) ;;
-      ycsb:*) b1=$(link_bytes) ;;
+      *"[load]"*|"txn $wl: loaded "*) b0=$(link_bytes) ;;
+      ycsb:*|"txn $wl: commits/s="*) b1=$(link_bytes) ;;
     esac
-  done < <(env UCX_TLS=tcp UCX_NET_DEVICES="$host_if" stdbuf -oL "$FARMEM" bench ycsb \
-             --servers "$node_ip:$(cat "$tmp/port")" --structure "$st" --workload "$wl" \
-             --records "$RECORDS" --key-bytes "$KEY_BYTES" --value-bytes "$VALUE_BYTES" \
-             --threads 1 --coroutines "$COROUTINES" --duration "$DURATION" --out "$json" 2>&1)
+  done < <(env UCX_TLS=tcp UCX_NET_DEVICES="$host_if" stdbuf -oL -eL "$FARMEM" \
+             $(bench_cmd "$st" "$wl") --out "$json" 2>&1)
   [ -s "$json" ] && [ -n "$b0" ] && [ -n "$b1" ] || { cat "$log" >&2; die "$st $wl failed"; }
-  python3 - "$json" "$b0" "$b1" "$3" "$4" "$netem" "$COROUTINES" "$OUT" <<'EOF'
+  python3 - "$json" "$b0" "$b1" "$3" "$4" "$netem" "$inflight" "$OUT" "$DURATION" <<'EOF'
 import json, sys
-path, b0, b1, profile, rtt_us, netem, inflight, out = sys.argv[1:]
+path, b0, b1, profile, rtt_us, netem, inflight, out, duration = sys.argv[1:]
 r = json.loads(open(path).read().strip().splitlines()[-1])
-ops = r["ops_per_s"] * r["duration_s"]
+if "ops_per_s" not in r:  # bench txn: operations are committed transactions
+    r["ops_per_s"] = r["commits_per_s"]
+ops = r["ops_per_s"] * r.get("duration_s", float(duration))
 bpo = (int(b1) - int(b0)) / ops if ops else float("nan")
 rate_bps = None
 if profile != "none":
@@ -177,7 +198,9 @@ if profile != "none":
     rate_bps = float(v.rstrip("bit")[:-1]) * mult
 rtt = float(rtt_us)
 bw_limit = rate_bps / 8 / bpo if rate_bps and bpo > 0 else None
-lat_limit = int(inflight) / (rtt * 1e-6) if rtt == rtt and rtt > 0 else None
+# A transaction waits for several round trips in a row (bench txn reports how many).
+rtt_per_op = r.get("round_trips_per_commit") or 1
+lat_limit = int(inflight) / (rtt * 1e-6 * rtt_per_op) if rtt == rtt and rtt > 0 else None
 limits = [x for x in (bw_limit, lat_limit) if x]
 r.update({"link": profile, "netem": netem == "1", "rtt_us": rtt, "link_bytes_per_op": bpo,
           "bandwidth_limit_ops_per_s": bw_limit, "in_flight_limit_ops_per_s": lat_limit,
@@ -197,10 +220,14 @@ for profile in $LINKS; do
   shape "$profile"
   rtt=$(measure_rtt_us)
   for w in $WORKLOADS; do
-    echo "== $profile: $w (${RECORDS} records, 1 x $COROUTINES coroutines, ${DURATION} s)" >&2
+    if [ "${w%%:*}" = txn ]; then
+      echo "== $profile: $w (1 x $(txn_coroutines "${w#*:}") transactions in flight, ${DURATION} s)" >&2
+    else
+      echo "== $profile: $w (${RECORDS} records, 1 x $COROUTINES coroutines, ${DURATION} s)" >&2
+    fi
     read -r ops bpo bw lat of < <(run_one "${w%%:*}" "${w#*:}" "$profile" "$rtt")
     printf '%-14s %-8s %-8s %14s %10s %16s %16s %9s\n' "$profile" "$rtt" "$w" \
       "$(printf "%'.0f" "$ops")" "$bpo" "$bw" "$lat" "$of"
   done
 done
-echo "records appended to $OUT; in flight = coroutines of the one client thread; bytes/op = both directions on the veth, measured over the run (after the load)"
+echo "records appended to $OUT; in flight = coroutines of the one client thread; bytes/op = both directions on the veth, measured over the run (after the load); txn: an op is a committed transaction"
