@@ -182,6 +182,10 @@ run_one() {  # structure workload profile rtt_us
     esac
   done < <(env UCX_TLS=tcp UCX_NET_DEVICES="$host_if" stdbuf -oL -eL "$FARMEM" \
              $(bench_cmd "$st" "$wl") --out "$json" 2>&1)
+  # run_one runs in a subshell (the caller reads its output): its server is stopped here, as the
+  # main shell's cleanup never sees its PID.
+  stop "$server_pid"
+  server_pid=""
   [ -s "$json" ] && [ -n "$b0" ] && [ -n "$b1" ] || { cat "$log" >&2; die "$st $wl failed"; }
   python3 - "$json" "$b0" "$b1" "$3" "$4" "$netem" "$inflight" "$OUT" "$DURATION" <<'EOF'
 import json, sys
