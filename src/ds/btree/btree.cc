@@ -24,8 +24,7 @@ namespace {
 std::string root_name(const std::string& name) { return "btree/" + name; }
 
 Status check_create_options(const BTreeOptions& o) {
-  if (o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes ||
-      (o.page_bytes & (o.page_bytes - 1)) != 0) {
+  if (!valid_page_bytes(o.page_bytes)) {
     return InvalidArgument(
         fmt::format("page_bytes must be a power of two in {}..{}", kMinPageBytes, kMaxPageBytes));
   }

@@ -28,10 +28,6 @@ struct Args {
   uint32_t reserve = 0;  // reply bytes kept for the next key and the level-1 image
 };
 
-bool page_size_ok(uint32_t n) {
-  return n >= kMinPageBytes && n <= kMaxPageBytes && (n & (n - 1)) == 0;
-}
-
 bool in_region(const ProcedureCall& c, uint64_t offset, uint64_t bytes) {
   return offset % 8 == 0 && offset >= wire::kRegionHeaderBytes && offset <= c.region_bytes &&
          c.region_bytes - offset >= bytes;
@@ -41,7 +37,7 @@ Status check_args(const ProcedureCall& c, Args* out) {
   ServedScanArgs& a = out->a;
   if (c.args_bytes < sizeof(a)) return InvalidArgument("btree scan arguments are truncated");
   std::memcpy(&a, c.args, sizeof(a));
-  if (!page_size_ok(a.page_bytes) || a.from_bytes > kMaxKeyBytes || a.to_bytes > kMaxKeyBytes ||
+  if (!valid_page_bytes(a.page_bytes) || a.from_bytes > kMaxKeyBytes || a.to_bytes > kMaxKeyBytes ||
       (a.flags & ~kScanWantIndex) != 0 || c.args_bytes != sizeof(a) + a.from_bytes + a.to_bytes) {
     return InvalidArgument(fmt::format(
         "btree scan with {}-byte pages, keys of {} and {} bytes, flags {:#x} in {} argument bytes",

@@ -127,6 +127,12 @@ inline int compare_keys(std::string_view a, std::string_view b) {
   return a.compare(b);
 }
 
+// Whether n is a page size a tree may have: a power of two in kMinPageBytes..kMaxPageBytes.
+inline constexpr bool valid_page_bytes(uint32_t n) {
+  return n >= kMinPageBytes && n <= kMaxPageBytes && (n & (n - 1)) == 0;
+}
+static_assert(valid_page_bytes(kDefaultPageBytes) && !valid_page_bytes(1000));
+
 inline constexpr uint32_t fence_bytes(uint16_t len) { return len == kInfinite ? 0 : len; }
 // Bytes of a leaf entry with a key of k bytes and an inline value of v bytes (or out of place).
 inline constexpr uint32_t leaf_entry_bytes(uint32_t k, uint32_t v, bool out_of_place) {
