@@ -30,8 +30,7 @@ size_t slot_bytes(size_t limit, uint32_t record_hint, uint32_t reserve) {
 }  // namespace
 
 bool BTree::served_node(uint16_t node) const {
-  return options_.served_procedures && client_->served(node) &&
-         (node >= no_procedures_.size() || no_procedures_[node] == 0);
+  return options_.served_procedures && client_->served(node) && !procedures_.missing(node);
 }
 
 Task<Status> BTree::served_scan(OpContext& op, std::string* next, std::string_view to, size_t limit,
@@ -114,8 +113,7 @@ Task<Result<ServedScanResult>> BTree::call_scan(
   ++stats_.served_calls;
   auto body = client::call_result(bufs.slot(), bufs.slot_bytes);
   if (body.status().code() == StatusCode::kNotFound) {  // a node without the procedure
-    no_procedures_.resize(std::max<size_t>(no_procedures_.size(), start.node() + 1u), 0);
-    no_procedures_[start.node()] = 1;
+    procedures_.mark_missing(start.node());
     ServedScanResult r{};
     r.outcome = static_cast<uint32_t>(Outcome::kTorn);  // the one-sided path from *next
     co_return r;

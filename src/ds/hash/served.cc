@@ -29,7 +29,7 @@ constexpr uint32_t kMaxServedValueBytes =
 bool HashTable::served_path(const OpContext& op) const {
   const uint16_t node = op.shard.node;
   return options_.served_procedures && client_->served(node) && !node_durable(client_, node) &&
-         (node >= no_procedures_.size() || no_procedures_[node] == 0) &&
+         !procedures_.missing(node) &&
          op.key.size() + sizeof(ServedLookupArgs) <= wire::kMaxMemOpBytes;
 }
 
@@ -69,8 +69,7 @@ Result<ServedLookupResult> HashTable::read_result(uint16_t node, const void* slo
                                                   size_t slot_bytes, std::string* value) {
   auto body = client::call_result(slot, slot_bytes);
   if (body.status().code() == StatusCode::kNotFound) {  // a node without the procedures
-    no_procedures_.resize(std::max<size_t>(no_procedures_.size(), node + 1u), 0);
-    no_procedures_[node] = 1;
+    procedures_.mark_missing(node);
     return ServedLookupResult{static_cast<uint32_t>(ServedOutcome::kRefused), 0, 0, 0, 0};
   }
   FARMEM_TRY(body);

@@ -51,6 +51,7 @@
 #include "farmem/ds/btree/served.h"
 #include "farmem/ds/common/far_object.h"
 #include "farmem/ds/common/object_heap.h"
+#include "farmem/ds/common/procedure_support.h"
 #include "farmem/ds/common/reclaimer.h"
 #include "farmem/runtime/backoff.h"
 
@@ -278,8 +279,8 @@ class BTree {
   std::vector<std::unique_ptr<char[]>> free_bufs_;
   std::vector<std::vector<GlobalAddress>> free_logs_;  // per node: redo slots, reused
   bool die_mid_write_ = false;
-  std::vector<uint8_t> no_procedures_;  // by node id: 1 once a node answered it has none
-  uint32_t record_hint_ = 64;           // reply bytes a served scan makes room for per record
+  ProcedureSupport procedures_;  // nodes that answered they have none
+  uint32_t record_hint_ = 64;    // reply bytes a served scan makes room for per record
   mutable BTreeStats stats_;
 };
 

@@ -53,6 +53,7 @@
 #include "farmem/ds/common/far_object.h"
 #include "farmem/ds/common/lease_lock.h"
 #include "farmem/ds/common/object_heap.h"
+#include "farmem/ds/common/procedure_support.h"
 #include "farmem/ds/common/reclaimer.h"
 #include "farmem/ds/common/retry.h"
 #include "farmem/ds/hash/layout.h"
@@ -372,7 +373,7 @@ class HashTable {
   int split_stop_after_ = 0;
   std::vector<Shard> shards_;
   DirectMappedCache<SpecEntry> spec_;
-  std::vector<uint8_t> no_procedures_;  // by node id: 1 once a node answered it has none
+  ProcedureSupport procedures_;         // nodes that answered they have none
   uint32_t served_value_hint_ = 24;     // value bytes a get's reply slot makes room for
   int32_t spec_score_ = kSpecScoreOne;  // recent speculative hit rate (spec_first)
   uint32_t spec_probes_ = 0;
