@@ -1,8 +1,9 @@
 // farmem graph generate --kron SCALE | --uniform SCALE [--degree 16] [--seed N] [--directed]
 //                       [--threads T] [--order input|degree [--order-map FILE]] --out G.fmg
-// farmem graph convert --input FILE.el|.wel|.mtx [--symmetrize] [--threads T]
+// farmem graph convert --input FILE.el|.wel|.mtx|.sg|.wsg [--symmetrize] [--keep-duplicates]
+//                      [--threads T]
 //                      [--order input|degree [--order-map FILE]] --out G.fmg
-// farmem graph run bfs|pr|cc|radii|bc --graph G.fmg [--source V[,V...]] [--trials N]
+// farmem graph run bfs|pr|cc|radii|bc --graph G.fmg|G.sg|G.wsg [--source V[,V...]] [--trials N]
 //                  [--threads T] [--backend local|mmap|far] [--local-memory BYTES|PCT%]
 //                  [--page-bytes 64KiB] [--agent none|ADDR] [--cache off|static|dynamic]
 //                  [--advice default|random] [--mmap-dir DIR] [--output FILE] [--out F.json]
@@ -36,8 +37,12 @@ void add_generate_flags(CLI::App* app, bench::GraphGenerateOptions* o) {
 }
 
 void add_convert_flags(CLI::App* app, bench::GraphConvertOptions* o) {
-  app->add_option("--input", o->input, "FILE.el | FILE.wel | FILE.mtx")->required();
-  app->add_flag("--symmetrize", o->symmetrize, "add (v,u) for every (u,v)");
+  app->add_option("--input", o->input, "FILE.el | FILE.wel | FILE.mtx | GAPBS FILE.sg | FILE.wsg")
+      ->required();
+  app->add_flag("--symmetrize", o->symmetrize,
+                "add (v,u) for every (u,v) that has none (never a duplicate)");
+  app->add_flag("--keep-duplicates", o->keep_duplicates,
+                "keep self loops and duplicate edges (dropped and counted by default)");
   add_output_flags(app, &o->output);
 }
 
@@ -62,7 +67,7 @@ void add_far_flags(CLI::App* app, bench::GraphRunOptions* o) {
   add_enum_option(app, "--advice", &o->advice, bench::kMmapGraphAdviceNames,
                   "mmap: default (readahead) | random (MADV_RANDOM)");
   add_enum_option(app, "--far-advice", &far->graph_advice, bench::kFarGraphAdviceNames,
-                  "far: random | sequential (read-ahead) for the graph's sections (random)");
+                  "far: random | sequential (read-ahead) for the graph's sections (sequential)");
   add_enum_option(app, "--far-pin", &far->pin, bench::kFarPinNames,
                   "far: on | random | off: keep vertex arrays resident (static advice, at most "
                   "half the budget): random-access ones, then sequential state (on) or "
@@ -77,7 +82,7 @@ void add_run_flags(CLI::App* app, bench::GraphRunOptions* o) {
   add_enum_option(app, "algorithm", &o->algorithm, bench::kGraphAlgorithmNames,
                   "bfs | pr | cc | radii | bc")
       ->required();
-  app->add_option("--graph", o->graph, "the .fmg file")->required();
+  app->add_option("--graph", o->graph, "the .fmg file (or a GAPBS .sg/.wsg)")->required();
   app->add_option("--source", o->sources,
                   "source vertex (bfs; bc: one or more, comma-separated); default: the "
                   "smallest-id vertex of the greatest degree")
@@ -95,7 +100,15 @@ void add_run_flags(CLI::App* app, bench::GraphRunOptions* o) {
                   "mmap: directory of the vertex arrays' files (a disk file system) (/tmp)");
   app->add_option("--iterations", o->pr_iterations, "pr: iterations at most (20)")
       ->check(CLI::Range(1u, 100000u));
-  app->add_option("--epsilon", o->pr_epsilon, "pr: stop below this L1 change (0: never)");
+  app->add_option("--tolerance", o->pr_tolerance,
+                  "pr: stop after an iteration whose L1 change is below this (1e-4, as GAPBS; "
+                  "0: run every iteration)")
+      ->check(CLI::NonNegativeNumber);
+  add_enum_option(app, "--convention", &o->pr_convention, bench::kPageRankConventionNames,
+                  "pr: networkx (dangling rank spread, ranks sum to 1) | gapbs (dropped)");
+  add_enum_option(app, "--bc-normalize", &o->bc_normalize, bench::kBcNormalizationNames,
+                  "bc: none (raw sums) | max (divided by the greatest, GAPBS) | networkx "
+                  "(normalized=True, k = the sources)");
   app->add_option("--output", o->output, "write 'vertex value' per line to FILE");
   app->add_option("--out", o->json_out, "append a JSON (or CSV) record to FILE");
   add_cluster_flags(app, &o->cluster);
@@ -111,8 +124,8 @@ Command graph_generate_command() {
 
 Command graph_convert_command() {
   return make_command<bench::GraphConvertOptions>(
-      "graph", "convert", "convert an edge list (.el, .wel) or .mtx to .fmg", add_convert_flags,
-      bench::run_graph_convert);
+      "graph", "convert", "convert an edge list (.el, .wel), .mtx or GAPBS .sg/.wsg to .fmg",
+      add_convert_flags, bench::run_graph_convert);
 }
 
 Command graph_run_command() {

@@ -34,8 +34,13 @@ void add_reverse_edges(EdgeList& el, ThreadPool& pool) {
 }
 
 // Sorts v's list (by id, then weight) and drops what the options say; returns the new degree.
+// Entries a list lost, by cause.
+struct Dropped {
+  uint64_t self_loops = 0, duplicates = 0;
+};
+
 uint64_t tidy_list(uint32_t v, uint32_t* nb, float* w, uint64_t n, const BuildOptions& o,
-                   std::vector<std::pair<uint32_t, float>>& scratch) {
+                   std::vector<std::pair<uint32_t, float>>& scratch, Dropped* dropped) {
   if (w == nullptr) {
     std::sort(nb, nb + n);
   } else {
@@ -49,8 +54,14 @@ uint64_t tidy_list(uint32_t v, uint32_t* nb, float* w, uint64_t n, const BuildOp
   }
   uint64_t out = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    if (o.remove_self_loops && nb[i] == v) continue;
-    if (o.remove_duplicates && out > 0 && nb[out - 1] == nb[i]) continue;
+    if (o.remove_self_loops && nb[i] == v) {
+      ++dropped->self_loops;
+      continue;
+    }
+    if (o.remove_duplicates && out > 0 && nb[out - 1] == nb[i]) {
+      ++dropped->duplicates;
+      continue;
+    }
     nb[out] = nb[i];
     if (w != nullptr) w[out] = w[i];
     ++out;
@@ -78,6 +89,43 @@ bool check_symmetric(const Csr& g, ThreadPool& pool) {
 
 }  // namespace
 
+Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool, BuildStats* stats);
+
+namespace {
+
+// Adds (v,u), with the weight of (u,v), for each (u,v) of `el` whose (v,u) is not in it (the
+// lists of a CSR built from the input as it is answer that).
+void add_missing_reverse_edges(EdgeList& el, ThreadPool& pool) {
+  EdgeList copy = el;
+  const Csr in = build_csr(std::move(copy), BuildOptions{}, pool);
+  const bool weighted = !in.weights.empty();
+  struct Missing {
+    Edge edge;
+    float weight;
+  };
+  std::vector<std::vector<Missing>> missing(ThreadPool::chunks(in.vertices, kVertexGrain));
+  pool.parallel_for(in.vertices, kVertexGrain, [&](uint64_t c, uint64_t b, uint64_t e) {
+    for (uint64_t u = b; u < e; ++u) {
+      for (uint64_t i = in.offsets[u]; i < in.offsets[u + 1]; ++i) {
+        const uint32_t v = in.neighbours[i];
+        const uint32_t* first = in.neighbours.data() + in.offsets[v];
+        const uint32_t* last = in.neighbours.data() + in.offsets[v + 1];
+        if (!std::binary_search(first, last, static_cast<uint32_t>(u))) {
+          missing[c].push_back({{v, static_cast<uint32_t>(u)}, weighted ? in.weights[i] : 0.0f});
+        }
+      }
+    }
+  });
+  for (const auto& list : missing) {
+    for (const Missing& m : list) {
+      el.edges.push_back(m.edge);
+      if (weighted) el.weights.push_back(m.weight);
+    }
+  }
+}
+
+}  // namespace
+
 Graph Csr::view() const {
   Graph g;
   g.vertices = vertices;
@@ -89,8 +137,14 @@ Graph Csr::view() const {
   return g;
 }
 
-Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool) {
-  if (o.symmetrize) add_reverse_edges(el, pool);
+Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool, BuildStats* stats) {
+  BuildStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = {};
+  stats->input_edges = el.edges.size();
+  if (o.symmetrize && o.remove_duplicates) add_reverse_edges(el, pool);
+  if (o.symmetrize && !o.remove_duplicates) add_missing_reverse_edges(el, pool);
+  stats->reverse_edges_added = el.edges.size() - stats->input_edges;
   const uint64_t n = el.vertices, m = el.edges.size();
   const bool weighted = !el.weights.empty();
   Csr g;
@@ -117,14 +171,20 @@ Csr build_csr(EdgeList el, const BuildOptions& o, ThreadPool& pool) {
   });
   el = EdgeList();
   // Sort and filter each list in place; the new degrees go to cursor.
-  pool.parallel_for(n, kVertexGrain, [&](uint64_t, uint64_t b, uint64_t e) {
+  std::vector<Dropped> dropped(ThreadPool::chunks(n, kVertexGrain));
+  pool.parallel_for(n, kVertexGrain, [&](uint64_t c, uint64_t b, uint64_t e) {
     std::vector<std::pair<uint32_t, float>> scratch;
     for (uint64_t v = b; v < e; ++v) {
       const uint64_t at = g.offsets[v];
-      cursor[v] = tidy_list(static_cast<uint32_t>(v), nb.data() + at,
-                            weighted ? w.data() + at : nullptr, g.offsets[v + 1] - at, o, scratch);
+      cursor[v] =
+          tidy_list(static_cast<uint32_t>(v), nb.data() + at, weighted ? w.data() + at : nullptr,
+                    g.offsets[v + 1] - at, o, scratch, &dropped[c]);
     }
   });
+  for (const Dropped& d : dropped) {
+    stats->self_loops_dropped += d.self_loops;
+    stats->duplicates_dropped += d.duplicates;
+  }
   // Compact.
   std::vector<uint64_t> old = std::move(g.offsets);
   g.offsets.assign(n + 1, 0);
@@ -169,8 +229,9 @@ Csr reorder_by_degree(const Csr& in, ThreadPool& pool, std::vector<uint32_t>* ol
         g.neighbours[to + k] = new_of[in.neighbours[from + k]];
         if (weighted) g.weights[to + k] = in.weights[from + k];
       }
+      Dropped none;
       tidy_list(static_cast<uint32_t>(i), g.neighbours.data() + to,
-                weighted ? g.weights.data() + to : nullptr, len, keep_all, scratch);
+                weighted ? g.weights.data() + to : nullptr, len, keep_all, scratch, &none);
     }
   });
   if (old_ids != nullptr) *old_ids = std::move(old_of);

@@ -3,8 +3,11 @@
 //
 //   generate  a Kronecker or uniform graph (symmetrized unless directed; self loops and
 //             duplicate edges dropped), written as .fmg
-//   convert   an edge list (.el, .wel) or .mtx as it is (self loops and duplicates kept; reverse
-//             edges added with symmetrize; a symmetric .mtx is mirrored either way)
+//   convert   an edge list (.el, .wel), a .mtx or a GAPBS .sg/.wsg; self loops and duplicate
+//             edges dropped and counted (keep_duplicates: kept); symmetrize adds the reverse
+//             edges without ever creating a duplicate; a symmetric .mtx is mirrored either way
+//   run       also takes a GAPBS .sg/.wsg: it is converted to a temporary .fmg in mmap_dir
+//             first (removed at exit)
 //   run       an algorithm over `trials` timed runs: the median, faults and bytes moved, and a
 //             record appended to json_out; far memory failing under a run ends it with
 //             paged::kFaultExitStatus (86) and one "fatal" line, never wrong output or a hang
@@ -20,6 +23,7 @@
 
 #include "farmem/bench/harness/names.h"
 #include "farmem/bench/harness/options.h"
+#include "farmem/graph/algorithms.h"
 #include "farmem/graph/far_graph.h"
 
 namespace farmem::bench {
@@ -49,6 +53,7 @@ struct GraphConvertOptions {
   GraphOutputOptions output;
   std::string input;
   bool symmetrize = false;
+  bool keep_duplicates = false;  // keep self loops and duplicate edges
 };
 
 enum class GraphAlgorithm { kBfs, kPr, kCc, kRadii, kBc };
@@ -82,6 +87,15 @@ inline constexpr EnumNames<paged::Advice, 2> kFarGraphAdviceNames{
 inline constexpr EnumNames<graph::FarPin, 3> kFarPinNames{
     {{"on", graph::FarPin::kOn}, {"random", graph::FarPin::kRandom}, {"off", graph::FarPin::kOff}}};
 
+inline constexpr EnumNames<graph::PageRankConvention, 2> kPageRankConventionNames{
+    {{"networkx", graph::PageRankConvention::kNetworkx},
+     {"gapbs", graph::PageRankConvention::kGapbs}}};
+
+inline constexpr EnumNames<graph::BcNormalization, 3> kBcNormalizationNames{
+    {{"none", graph::BcNormalization::kNone},
+     {"max", graph::BcNormalization::kMax},
+     {"networkx", graph::BcNormalization::kNetworkx}}};
+
 struct GraphRunOptions {
   GraphAlgorithm algorithm = GraphAlgorithm::kBfs;
   std::string graph;              // the .fmg file
@@ -98,8 +112,10 @@ struct GraphRunOptions {
   graph::FarGraphOptions far;
   std::string agent = "none";  // far: ADDR of a farmem-agent
   AgentCache cache = AgentCache::kOff;
-  uint32_t pr_iterations = 20;
-  double pr_epsilon = 0;
+  uint32_t pr_iterations = 20;  // pr: the most iterations
+  double pr_tolerance = 1e-4;   // pr: stop below this L1 change (0: run every iteration)
+  graph::PageRankConvention pr_convention = graph::PageRankConvention::kNetworkx;
+  graph::BcNormalization bc_normalize = graph::BcNormalization::kNone;
   std::string output;      // one "vertex value" line per vertex
   std::string json_out;    // FILE.json or FILE.csv, appended
   ClusterOptions cluster;  // far

@@ -35,6 +35,14 @@ struct BuildOptions {
   bool remove_duplicates = false;
 };
 
+// What build_csr dropped (input edges, reverse edges added and entries removed).
+struct BuildStats {
+  uint64_t input_edges = 0;
+  uint64_t reverse_edges_added = 0;
+  uint64_t self_loops_dropped = 0;
+  uint64_t duplicates_dropped = 0;  // of those added by symmetrizing or in the input
+};
+
 // An owning CSR graph in DRAM.
 struct Csr {
   uint64_t vertices = 0;
@@ -45,8 +53,12 @@ struct Csr {
   Graph view() const;
 };
 
+// Symmetrizing never creates a duplicate: with remove_duplicates every (u,v) stays once; without
+// it, (v,u) is added only for the (u,v) that have no (v,u) already (one per occurrence, so the
+// input's own duplicates are mirrored and the result is symmetric).
 // Precondition: every id < el.vertices <= kFmgMaxVertices; weights empty or one per edge.
-Csr build_csr(EdgeList el, const BuildOptions& options, ThreadPool& pool);
+Csr build_csr(EdgeList el, const BuildOptions& options, ThreadPool& pool,
+              BuildStats* stats = nullptr);
 
 // Relabels the vertices by descending degree (ties keep the lower old id first): new vertex i is
 // old vertex old_ids[i]. The result is isomorphic to `in` (same symmetric flag, every list

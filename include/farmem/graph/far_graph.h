@@ -32,7 +32,7 @@ struct FarGraphOptions {
   bool huge_pages = false;        // the graph file's region on huge pages
   bool sparse_view = true;        // graph pages larger than page_bytes: a small-page copy
   // The graph's sections: kRandom or kSequential (read ahead of faults).
-  paged::Advice graph_advice = paged::Advice::kRandom;
+  paged::Advice graph_advice = paged::Advice::kSequential;
   FarPin pin = FarPin::kOn;
   uint32_t install_threads = 2;  // paged::PageManagerOptions::install_threads
   // Where pages come from (null = the memory nodes directly): the graph's region, the vertex

@@ -14,7 +14,12 @@
 //         a symmetric file's off-diagonal entries are mirrored.
 // Blank lines and lines starting with '#' or '%' (.el/.wel) are skipped. Anything else that
 // does not parse is kInvalidArgument naming the file and line.
-// Thread safety: generate_edges drives `pool`; read_edge_file is a plain function.
+//
+// read_gapbs_file: a GAPBS serialized graph, .sg (unweighted) or .wsg (int32 weights, read as
+// floats), layout in docs/formats/graph.md; the size must match the header exactly, offsets
+// and ids are checked, lists sorted if they are not. An undirected file is symmetric; of a
+// directed one only the out-edge CSR is kept.
+// Thread safety: generate_edges drives `pool`; the readers are plain functions.
 #pragma once
 
 #include <cstdint>
@@ -38,5 +43,8 @@ struct GenerateOptions {
 Result<EdgeList> generate_edges(const GenerateOptions& options, ThreadPool& pool);
 
 Result<EdgeList> read_edge_file(const std::string& path);
+
+bool is_gapbs_file(const std::string& path);  // ends in .sg or .wsg
+Result<Csr> read_gapbs_file(const std::string& path);
 
 }  // namespace farmem::graph

@@ -63,14 +63,18 @@ Result<Outcome> run_algorithm(graph::AlgorithmContext& ctx, const GraphRunOption
     case GraphAlgorithm::kPr: {
       graph::PageRankOptions pr;
       pr.iterations = o.pr_iterations;
-      pr.epsilon = o.pr_epsilon;
+      pr.tolerance = o.pr_tolerance;
+      pr.convention = o.pr_convention;
       FARMEM_TRY(scores(graph::pagerank(ctx, pr, &out.iterations), n, &out));
       out.summary += fmt::format(" iterations={}", out.iterations);
       break;
     }
-    case GraphAlgorithm::kBc:
-      FARMEM_TRY(scores(graph::betweenness(ctx, sources), n, &out));
+    case GraphAlgorithm::kBc: {
+      auto bc = graph::betweenness(ctx, sources);
+      if (bc.ok()) graph::normalize_betweenness(ctx, *bc, o.bc_normalize, sources.size());
+      FARMEM_TRY(scores(std::move(bc), n, &out));
       break;
+    }
   }
   return out;
 }

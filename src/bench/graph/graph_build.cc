@@ -67,14 +67,28 @@ int run_graph_generate(const GraphGenerateOptions& f) {
 
 int run_graph_convert(const GraphConvertOptions& f) {
   const double start = now_s();
+  graph::ThreadPool pool(f.output.threads);
+  if (graph::is_gapbs_file(f.input)) {
+    if (f.symmetrize) return graph_fail("--symmetrize: a GAPBS .sg/.wsg is converted as it is");
+    auto csr = graph::read_gapbs_file(f.input);
+    if (!csr.ok()) return graph_fail(csr.status().to_string());
+    return write_graph(*csr, f.output, pool, start);
+  }
   auto el = graph::read_edge_file(f.input);
   if (!el.ok()) return graph_fail(el.status().to_string());
   fmt::print(stderr, "graph: read {} edges over {} vertices from {}\n", el->edges.size(),
              el->vertices, f.input);
-  graph::ThreadPool pool(f.output.threads);
   graph::BuildOptions b;
   b.symmetrize = f.symmetrize;
-  graph::Csr csr = graph::build_csr(std::move(*el), b, pool);
+  b.remove_self_loops = !f.keep_duplicates;
+  b.remove_duplicates = !f.keep_duplicates;
+  graph::BuildStats stats;
+  graph::Csr csr = graph::build_csr(std::move(*el), b, pool, &stats);
+  fmt::print(
+      "graph: input edges={} reverse_added={} self_loops_dropped={} "
+      "duplicates_dropped={}\n",
+      stats.input_edges, stats.reverse_edges_added, stats.self_loops_dropped,
+      stats.duplicates_dropped);
   return write_graph(csr, f.output, pool, start);
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "far_session.h"
@@ -18,7 +19,9 @@
 #include "farmem/bench/graph.h"
 #include "farmem/bench/harness/report.h"
 #include "farmem/common/units.h"
+#include "farmem/graph/builder.h"
 #include "farmem/graph/format.h"
+#include "farmem/graph/input.h"
 #include "farmem/graph/thread_pool.h"
 #include "graph_algorithms.h"
 #include "graph_output.h"
@@ -226,9 +229,46 @@ Status write_record(const GraphRun& r) {
   return append_report(o.json_out, rec);
 }
 
+// A GAPBS .sg/.wsg becomes a temporary .fmg in mmap_dir (removed when the run ends).
+class TemporaryFmg {
+ public:
+  ~TemporaryFmg() {
+    if (!path_.empty()) std::filesystem::remove(path_);
+  }
+  int make(const GraphRunOptions& o) {
+    const double t0 = now_s();
+    auto csr = graph::read_gapbs_file(o.graph);
+    if (!csr.ok()) return graph_fail(csr.status().to_string());
+    const std::string path = fmt::format("{}/farmem-{}-{}.fmg", o.mmap_dir, ::getpid(),
+                                         std::filesystem::path(o.graph).stem().string());
+    if (Status s = graph::write_fmg(*csr, path); !s.ok()) return graph_fail(s.to_string());
+    path_ = path;
+    fmt::print(stderr, "graph: read GAPBS {} ({} vertices, {} arcs) into {} in {:.2f} s\n", o.graph,
+               csr->vertices, csr->neighbours.size(), path_, now_s() - t0);
+    return 0;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+int run_fmg(const GraphRunOptions& o);
+
 }  // namespace
 
 int run_graph(const GraphRunOptions& o) {
+  if (!graph::is_gapbs_file(o.graph)) return run_fmg(o);
+  TemporaryFmg fmg;
+  if (int rc = fmg.make(o); rc != 0) return rc;
+  GraphRunOptions converted = o;
+  converted.graph = fmg.path();
+  return run_fmg(converted);
+}
+
+namespace {
+
+int run_fmg(const GraphRunOptions& o) {
   if (int rc = check_options(o); rc != 0) return rc;
   GraphRun r;
   r.o = &o;
@@ -245,5 +285,7 @@ int run_graph(const GraphRunOptions& o) {
   if (Status s = write_record(r); !s.ok()) return graph_fail(s.to_string());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace farmem::bench

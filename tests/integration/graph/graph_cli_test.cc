@@ -152,5 +152,66 @@ TEST_F(GraphCliTest, ConvertReadsEdgeListsAndRefusesMalformedInput) {
   EXPECT_NE(out.find("exactly one of"), std::string::npos) << out;
 }
 
+// A symmetric edge list (both directions present, as GAPBS's .el of an undirected graph) with a
+// self loop and a repeated edge: convert drops both and says so, and --symmetrize adds nothing.
+TEST_F(GraphCliTest, ConvertDropsDuplicatesAndSelfLoopsAndSymmetrizingAddsNone) {
+  std::ofstream(path("s.el")) << "0 1\n1 0\n1 2\n2 1\n2 2\n0 1\n";
+  std::string out;
+  ASSERT_EQ(farmem("convert --input " + path("s.el") + " --out " + path("s.fmg"), &out), 0) << out;
+  EXPECT_NE(out.find("self_loops_dropped=1 duplicates_dropped=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("vertices=3 edges=4 symmetric=true"), std::string::npos) << out;
+  ASSERT_EQ(
+      farmem("convert --input " + path("s.el") + " --symmetrize --out " + path("t.fmg"), &out), 0)
+      << out;
+  EXPECT_NE(out.find("vertices=3 edges=4 symmetric=true"), std::string::npos) << out;
+  // Kept on request; symmetrizing then mirrors only the edges that lack a reverse.
+  ASSERT_EQ(
+      farmem("convert --input " + path("s.el") + " --keep-duplicates --out " + path("k.fmg"), &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("vertices=3 edges=6 symmetric=true"), std::string::npos) << out;
+  std::ofstream(path("d.el")) << "0 1\n1 2\n2 1\n";
+  ASSERT_EQ(farmem("convert --input " + path("d.el") + " --keep-duplicates --symmetrize --out " +
+                       path("m.fmg"),
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("reverse_added=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("vertices=3 edges=4 symmetric=true"), std::string::npos) << out;
+}
+
+// A GAPBS .sg (undirected: directed byte, arc count, vertex count, i64 offsets, i32 ids) is
+// read by run and convert; a truncated one is refused naming the layout.
+TEST_F(GraphCliTest, RunAndConvertReadGapbsSerializedGraphs) {
+  {
+    std::ofstream sg(path("p.sg"), std::ios::binary);
+    const bool directed = false;
+    const int64_t arcs = 4, vertices = 3;
+    const int64_t offsets[] = {0, 1, 3, 4};
+    const int32_t ids[] = {1, 0, 2, 1};
+    sg.write(reinterpret_cast<const char*>(&directed), 1);
+    sg.write(reinterpret_cast<const char*>(&arcs), 8);
+    sg.write(reinterpret_cast<const char*>(&vertices), 8);
+    sg.write(reinterpret_cast<const char*>(offsets), sizeof(offsets));
+    sg.write(reinterpret_cast<const char*>(ids), sizeof(ids));
+  }
+  std::string out;
+  ASSERT_EQ(farmem("run bfs --graph " + path("p.sg") + " --source 0 --mmap-dir " + dir_.string() +
+                       " --output " + path("bfs.txt"),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(slurp(path("bfs.txt")), "0 0\n1 1\n2 2\n");
+  ASSERT_EQ(farmem("convert --input " + path("p.sg") + " --out " + path("p.fmg"), &out), 0) << out;
+  EXPECT_NE(out.find("vertices=3 edges=4 symmetric=true"), std::string::npos) << out;
+  std::filesystem::resize_file(path("p.sg"), 40);
+  EXPECT_EQ(farmem("run bfs --graph " + path("p.sg") + " --mmap-dir " + dir_.string(), &out), 1);
+  EXPECT_NE(out.find("GAPBS layout"), std::string::npos) << out;
+  // The temporary .fmg of the good run is gone.
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind("farmem-", 0), std::string::npos) << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace farmem::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -142,25 +143,42 @@ TEST_P(GraphAlgorithmsTest, BfsDepthsMatchAQueueBfs) {
   EXPECT_FALSE(bfs(*ctx_, static_cast<uint32_t>(csr_.vertices)).ok());
 }
 
-TEST_P(GraphAlgorithmsTest, PageRankMatchesPowerIteration) {
-  PageRankOptions o;
-  o.iterations = 15;
-  uint32_t ran = 0;
-  auto rank = pagerank(*ctx_, o, &ran);
-  ASSERT_TRUE(rank.ok()) << rank.status().to_string();
-  EXPECT_EQ(ran, 15u);
-  const auto want = reference::pagerank(csr_, o.damping, o.iterations);
-  double sum = 0;
-  for (uint64_t v = 0; v < csr_.vertices; ++v) {
-    ASSERT_NEAR((*rank)[v], want[v], 1e-12 + 1e-9 * want[v]) << "vertex " << v;
-    sum += (*rank)[v];
+TEST_P(GraphAlgorithmsTest, PageRankMatchesPowerIterationInBothConventions) {
+  for (PageRankConvention convention :
+       {PageRankConvention::kNetworkx, PageRankConvention::kGapbs}) {
+    const bool spread = convention == PageRankConvention::kNetworkx;
+    PageRankOptions o;
+    o.iterations = 15;
+    o.tolerance = 0;
+    o.convention = convention;
+    uint32_t ran = 0;
+    auto rank = pagerank(*ctx_, o, &ran);
+    ASSERT_TRUE(rank.ok()) << rank.status().to_string();
+    EXPECT_EQ(ran, 15u);
+    const auto want = reference::pagerank(csr_, o.damping, o.iterations, spread);
+    double sum = 0;
+    for (uint64_t v = 0; v < csr_.vertices; ++v) {
+      // Contributions are floats (as GAPBS's scores): about 1e-7 relative.
+      ASSERT_NEAR((*rank)[v], want[v], 1e-12 + 1e-6 * want[v]) << "spread " << spread << " v " << v;
+      sum += (*rank)[v];
+    }
+    if (spread) {
+      EXPECT_NEAR(sum, 1.0, 1e-6);
+    }
+    // With a tolerance the run stops after the first iteration whose L1 change is below it.
+    std::vector<double> changes;
+    reference::pagerank(csr_, o.damping, 200, spread, &changes);
+    o.iterations = 200;
+    o.tolerance = 1e-4;  // GAPBS's default
+    ASSERT_TRUE(pagerank(*ctx_, o, &ran).ok());
+    // (Float contributions move a change by ~1e-7 relative: the stop is checked with a 1% band.)
+    ASSERT_GE(ran, 1u);
+    ASSERT_LT(ran, 200u) << "spread " << spread;
+    EXPECT_LT(changes[ran - 1], o.tolerance * 1.01) << "spread " << spread;
+    if (ran >= 2) {
+      EXPECT_GT(changes[ran - 2], o.tolerance * 0.99) << "spread " << spread;
+    }
   }
-  EXPECT_NEAR(sum, 1.0, 1e-9);
-  // With epsilon the iteration stops early and stays close to the fixed point.
-  o.iterations = 200;
-  o.epsilon = 1e-7;
-  ASSERT_TRUE(pagerank(*ctx_, o, &ran).ok());
-  EXPECT_LT(ran, 200u);
 }
 
 TEST_P(GraphAlgorithmsTest, ComponentsMatchUnionFind) {
@@ -193,6 +211,13 @@ TEST_P(GraphAlgorithmsTest, BetweennessMatchesBrandes) {
   for (uint64_t v = 0; v < csr_.vertices; ++v) {
     ASSERT_NEAR((*bc)[v], want[v], 1e-9 * (1 + std::fabs(want[v]))) << "vertex " << v;
   }
+  // GAPBS's normalisation: divided by the greatest score.
+  const double most = *std::max_element(want.begin(), want.end());
+  normalize_betweenness(*ctx_, *bc, BcNormalization::kMax, sources.size());
+  for (uint64_t v = 0; v < csr_.vertices; ++v) {
+    const double expect = most > 0 ? want[v] / most : want[v];
+    ASSERT_NEAR((*bc)[v], expect, 1e-9 * (1 + std::fabs(expect))) << "vertex " << v;
+  }
 }
 
 TEST_P(GraphAlgorithmsTest, ResultsDoNotDependOnTheThreadCount) {
@@ -207,6 +232,36 @@ TEST_P(GraphAlgorithmsTest, ResultsDoNotDependOnTheThreadCount) {
   auto q = pagerank(*ctx_, {});
   ASSERT_TRUE(p.ok() && q.ok());
   for (uint64_t v = 0; v < csr_.vertices; ++v) ASSERT_EQ((*p)[v], (*q)[v]);
+}
+
+// networkx.betweenness_centrality(G) (normalized=True, every vertex a source) on graphs whose
+// values are known: a path a-b-c gives b 1.0; a star's centre 1.0; a 4-cycle 1/6 everywhere.
+TEST(GraphBetweenness, NetworkxNormalisationMatchesItsKnownValues) {
+  const std::string path = temp_path("bc-networkx");
+  ThreadPool pool(2);
+  struct Known {
+    EdgeList edges;
+    std::vector<double> want;
+  };
+  std::vector<Known> known;
+  known.push_back({edges_of(3, {{0, 1}, {1, 2}}), {0, 1, 0}});
+  known.push_back({edges_of(5, {{0, 1}, {0, 2}, {0, 3}, {0, 4}}), {1, 0, 0, 0, 0}});
+  known.push_back(
+      {edges_of(4, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}), {1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6}});
+  for (Known& k : known) {
+    const Csr csr = build_csr(std::move(k.edges), {true, true, true}, pool);
+    ASSERT_TRUE(write_fmg(csr, path).ok());
+    auto m = open_local(path);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    AlgorithmContext ctx(**m, pool);
+    std::vector<uint32_t> all(csr.vertices);
+    for (uint32_t v = 0; v < csr.vertices; ++v) all[v] = v;
+    auto bc = betweenness(ctx, all);
+    ASSERT_TRUE(bc.ok()) << bc.status().to_string();
+    normalize_betweenness(ctx, *bc, BcNormalization::kNetworkx, all.size());
+    for (uint64_t v = 0; v < csr.vertices; ++v) EXPECT_NEAR((*bc)[v], k.want[v], 1e-12) << v;
+  }
+  std::filesystem::remove(path);
 }
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {

@@ -31,8 +31,10 @@ inline std::vector<int32_t> bfs(const Csr& g, uint32_t source) {
   return depth;
 }
 
-// Power iteration, dangling mass spread uniformly.
-inline std::vector<double> pagerank(const Csr& g, double damping, uint32_t iterations) {
+// Power iteration, dangling mass spread uniformly (networkx) or dropped (GAPBS, spread false);
+// changes (if given) gets each iteration's L1 change.
+inline std::vector<double> pagerank(const Csr& g, double damping, uint32_t iterations,
+                                    bool spread = true, std::vector<double>* changes = nullptr) {
   const uint64_t n = g.vertices;
   std::vector<double> p(n, 1.0 / n), q(n);
   for (uint32_t it = 0; it < iterations; ++it) {
@@ -43,7 +45,13 @@ inline std::vector<double> pagerank(const Csr& g, double damping, uint32_t itera
       if (deg == 0) dangling += p[u];
       for (uint64_t i = g.offsets[u]; i < g.offsets[u + 1]; ++i) q[g.neighbours[i]] += p[u] / deg;
     }
-    for (uint64_t v = 0; v < n; ++v) q[v] = (1 - damping) / n + damping * (q[v] + dangling / n);
+    if (!spread) dangling = 0;
+    double change = 0;
+    for (uint64_t v = 0; v < n; ++v) {
+      q[v] = (1 - damping) / n + damping * (q[v] + dangling / n);
+      change += std::fabs(q[v] - p[v]);
+    }
+    if (changes != nullptr) changes->push_back(change);
     std::swap(p, q);
   }
   return p;
