@@ -14,6 +14,15 @@
 #   bench/compare_graph.sh                              # Kronecker scale 21, degree 16
 #   SCALE=16 ALGORITHMS="bfs pr" bench/compare_graph.sh # quick check
 #   ORDER=degree bench/compare_graph.sh                 # the same graph, hubs first
+#   GRAPH_KIND=gapbs-kron ALGORITHMS="bfs pr cc bc" BACKENDS="local gapbs far" \
+#     bench/compare_graph.sh                            # GAPBS's own graph, a GAPBS row
+#
+# GRAPH_KIND (farmem: `farmem graph generate`; gapbs-kron | gapbs-uniform: GAPBS's converter
+# writes `-g SCALE` / `-u SCALE` as .sg, which farmem converts to .fmg). The gapbs backend runs
+# GAPBS's bfs, pr, cc and bc (no radii) on that .sg with OMP_NUM_THREADS=THREADS, BFS and BC from
+# the local row's source, PR for PR_ITERATIONS with PR_TOLERANCE (20 and 0: the same iterations
+# on both sides; farmem's PR rows take the same flags and --convention PR_CONVENTION, gapbs);
+# GAPBS_DIR (WORK/gapbs: cloned from GAPBS_URL and built with make when its binaries are missing).
 #
 # Environment: SCALE (21), DEGREE (16), SEED (1), ORDER (input: vertex ids as generated; degree:
 # relabelled by descending degree, `farmem graph generate --order degree`), THREADS (2), TRIALS (3), BUDGET (25%: of the
@@ -64,13 +73,25 @@ FARMEM_AGENT=${FARMEM_AGENT:-build/farmem-agent}
 WORK=${WORK:-/tmp/farmem-graph}
 ORDER_SUFFIX=""
 [[ "$ORDER" == input ]] || ORDER_SUFFIX="-$ORDER"
-GRAPH=${GRAPH:-$WORK/kron-$SCALE-$DEGREE-$SEED$ORDER_SUFFIX.fmg}
+case "$GRAPH_KIND" in
+  farmem) GRAPH=${GRAPH:-$WORK/kron-$SCALE-$DEGREE-$SEED$ORDER_SUFFIX.fmg} ;;
+  gapbs-kron|gapbs-uniform)
+    SG=$WORK/$GRAPH_KIND-$SCALE.sg
+    GRAPH=${GRAPH:-$WORK/$GRAPH_KIND-$SCALE$ORDER_SUFFIX.fmg} ;;
+  *) echo "GRAPH_KIND is farmem, gapbs-kron or gapbs-uniform" >&2; exit 2 ;;
+esac
 FARMEM=${FARMEM:-build/farmem}
 OUT=${OUT:-build/bench-compare-graph.json}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
+GRAPH_KIND=${GRAPH_KIND:-farmem}
+PR_ITERATIONS=${PR_ITERATIONS:-20}
+PR_TOLERANCE=${PR_TOLERANCE:-0}
+PR_CONVENTION=${PR_CONVENTION:-gapbs}
+GAPBS_URL=${GAPBS_URL:-https://github.com/sbeamer/gapbs}
 
 mkdir -p "$WORK" "$(dirname "$OUT")"
 WORK=$(cd "$WORK" && pwd)  # the memory node's --preload-dir must be absolute
+GAPBS_DIR=${GAPBS_DIR:-$WORK/gapbs}
 CHILD=""
 NODE_PID=""
 AGENT_PID=""
@@ -117,11 +138,62 @@ run() {
   return $rc
 }
 
-if [[ ! -f "$GRAPH" ]]; then
+# GAPBS's binaries in GAPBS_DIR (cloned and built once when missing).
+ensure_gapbs() {
+  [[ -x "$GAPBS_DIR/bfs" && -x "$GAPBS_DIR/converter" ]] && return 0
+  [[ -d "$GAPBS_DIR/.git" ]] || git clone -q --depth 1 "$GAPBS_URL" "$GAPBS_DIR"
+  echo "== building GAPBS in $GAPBS_DIR"
+  make -C "$GAPBS_DIR" -j"$THREADS" bfs pr cc bc converter > "$WORK/gapbs-build.log" 2>&1
+}
+if [[ ! -f "$GRAPH" && "$GRAPH_KIND" == farmem ]]; then
   echo "== generating Kronecker scale $SCALE degree $DEGREE seed $SEED order $ORDER -> $GRAPH"
   run "$FARMEM" graph generate --kron "$SCALE" --degree "$DEGREE" --seed "$SEED" \
       --order "$ORDER" --threads "$THREADS" --out "$GRAPH"
+elif [[ ! -f "$GRAPH" ]]; then
+  ensure_gapbs
+  if [[ ! -f "$SG" ]]; then
+    flag=-g; [[ "$GRAPH_KIND" == gapbs-uniform ]] && flag=-u
+    echo "== GAPBS converter $flag$SCALE -> $SG"
+    run "$GAPBS_DIR/converter" "$flag$SCALE" -b "$SG" > "$WORK/gapbs-converter.log"
+  fi
+  echo "== converting $SG -> $GRAPH"
+  run "$FARMEM" graph convert --input "$SG" --order "$ORDER" --threads "$THREADS" --out "$GRAPH"
 fi
+[[ " $BACKENDS " == *" gapbs "* ]] && ensure_gapbs
+
+# The source farmem's local row used (its JSON record), else farmem's default source.
+row_source() {  # ALGORITHM
+  python3 - "$RESULTS" "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line) if line.strip() else None
+    if r and r["algorithm"] == sys.argv[2] and r.get("sources"):
+        print(r["sources"][0]); break
+PY
+}
+# GAPBS's kernel for ALGORITHM on the .sg: its "Trial Time" lines become one JSON record.
+run_gapbs() {  # ALGORITHM
+  local a=$1 args=() src log="$WORK/gapbs-$1-$$.log"
+  [[ -n "${SG:-}" ]] || { echo "   (gapbs needs GRAPH_KIND=gapbs-kron or gapbs-uniform)"; return 0; }
+  case "$a" in
+    bfs|bc) src=$(row_source "$a")
+            [[ -n "$src" ]] || { echo "   (gapbs $a: run the local row first for its source)"; return 0; }
+            args=(-r "$src"); [[ "$a" == bc ]] && args+=(-i 1) ;;
+    pr) args=(-i "$PR_ITERATIONS" -t "$PR_TOLERANCE") ;;
+    cc) ;;
+    *) echo "   (GAPBS has no $a)"; return 0 ;;
+  esac
+  OMP_NUM_THREADS=$THREADS run "$GAPBS_DIR/$a" -f "$SG" -n "$TRIALS" "${args[@]}" > "$log"
+  python3 - "$log" "$a" "$THREADS" "$SG" >> "$RESULTS" <<'PY'
+import json, statistics, sys
+times = [float(l.split()[-1]) for l in open(sys.argv[1]) if l.startswith("Trial Time:")]
+print(json.dumps({"bench": "graph", "algorithm": sys.argv[2], "backend": "gapbs", "advice": "",
+                  "agent": "none", "cache": "off", "graph": sys.argv[4],
+                  "threads": int(sys.argv[3]), "trial_seconds": times,
+                  "median_seconds": statistics.median(times), "local_memory_bytes": 0,
+                  "faults": 0, "bytes_fetched": 0, "bytes_written_back": 0, "traffic": {}}))
+PY
+}
 
 # Waits (up to 30 s) for a port file and prints the port.
 wait_port() {
@@ -173,6 +245,13 @@ for algorithm in $ALGORITHMS; do
   for backend in $BACKENDS; do
     args=(graph run "$algorithm" --graph "$GRAPH" --threads "$THREADS" --trials "$TRIALS"
           --seed "$SEED" --out "$RESULTS")
+    [[ "$algorithm" == pr ]] && args+=(--iterations "$PR_ITERATIONS" --tolerance "$PR_TOLERANCE"
+                                       --convention "$PR_CONVENTION")
+    if [[ "$backend" == gapbs ]]; then
+      echo "== $algorithm gapbs"
+      run_gapbs "$algorithm" || echo "   ($algorithm gapbs failed or timed out)"
+      continue
+    fi
     case "$backend" in
       agent-off|agent-static) read -ra extra <<< "$(agent_args "${backend#agent-}")"
                               args+=("${extra[@]}") ;;
@@ -217,7 +296,7 @@ fi
 cat "$RESULTS" "$SHARED_RESULTS" >> "$OUT"
 
 echo
-echo "Kronecker scale $SCALE degree $DEGREE (ids: $ORDER; $(basename "$GRAPH")), $THREADS threads, budget $BUDGET, median of $TRIALS, far graph pages $GRAPH_PAGES"
+echo "$GRAPH_KIND scale $SCALE (ids: $ORDER; $(basename "$GRAPH")), $THREADS threads, budget $BUDGET, median of $TRIALS, far graph pages $GRAPH_PAGES"
 python3 - "$RESULTS" "$SHARED_RESULTS" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -251,6 +330,9 @@ def find(a, n):
     got = [r for r in rows if r["algorithm"] == a and name(r) == n]
     return got[0] if got else None
 for a in local:
+    gap = find(a, "gapbs")
+    if gap:
+        print(f'{a}: farmem local is {local[a] / gap["median_seconds"]:.2f}x GAPBS\'s time')
     far = find(a, "far")
     mm = [r["median_seconds"] for r in rows if r["algorithm"] == a and r["backend"] == "mmap"]
     if far and mm:

@@ -64,11 +64,13 @@ class GraphFarTest : public PagedTest {
     AlgorithmContext ctx(**m, pool);
     const uint32_t source = max_degree_vertex(ctx);
     ASSERT_NO_FATAL_FAILURE(expect_bfs_matches(ctx, csr, source));
-    auto rank = pagerank(ctx, {});
+    PageRankOptions pr;
+    pr.tolerance = 0;  // all 20 iterations
+    auto rank = pagerank(ctx, pr);
     ASSERT_TRUE(rank.ok()) << rank.status().to_string();
     const auto want_rank = reference::pagerank(csr, 0.85, 20);
-    for (uint64_t v = 0; v < csr.vertices; ++v) {
-      ASSERT_NEAR((*rank)[v], want_rank[v], 1e-12 + 1e-9 * want_rank[v]) << v;
+    for (uint64_t v = 0; v < csr.vertices; ++v) {  // float contributions: ~1e-7 relative
+      ASSERT_NEAR((*rank)[v], want_rank[v], 1e-12 + 1e-6 * want_rank[v]) << v;
     }
     if (csr.symmetric) {
       auto label = connected_components(ctx);
