@@ -3,10 +3,16 @@
 // indexed like the neighbour array; then a backward sweep, deepest level first, in which each
 // vertex sums over its marked edges only (no depth lookups of its neighbours).
 //
+// The backward sweep needs, of a successor v, only (1 + delta(v)) / sigma(v); once v's level is
+// done that value replaces sigma(v) in the same array (a vertex reads its own sigma before it
+// overwrites it, and only its successors' slots, one level deeper, already converted). So the
+// randomly read state is the depths, one double per vertex and the successor bits.
+//
 // Path counts are sums of integers in doubles, exact below 2^53 in any order, so the scores are
 // the same for any thread count until then.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -22,8 +28,7 @@ constexpr uint64_t kBrandesGrain = 64;  // frontier vertices per chunk
 
 struct BrandesState {
   int32_t* depth;
-  double* sigma;
-  double* delta;
+  double* sigma;    // path counts; in the backward sweep (1 + delta) / sigma, level by level
   uint32_t* order;  // vertices in BFS order, level by level
   Bitmap* successor;
   std::vector<uint64_t> level_start;
@@ -73,6 +78,9 @@ void brandes_forward(AlgorithmContext& ctx, uint32_t source, BrandesState& st) {
     if (begin == end) break;
     forward_level(ctx, st, begin, end, level, tail);
     st.level_start.push_back(tail.load());
+    // Far and mmap backends: the next level (and its backward sweep) reads the lists in address
+    // order, a pass over the pages rather than a fault per vertex.
+    if (ctx.memory().backend() != "local") std::sort(st.order + end, st.order + tail.load());
   }
   st.level_start.pop_back();  // the empty last level
 }
@@ -87,13 +95,12 @@ void brandes_backward(AlgorithmContext& ctx, uint32_t source, BrandesState& st, 
       for (uint64_t i = b0 + b; i < b0 + e; ++i) {
         const uint32_t u = st.order[i];
         const double sigma_u = st.sigma[u];
-        double d = 0;
+        double sum = 0;
         for (uint64_t j = g.offsets[u]; j < g.offsets[u + 1]; ++j) {
-          if (!st.successor->get(j)) continue;
-          const uint32_t v = g.neighbours[j];
-          d += sigma_u / st.sigma[v] * (1 + st.delta[v]);
+          if (st.successor->get(j)) sum += st.sigma[g.neighbours[j]];
         }
-        st.delta[u] = d;
+        const double d = sigma_u * sum;
+        st.sigma[u] = (1 + d) / sigma_u;
         if (u != source) bc[u] += d;
       }
     });
@@ -109,20 +116,19 @@ Result<Array<double>> betweenness(AlgorithmContext& ctx, const std::vector<uint3
       return InvalidArgument(fmt::format("source {} is not a vertex (the graph has {})", s, n));
     }
   }
-  auto bc = allocate_array<double>(ctx.memory(), n, "bc scores");
+  // The successor bits first: they are set and read in edge order at random vertices, and a
+  // backend that keeps random-access arrays resident in allocation order keeps these.
+  auto successor = allocate_bitmap(ctx.memory(), ctx.graph().edges, "bc successor edges");
+  FARMEM_TRY(successor);
+  auto bc = allocate_array<double>(ctx.memory(), n, "bc scores", Access::kSequential);
   FARMEM_TRY(bc);
   auto depth = allocate_array<int32_t>(ctx.memory(), n, "bc depth");
   FARMEM_TRY(depth);
   auto sigma = allocate_array<double>(ctx.memory(), n, "bc path counts");
   FARMEM_TRY(sigma);
-  auto delta = allocate_array<double>(ctx.memory(), n, "bc dependencies");
-  FARMEM_TRY(delta);
   auto order = allocate_array<uint32_t>(ctx.memory(), n, "bc order", Access::kSequential);
   FARMEM_TRY(order);
-  auto successor =
-      allocate_bitmap(ctx.memory(), ctx.graph().edges, "bc successor edges", Access::kScratch);
-  FARMEM_TRY(successor);
-  BrandesState st{depth->data(), sigma->data(), delta->data(), order->data(), &*successor, {}};
+  BrandesState st{depth->data(), sigma->data(), order->data(), &*successor, {}};
   for (uint32_t s : sources) {
     for_each_vertex(ctx, [&](uint32_t v) {
       st.depth[v] = -1;
