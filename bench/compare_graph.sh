@@ -30,7 +30,7 @@
 # (sequential: the far backend reads ahead in the graph's sections; or random), FAR_PIN (on:
 # random-access vertex arrays, then sequential state such as PageRank's rank arrays, pinned in
 # the far rows; random: random-access ones only; off), GRAPH_PAGES (huge: the far row keeps the
-# graph's region on 2 MiB huge pages, `--graph-page-bytes 2MiB --far-huge-pages`, with the pool
+# graph's region on 2 MiB huge pages, `--graph-page-bytes 2MiB --far-huge-pages on`, with the pool
 # raised to HUGE_POOL_PAGES (256) for the run and restored after, needs root; small: PAGE_BYTES;
 # the agent rows always use PAGE_BYTES: 2 MiB pages through the agent made PageRank 2.4x slower),
 # ALGORITHMS ("bfs pr cc radii bc"), BACKENDS ("local far agent-off agent-static agent-dynamic
@@ -113,7 +113,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
-GRAPH_PAGE_ARGS=()
+GRAPH_PAGE_ARGS=(--far-huge-pages off)
 if [[ "$GRAPH_PAGES" == huge ]]; then
   pool=$(cat /proc/sys/vm/nr_hugepages)
   if (( pool < HUGE_POOL_PAGES )); then
@@ -124,7 +124,7 @@ if [[ "$GRAPH_PAGES" == huge ]]; then
       GRAPH_PAGES=small
     fi
   fi
-  [[ "$GRAPH_PAGES" == huge ]] && GRAPH_PAGE_ARGS=(--graph-page-bytes 2MiB --far-huge-pages)
+  [[ "$GRAPH_PAGES" == huge ]] && GRAPH_PAGE_ARGS=(--graph-page-bytes 2MiB --far-huge-pages on)
   echo "== huge page pool: $(cat /proc/sys/vm/nr_hugepages) pages"
 fi
 

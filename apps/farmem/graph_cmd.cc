@@ -54,9 +54,10 @@ void add_far_flags(CLI::App* app, bench::GraphRunOptions* o) {
   app->add_option("--graph-page-bytes", far->graph_page_bytes,
                   "far: page size of the graph file's region (--page-bytes)")
       ->transform(bytes_unit());
-  app->add_flag("--far-huge-pages", far->huge_pages,
-                "far: back the graph file's region with huge pages (vm.nr_hugepages; "
-                "--graph-page-bytes a multiple of the huge page size)");
+  add_enum_option(app, "--far-huge-pages", &o->far_huge_pages, bench::kHugePagesModeNames,
+                  "far: the graph file's region on huge pages (vm.nr_hugepages; --graph-page-bytes "
+                  "a multiple of the huge page size, 2MiB when unset): auto (when the pool has "
+                  "them free, without --agent), on, off (auto)");
   app->add_option("--far-sparse-view", far->sparse_view,
                   "far, graph pages larger than --page-bytes: a second copy of the graph on "
                   "--page-bytes pages for sparse rounds over few vertices (true)")

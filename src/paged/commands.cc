@@ -10,6 +10,7 @@
 
 #include "farmem/client/thread_client.h"
 #include "farmem/common/check.h"
+#include "farmem/paged/huge_pool.h"
 #include "farmem/runtime/when_all.h"
 #include "pager.h"
 
@@ -19,36 +20,21 @@ namespace {
 
 bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-// A number from /proc/meminfo ("Hugepagesize:" in kB, "HugePages_Free:" a count), 0 if absent.
-uint64_t meminfo_value(const char* key) {
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  unsigned long long v = 0;
-  const size_t n = std::strlen(key);
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, key, n) == 0 && std::sscanf(line + n, " %llu", &v) == 1) break;
-  }
-  std::fclose(f);
-  return v;
-}
-
-uint64_t huge_page_bytes() { return meminfo_value("Hugepagesize:") * 1024; }
+uint64_t huge_page_bytes() { return huge_pool().page_bytes; }
 
 // A huge-page region holds at most its pages or the budget's worth (plus the fetches in flight),
 // whichever is fewer; the pool must have that many free now (MAP_NORESERVE reserves nothing; an
 // empty pool later is a fatal UFFDIO_COPY error).
 Status check_huge_pool(const PageManager::Impl* m, const RemoteLayout& layout) {
-  const uint64_t budget = m->budget_bytes.load();
+  const HugePool pool = huge_pool();
   const uint64_t need =
-      std::min<uint64_t>(layout.page_count, budget / layout.page_bytes + m->options.max_inflight) *
-      (layout.page_bytes / huge_page_bytes());
-  const uint64_t free = meminfo_value("HugePages_Free:");
-  if (free >= need) return OkStatus();
+      huge_pages_needed(layout.page_count * layout.page_bytes, layout.page_bytes,
+                        m->budget_bytes.load(), m->options.max_inflight, pool.page_bytes);
+  if (pool.free >= need) return OkStatus();
   return ResourceExhausted("paged: a huge-page region of " + std::to_string(layout.page_count) +
                            " pages needs " + std::to_string(need) +
-                           " free huge pages, the pool has " + std::to_string(free) +
-                           " (raise vm.nr_hugepages)");
+                           " free huge pages, the pool has " + std::to_string(pool.free) +
+                           " (as root: " + huge_pool_sysctl(pool, need) + ")");
 }
 
 Status check_options(const RegionOptions& o) {

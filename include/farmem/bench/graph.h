@@ -96,6 +96,13 @@ inline constexpr EnumNames<graph::BcNormalization, 3> kBcNormalizationNames{
      {"max", graph::BcNormalization::kMax},
      {"networkx", graph::BcNormalization::kNetworkx}}};
 
+// --far-huge-pages: auto (the graph's region on huge pages when the pool has them free, direct
+// mode only; else small pages and one line with the sysctl that would give them), on (refused
+// with that line when the pool lacks them), off.
+enum class HugePagesMode { kAuto, kOn, kOff };
+inline constexpr EnumNames<HugePagesMode, 3> kHugePagesModeNames{
+    {{"auto", HugePagesMode::kAuto}, {"on", HugePagesMode::kOn}, {"off", HugePagesMode::kOff}}};
+
 struct GraphRunOptions {
   GraphAlgorithm algorithm = GraphAlgorithm::kBfs;
   std::string graph;              // the .fmg file
@@ -110,7 +117,8 @@ struct GraphRunOptions {
   // far: the paged regions (page sizes, huge pages, sparse view, advice, pinning, install
   // threads; its budget and sources are the run's).
   graph::FarGraphOptions far;
-  std::string agent = "none";  // far: ADDR of a farmem-agent
+  HugePagesMode far_huge_pages = HugePagesMode::kAuto;  // decides far.huge_pages
+  std::string agent = "none";                           // far: ADDR of a farmem-agent
   AgentCache cache = AgentCache::kOff;
   uint32_t pr_iterations = 20;  // pr: the most iterations
   double pr_tolerance = 1e-4;   // pr: stop below this L1 change (0: run every iteration)

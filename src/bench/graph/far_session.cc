@@ -9,6 +9,8 @@
 #include "farmem/agent/page_source.h"
 #include "farmem/bench/harness/cluster.h"
 #include "farmem/graph/far_graph.h"
+#include "farmem/paged/huge_pool.h"
+#include "farmem/paged/page_manager.h"
 
 namespace farmem::bench {
 
@@ -48,6 +50,8 @@ nlohmann::ordered_json FarSession::agent_json(std::map<std::string, paged::PathT
 }
 
 void FarSession::fill_record(nlohmann::ordered_json* rec) {
+  (*rec)["far_huge_pages"] = graph_huge_pages;
+  (*rec)["far_graph_page_bytes"] = graph_page_bytes;
   std::map<std::string, paged::PathTraffic> paths;
   paths["host->memnode"].path = "host->memnode";
   for (const paged::PathTraffic& p : manager->stats().traffic) {
@@ -151,6 +155,66 @@ void print_load(const GraphRunOptions& o, const graph::FarGraph& g, bool use_age
                        : std::string(", direct"));
 }
 
+// The far options the memory node is sized for: graph pages as --far-huge-pages auto/on would
+// make them (a node sized for the sparse view beside huge pages serves small pages too).
+graph::FarGraphOptions sizing_options(const GraphRunOptions& o) {
+  graph::FarGraphOptions fo = o.far;
+  const uint64_t huge = paged::huge_pool().page_bytes;
+  if (o.far_huge_pages != HugePagesMode::kOff && o.agent == "none" && huge != 0 &&
+      fo.graph_page_bytes == 0) {
+    fo.graph_page_bytes = std::max(huge, fo.page_bytes);
+  }
+  return fo;
+}
+
+// --far-huge-pages (graph.h): the far options with huge_pages (and graph_page_bytes) decided,
+// after the memory node started (over shared memory UCX may take huge pages for it too).
+Result<graph::FarGraphOptions> resolve_huge_pages(const GraphRunOptions& o,
+                                                  const graph::FmgHeader& header,
+                                                  uint64_t budget_bytes) {
+  graph::FarGraphOptions fo = o.far;
+  fo.huge_pages = false;
+  const bool asked = o.far_huge_pages == HugePagesMode::kOn;
+  // Through the agent 2 MiB pages made PageRank 2.4x slower: auto stays small there.
+  if (o.far_huge_pages == HugePagesMode::kOff || (!asked && o.agent != "none")) return fo;
+  const paged::HugePool pool = paged::huge_pool();
+  if (pool.page_bytes == 0) {
+    if (asked) return Unavailable("--far-huge-pages on: this kernel offers no huge pages");
+    return fo;
+  }
+  if (fo.graph_page_bytes == 0) fo.graph_page_bytes = std::max(pool.page_bytes, fo.page_bytes);
+  if (fo.graph_page_bytes % pool.page_bytes != 0) {
+    if (asked)
+      return InvalidArgument(
+          "--far-huge-pages on: --graph-page-bytes is not a multiple "
+          "of the huge page size (" +
+          std::to_string(pool.page_bytes) + ")");
+    fo.graph_page_bytes = o.far.graph_page_bytes;  // the user chose small graph pages
+    return fo;
+  }
+  const uint64_t need =
+      paged::huge_pages_needed(header.file_bytes, fo.graph_page_bytes, budget_bytes,
+                               paged::PageManagerOptions{}.max_inflight, pool.page_bytes);
+  const std::string sysctl = paged::huge_pool_sysctl(pool, need);
+  if (pool.free >= need) {
+    fo.huge_pages = true;
+    fmt::print(stderr, "graph: far: the graph's region on huge pages ({} needed, {} free)\n", need,
+               pool.free);
+    return fo;
+  }
+  if (asked) {
+    return ResourceExhausted(fmt::format(
+        "--far-huge-pages on: the graph needs {} free huge pages, the pool has {} (as root: {})",
+        need, pool.free, sysctl));
+  }
+  fmt::print(stderr,
+             "graph: far: the graph's region on small pages: huge pages measure faster, but the "
+             "pool has {} free of the {} needed (as root: {})\n",
+             pool.free, need, sysctl);
+  fo.graph_page_bytes = o.far.graph_page_bytes;
+  return fo;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<graph::GraphMemory>> open_far_backend(const GraphRunOptions& o,
@@ -165,12 +229,17 @@ Result<std::unique_ptr<graph::GraphMemory>> open_far_backend(const GraphRunOptio
         "agent lists them)");
   }
   FARMEM_ASSIGN_OR_RETURN(const graph::FmgHeader header, graph::read_fmg_header(o.graph));
+  GraphRunOptions resolved = o;
+  resolved.far = sizing_options(o);
   auto s = std::make_unique<FarSession>();
   client::ClusterConfig config;
-  FARMEM_TRY(connect(o, header, &config, s.get()));
-  if (use_agent) FARMEM_TRY(open_agent(o, config, s.get()));
-  graph::FarGraphOptions fo = o.far;
+  FARMEM_TRY(connect(resolved, header, &config, s.get()));
+  FARMEM_ASSIGN_OR_RETURN(resolved.far, resolve_huge_pages(o, header, budget_bytes));
+  if (use_agent) FARMEM_TRY(open_agent(resolved, config, s.get()));
+  graph::FarGraphOptions fo = resolved.far;
   fo.budget_bytes = budget_bytes;
+  s->graph_huge_pages = fo.huge_pages;
+  s->graph_page_bytes = fo.graph_page_bytes != 0 ? fo.graph_page_bytes : fo.page_bytes;
   fo.graph_source = s->graph_source;
   fo.buffer_source = s->buffer_source;
   FARMEM_ASSIGN_OR_RETURN(graph::FarGraph g, graph::open_far_graph(*s->cluster, o.graph, fo));

@@ -47,6 +47,8 @@ struct FarSession {
   agent::wire::StatsResponse agent_before{};
   std::shared_ptr<paged::PageSource> graph_source, buffer_source;
   std::unique_ptr<paged::PageManager> manager;
+  bool graph_huge_pages = false;  // as --far-huge-pages decided ("far_huge_pages" in the record)
+  uint64_t graph_page_bytes = 0;  // the graph region's page size ("far_graph_page_bytes")
 };
 
 // Opens o.graph on paged far memory with a local budget of budget_bytes (0: unlimited); *out
