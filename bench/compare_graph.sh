@@ -313,16 +313,20 @@ def mib(r, path):
 local = {r["algorithm"]: r["median_seconds"] for r in rows if r["backend"] == "local"}
 def table(rows):
     print(f'{"algorithm":9} {"backend":13} {"seconds":>9} {"x local":>8} {"budget MiB":>10} '
-          f'{"faults":>9} {"fetched MiB":>11} {"written MiB":>11} {"h->mn MiB":>9} '
-          f'{"h->ag MiB":>9} {"ag->mn MiB":>10} {"agent hit":>9}')
+          f'{"faults":>9} {"fetched MiB":>11} {"graphs/trial":>12} {"written MiB":>11} '
+          f'{"h->mn MiB":>9} {"h->ag MiB":>9} {"ag->mn MiB":>10} {"agent hit":>9}')
     for r in rows:
         base = local.get(r["algorithm"])
         ratio = f'{r["median_seconds"] / base:8.2f}' if base else "       -"
         hit = r.get("agent_cache_hit_rate")
         hit = f'{100 * hit:8.1f}%' if hit is not None else "        -"
+        # Bytes fetched per trial against the graph's size: where the paging goes.
+        trials = len(r.get("trial_seconds") or [1])
+        graphs = (f'{r["bytes_fetched"] / trials / r["graph_bytes"]:12.2f}'
+                  if r.get("graph_bytes") else "           -")
         print(f'{r["algorithm"]:9} {name(r):13} {r["median_seconds"]:9.3f} {ratio} '
               f'{r["local_memory_bytes"] / 2**20:10.1f} {r["faults"]:9d} '
-              f'{r["bytes_fetched"] / 2**20:11.1f} {r["bytes_written_back"] / 2**20:11.1f} '
+              f'{r["bytes_fetched"] / 2**20:11.1f} {graphs} {r["bytes_written_back"] / 2**20:11.1f} '
               f'{mib(r, "host->memnode")} {mib(r, "host->agent")} {mib(r, "agent->memnode"):>10} '
               f'{hit}')
 table(rows)

@@ -11,6 +11,10 @@
 namespace farmem::graph {
 
 namespace {
+constexpr uint64_t kMaxGraphReadahead = paged::PageSource::kMaxPagesPerCall;  // pages
+}  // namespace
+
+namespace {
 
 class RegionBuffer : public Buffer {
  public:
@@ -115,7 +119,7 @@ class FarMemory : public GraphMemory {
     ro.page_bytes = o_.graph_page_bytes != 0 ? o_.graph_page_bytes : o_.page_bytes;
     ro.huge_pages = o_.graph_huge_pages;
     ro.readahead_pages = static_cast<uint32_t>(
-        std::clamp<uint64_t>(o_.graph_readahead_bytes / ro.page_bytes, 1, ro.readahead_pages));
+        std::clamp<uint64_t>(o_.graph_readahead_bytes / ro.page_bytes, 1, kMaxGraphReadahead));
     ro.name = "graph " + path;
     ro.source = o_.graph_source;
     auto file = load_region(path, h->file_bytes, ro, load);
