@@ -5,7 +5,8 @@
 // ever touch memory through these pointers, so the same code runs on DRAM (local), a file
 // mapping (mmap) or paged far-memory regions (far).
 //
-//  * local: the file is read into DRAM; buffers are DRAM.
+//  * local: the file is read into DRAM; buffers are DRAM. Both are anonymous mappings asked onto
+//    transparent huge pages (MADV_HUGEPAGE), which Debian's THP "madvise" mode needs.
 //  * mmap: the file is mapped read-only (MAP_SHARED); buffers are MAP_SHARED mappings of
 //    unlinked temporary files in MmapOptions::temp_dir, so that under a memory cgroup without
 //    swap the kernel can write them back and drop them like the graph's pages. `advice` is
