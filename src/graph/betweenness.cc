@@ -10,8 +10,6 @@
 //
 // Path counts are sums of integers in doubles, exact below 2^53 in any order, so the scores are
 // the same for any thread count until then.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -80,7 +78,7 @@ void brandes_forward(AlgorithmContext& ctx, uint32_t source, BrandesState& st) {
     st.level_start.push_back(tail.load());
     // Far and mmap backends: the next level (and its backward sweep) reads the lists in address
     // order, a pass over the pages rather than a fault per vertex.
-    if (ctx.memory().backend() != "local") std::sort(st.order + end, st.order + tail.load());
+    if (ctx.reads_by_page()) std::sort(st.order + end, st.order + tail.load());
   }
   st.level_start.pop_back();  // the empty last level
 }
@@ -111,11 +109,7 @@ void brandes_backward(AlgorithmContext& ctx, uint32_t source, BrandesState& st, 
 
 Result<Array<double>> betweenness(AlgorithmContext& ctx, const std::vector<uint32_t>& sources) {
   const uint64_t n = ctx.vertices();
-  for (uint32_t s : sources) {
-    if (s >= n) {
-      return InvalidArgument(fmt::format("source {} is not a vertex (the graph has {})", s, n));
-    }
-  }
+  for (uint32_t s : sources) FARMEM_TRY(ctx.check_source(s));
   // The successor bits first: they are set and read in edge order at random vertices, and a
   // backend that keeps random-access arrays resident in allocation order keeps these.
   auto successor = allocate_bitmap(ctx.memory(), ctx.graph().edges, "bc successor edges");

@@ -5,8 +5,6 @@
 //
 // depth[v] holds -(degree + 1) while v is unvisited (so a top-down round counts the edges it
 // will scout next without touching the offsets again), and its depth once visited.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -68,7 +66,7 @@ uint64_t top_down(AlgorithmContext& ctx, int32_t* depth, Queue& q, int32_t round
   q.begin = q.end;
   q.end = tail.load();
   // Far and mmap backends read the next round's lists in address order.
-  if (ctx.memory().backend() != "local" && q.size() <= detail::kSortedSparseMax) {
+  if (ctx.reads_by_page() && q.size() <= detail::kSortedSparseMax) {
     std::sort(q.ids + q.begin, q.ids + q.end);
   }
   return scout.load();
@@ -133,10 +131,7 @@ void bitmap_to_queue(AlgorithmContext& ctx, const Bitmap& bm, Queue& q) {
 }  // namespace
 
 Result<Array<int32_t>> bfs(AlgorithmContext& ctx, uint32_t source) {
-  if (source >= ctx.vertices()) {
-    return InvalidArgument(
-        fmt::format("source {} is not a vertex (the graph has {})", source, ctx.vertices()));
-  }
+  FARMEM_TRY(ctx.check_source(source));
   const Graph& g = ctx.graph();
   const uint64_t n = g.vertices;
   auto depth = allocate_array<int32_t>(ctx.memory(), n, "bfs depth");

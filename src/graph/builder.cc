@@ -33,11 +33,12 @@ void add_reverse_edges(EdgeList& el, ThreadPool& pool) {
   });
 }
 
-// Sorts v's list (by id, then weight) and drops what the options say; returns the new degree.
 // Entries a list lost, by cause.
 struct Dropped {
   uint64_t self_loops = 0, duplicates = 0;
 };
+
+// Sorts v's list (by id, then weight) and drops what the options say; returns the new degree.
 
 uint64_t tidy_list(uint32_t v, uint32_t* nb, float* w, uint64_t n, const BuildOptions& o,
                    std::vector<std::pair<uint32_t, float>>& scratch, Dropped* dropped) {

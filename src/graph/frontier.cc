@@ -1,5 +1,7 @@
 #include "farmem/graph/frontier.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstring>
 
@@ -70,7 +72,14 @@ AlgorithmContext::AlgorithmContext(GraphMemory& memory, ThreadPool& pool)
       pool_(pool),
       graph_(memory.graph()),
       sparse_graph_(memory.sparse_graph()),
-      sparse_limit_(memory.sparse_limit()) {}
+      sparse_limit_(memory.sparse_limit()),
+      reads_by_page_(memory.reads_by_page()) {}
+
+Status AlgorithmContext::check_source(uint32_t source) const {
+  if (source < vertices()) return OkStatus();
+  return InvalidArgument(
+      fmt::format("source {} is not a vertex (the graph has {})", source, vertices()));
+}
 
 Result<Frontier> AlgorithmContext::empty_frontier() {
   Frontier f;

@@ -111,6 +111,7 @@ class DramBuffer : public Buffer {
 class LocalMemory : public GraphMemory {
  public:
   std::string_view backend() const override { return "local"; }
+  bool reads_by_page() const override { return false; }
   const Graph& graph() const override { return graph_; }
   Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes, std::string_view, Access) override {
     auto block = DramBlock::map(bytes);

@@ -14,11 +14,6 @@ namespace farmem::graph {
 
 namespace {
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Splits a line into whitespace-separated fields.
 std::vector<std::string_view> fields_of(std::string_view line) {
   std::vector<std::string_view> out;
@@ -183,9 +178,9 @@ Result<EdgeList> read_mtx(const std::string& path) {
 }  // namespace
 
 Result<EdgeList> read_edge_file(const std::string& path) {
-  if (ends_with(path, ".wel")) return read_edge_list(path, true);
-  if (ends_with(path, ".el")) return read_edge_list(path, false);
-  if (ends_with(path, ".mtx")) return read_mtx(path);
+  if (path.ends_with(".wel")) return read_edge_list(path, true);
+  if (path.ends_with(".el")) return read_edge_list(path, false);
+  if (path.ends_with(".mtx")) return read_mtx(path);
   return InvalidArgument(
       fmt::format("{}: unknown input format (expected .el, .wel or .mtx)", path));
 }

@@ -16,11 +16,6 @@ namespace {
 
 constexpr uint64_t kSgHeaderBytes = 1 + 8 + 8;  // bool directed, int64 arcs, int64 vertices
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 Status read_exact(std::ifstream& in, void* out, uint64_t bytes, const std::string& path) {
   in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
   if (static_cast<uint64_t>(in.gcount()) != bytes) {
@@ -67,11 +62,11 @@ void sort_lists(Csr& g) {
 }  // namespace
 
 bool is_gapbs_file(const std::string& path) {
-  return ends_with(path, ".sg") || ends_with(path, ".wsg");
+  return path.ends_with(".sg") || path.ends_with(".wsg");
 }
 
 Result<Csr> read_gapbs_file(const std::string& path) {
-  const bool weighted = ends_with(path, ".wsg");
+  const bool weighted = path.ends_with(".wsg");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return InvalidArgument(fmt::format("cannot open {}", path));
   const uint64_t file_bytes = static_cast<uint64_t>(in.tellg());

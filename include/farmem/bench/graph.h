@@ -6,11 +6,11 @@
 //   convert   an edge list (.el, .wel), a .mtx or a GAPBS .sg/.wsg; self loops and duplicate
 //             edges dropped and counted (keep_duplicates: kept); symmetrize adds the reverse
 //             edges without ever creating a duplicate; a symmetric .mtx is mirrored either way
-//   run       also takes a GAPBS .sg/.wsg: it is converted to a temporary .fmg in mmap_dir
-//             first (removed at exit)
 //   run       an algorithm over `trials` timed runs: the median, faults and bytes moved, and a
 //             record appended to json_out; far memory failing under a run ends it with
-//             paged::kFaultExitStatus (86) and one "fatal" line, never wrong output or a hang
+//             paged::kFaultExitStatus (86) and one "fatal" line, never wrong output or a hang;
+//             a GAPBS .sg/.wsg is first converted to a temporary .fmg in mmap_dir (removed
+//             at exit)
 //
 // VertexOrder::kDegree relabels the vertices by descending degree before writing
 // (graph::reorder_by_degree); order_map then gets "new old" per vertex.

@@ -65,6 +65,10 @@ class AlgorithmContext {
     return frontier_size <= sparse_limit_ ? sparse_graph_ : graph_;
   }
   uint64_t vertices() const { return graph_.vertices; }
+  // kInvalidArgument naming `source` unless it is a vertex of the graph.
+  Status check_source(uint32_t source) const;
+  // Whether reading lists in address order saves page fetches (GraphMemory::reads_by_page).
+  bool reads_by_page() const { return reads_by_page_; }
 
   // An empty sparse frontier; a frontier holding `ids` (copied); a dense frontier of all.
   Result<Frontier> empty_frontier();
@@ -87,6 +91,7 @@ class AlgorithmContext {
   Graph graph_;
   Graph sparse_graph_;
   uint64_t sparse_limit_ = 0;
+  bool reads_by_page_ = false;
   std::vector<std::unique_ptr<FrontierStore>> free_;  // at most kMaxFreeStores
   static constexpr size_t kMaxFreeStores = 4;
 };

@@ -73,6 +73,9 @@ class GraphMemory {
   // Unmaps the graph's resident pages from this process where that is possible (mmap:
   // MADV_DONTNEED), so that dropping the page cache then really empties it; a no-op elsewhere.
   virtual void drop_resident() {}
+  // Whether the graph is read a page at a time (mmap, far), so that an algorithm reading its
+  // lists in address order fetches each page once; not for local DRAM, where sorting costs.
+  virtual bool reads_by_page() const { return true; }
   // Bytes of the graph's sections (payload, without padding).
   uint64_t graph_bytes() const;
   // Peak bytes of live buffers since the last reset_peak().

@@ -155,15 +155,21 @@ void print_load(const GraphRunOptions& o, const graph::FarGraph& g, bool use_age
                        : std::string(", direct"));
 }
 
+// The graph region's page size if --far-huge-pages may put it on huge pages of `huge` bytes
+// (0: it may not): the asked size, else one huge page (or --page-bytes if larger). Through the
+// agent 2 MiB pages made PageRank 2.4x slower, so auto stays small there.
+uint64_t huge_candidate_page_bytes(const GraphRunOptions& o, uint64_t huge) {
+  if (o.far_huge_pages == HugePagesMode::kOff || huge == 0) return 0;
+  if (o.far_huge_pages == HugePagesMode::kAuto && o.agent != "none") return 0;
+  return o.far.graph_page_bytes != 0 ? o.far.graph_page_bytes : std::max(huge, o.far.page_bytes);
+}
+
 // The far options the memory node is sized for: graph pages as --far-huge-pages auto/on would
 // make them (a node sized for the sparse view beside huge pages serves small pages too).
 graph::FarGraphOptions sizing_options(const GraphRunOptions& o) {
   graph::FarGraphOptions fo = o.far;
-  const uint64_t huge = paged::huge_pool().page_bytes;
-  if (o.far_huge_pages != HugePagesMode::kOff && o.agent == "none" && huge != 0 &&
-      fo.graph_page_bytes == 0) {
-    fo.graph_page_bytes = std::max(huge, fo.page_bytes);
-  }
+  const uint64_t page = huge_candidate_page_bytes(o, paged::huge_pool().page_bytes);
+  if (page != 0) fo.graph_page_bytes = page;
   return fo;
 }
 
@@ -175,29 +181,27 @@ Result<graph::FarGraphOptions> resolve_huge_pages(const GraphRunOptions& o,
   graph::FarGraphOptions fo = o.far;
   fo.huge_pages = false;
   const bool asked = o.far_huge_pages == HugePagesMode::kOn;
-  // Through the agent 2 MiB pages made PageRank 2.4x slower: auto stays small there.
-  if (o.far_huge_pages == HugePagesMode::kOff || (!asked && o.agent != "none")) return fo;
   const paged::HugePool pool = paged::huge_pool();
-  if (pool.page_bytes == 0) {
+  const uint64_t page = huge_candidate_page_bytes(o, pool.page_bytes);
+  if (page == 0) {
     if (asked) return Unavailable("--far-huge-pages on: this kernel offers no huge pages");
     return fo;
   }
-  if (fo.graph_page_bytes == 0) fo.graph_page_bytes = std::max(pool.page_bytes, fo.page_bytes);
-  if (fo.graph_page_bytes % pool.page_bytes != 0) {
-    if (asked)
-      return InvalidArgument(
-          "--far-huge-pages on: --graph-page-bytes is not a multiple "
-          "of the huge page size (" +
-          std::to_string(pool.page_bytes) + ")");
-    fo.graph_page_bytes = o.far.graph_page_bytes;  // the user chose small graph pages
-    return fo;
+  if (page % pool.page_bytes != 0) {
+    if (asked) {
+      return InvalidArgument(fmt::format(
+          "--far-huge-pages on: --graph-page-bytes is not a multiple of the huge page size ({})",
+          pool.page_bytes));
+    }
+    return fo;  // the user chose small graph pages
   }
   const uint64_t need =
-      paged::huge_pages_needed(header.file_bytes, fo.graph_page_bytes, budget_bytes,
+      paged::huge_pages_needed(header.file_bytes, page, budget_bytes,
                                paged::PageManagerOptions{}.max_inflight, pool.page_bytes);
   const std::string sysctl = paged::huge_pool_sysctl(pool, need);
   if (pool.free >= need) {
     fo.huge_pages = true;
+    fo.graph_page_bytes = page;
     fmt::print(stderr, "graph: far: the graph's region on huge pages ({} needed, {} free)\n", need,
                pool.free);
     return fo;
@@ -211,7 +215,6 @@ Result<graph::FarGraphOptions> resolve_huge_pages(const GraphRunOptions& o,
              "graph: far: the graph's region on small pages: huge pages measure faster, but the "
              "pool has {} free of the {} needed (as root: {})\n",
              pool.free, need, sysctl);
-  fo.graph_page_bytes = o.far.graph_page_bytes;
   return fo;
 }
 

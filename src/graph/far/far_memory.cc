@@ -11,10 +11,8 @@
 namespace farmem::graph {
 
 namespace {
-constexpr uint64_t kMaxGraphReadahead = paged::PageSource::kMaxPagesPerCall;  // pages
-}  // namespace
 
-namespace {
+constexpr uint64_t kMaxGraphReadahead = paged::PageSource::kMaxPagesPerCall;  // pages
 
 class RegionBuffer : public Buffer {
  public:
